@@ -1,0 +1,37 @@
+"""wm_langgraph: a structured, loss-guarded Working Memory for LangGraph agents.
+
+Public API only through this module. See README.md.
+"""
+
+from wm_langgraph.core.merge import GuardDecision, MergeResult, merge_working_memory
+from wm_langgraph.core.protocol import (
+    UPDATE_WORKING_MEMORY_TOOL,
+    parse_update_arguments,
+    section_size_warnings,
+    update_tool_schema,
+)
+from wm_langgraph.core.sections import (
+    SECTIONS,
+    is_working_memory,
+    parse_working_memory,
+    render_working_memory,
+)
+from wm_langgraph.core.tokens import count_tokens
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SECTIONS",
+    "UPDATE_WORKING_MEMORY_TOOL",
+    "GuardDecision",
+    "MergeResult",
+    "__version__",
+    "count_tokens",
+    "is_working_memory",
+    "merge_working_memory",
+    "parse_update_arguments",
+    "parse_working_memory",
+    "render_working_memory",
+    "section_size_warnings",
+    "update_tool_schema",
+]

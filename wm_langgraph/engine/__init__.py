@@ -1,0 +1,1 @@
+"""The session engine: LangGraph state, accounting, archives, the commit subgraph, assemble."""
