@@ -114,7 +114,9 @@ def neutralise_body(body: str) -> str:
     demoted the same way. The text itself is kept.
     """
     out: list[str] = []
-    for line in body.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+    # Strip first: stripping after the check would turn " ## X" (or "\f## X") on the first
+    # line into a real header.
+    for line in body.replace("\r\n", "\n").replace("\r", "\n").strip().split("\n"):
         if _HEADER_RE.match(line) or line.strip() == DOCUMENT_TITLE:
             out.append("### " + line.strip().lstrip("#").strip())
         else:
