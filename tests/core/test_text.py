@@ -1,0 +1,238 @@
+"""Text analysis: title words, path-like tokens, lexical anchors (CJK-aware)."""
+
+from __future__ import annotations
+
+import pytest
+
+from wm_langgraph.core.text import (
+    anchor_in_text,
+    contains_cjk,
+    extract_anchors,
+    extract_paths,
+    is_path_like,
+    meaningful_words,
+    missing_anchors,
+    normalise_path,
+    shares_meaningful_word,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Titles
+# ---------------------------------------------------------------------------------------------
+
+
+def test_meaningful_words_drop_spec_stopwords_and_stem():
+    assert meaningful_words("The Plan for the Working Memory session notes") == set()
+    assert meaningful_words("Migrating payments to PostgreSQL") == {
+        "migrat",
+        "payment",
+        "postgresql",
+    }
+
+
+def test_meaningful_words_give_cjk_bigrams():
+    assert meaningful_words("数据库迁移") == {"数据", "据库", "库迁", "迁移"}
+    # function characters split runs; the "plan" bigram is a stopword
+    assert meaningful_words("数据库的计划") == {"数据", "据库"}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "related"),
+    [
+        ("Payments DB migration to PostgreSQL", "PostgreSQL cut-over for payments", True),
+        ("Payments DB migration", "Migrating the payments database", True),
+        ("Payments DB migration", "Weekend trip to Lisbon", False),
+        ("Session notes", "Anything at all", True),  # old title has no meaningful word
+        ("北京周末旅行安排", "北京旅行预算", True),
+        ("北京周末旅行安排", "数据库性能优化", False),
+        ("データベース移行", "データベース設計", True),
+        ("데이터베이스 마이그레이션", "주말 여행 계획", False),
+        ("PostgreSQL 迁移", "PostgreSQL upgrade", True),
+    ],
+)
+def test_shares_meaningful_word(old, new, related):
+    assert shares_meaningful_word(old, new) is related
+
+
+def test_contains_cjk():
+    assert contains_cjk("预算 200")
+    assert contains_cjk("カタカナ")
+    assert not contains_cjk("plain ascii, café")
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths
+# ---------------------------------------------------------------------------------------------
+
+PATHS = [
+    "src/main.py",
+    "main.py",
+    "README.md",
+    "web/App.tsx",
+    "Foo.java",
+    "lib/x.c",
+    "engine.cpp",
+    "include/api.h",
+    "types.hpp",
+    "index.html",
+    "style.css",
+    "theme.scss",
+    "schema.sql",
+    "data.csv",
+    "logo.png",
+    "photo.jpg",
+    "icon.svg",
+    "notes.txt",
+    "poetry.lock",
+    "pom.xml",
+    "api.proto",
+    "Main.kt",
+    "App.swift",
+    "app.rb",
+    "index.php",
+    "Comp.vue",
+    "Dockerfile",
+    "Makefile",
+    ".env",
+    ".gitignore",
+    "~/.bashrc",
+    "/etc/hosts",
+    "./run",
+    "../shared/SPEC.md",
+    "docs/",
+    "src/utils",
+    "tests/core",
+    "app/models/user",
+    "api/v2",
+    "my_pkg/module",
+    "https://example.com/a/b?x=1",
+    "C:\\Users\\me\\report.docx",
+]
+NOT_PATHS = [
+    "and/or",
+    "either/or",
+    "input/output",
+    "true/false",
+    "yes/no",
+    "read/write",
+    "client/server",
+    "TCP/IP",
+    "I/O",
+    "media/search",
+    "HTTP/2",
+    "3/15/2024",
+    "50/50",
+    "24/7",
+    "e.g.",
+    "v2.3.1",
+    "example.com",
+    "word",
+    "/",
+]
+
+
+@pytest.mark.parametrize("token", PATHS)
+def test_real_paths_are_paths(token):
+    assert is_path_like(token)
+    assert extract_paths(f"see {token} please") == [token]
+
+
+@pytest.mark.parametrize("token", NOT_PATHS)
+def test_prose_slashes_are_not_paths(token):
+    assert not is_path_like(token)
+    assert extract_paths(f"we use {token} here") == []
+
+
+def test_extract_paths_order_unique_and_punctuation():
+    text = "Edit src/app.py, then src/app.py again; see `docs/guide.md`. Logs: https://x.io/l."
+    assert extract_paths(text) == ["src/app.py", "docs/guide.md", "https://x.io/l"]
+
+
+def test_extract_paths_line_numbers_and_cjk_neighbours():
+    assert extract_paths("error at src/db.py:42") == ["src/db.py"]
+    assert extract_paths("修改了src/main.py文件，访问https://x.com/a页面。") == [
+        "src/main.py",
+        "https://x.com/a",
+    ]
+
+
+def test_normalise_path():
+    assert normalise_path("./src/a.py,") == "src/a.py"
+    assert normalise_path("docs/") == "docs"
+
+
+# ---------------------------------------------------------------------------------------------
+# Anchors
+# ---------------------------------------------------------------------------------------------
+
+
+def test_spec_anchor_kinds():
+    text = (
+        "Decided on 15 March 2024 because Alice chose PostgreSQL; trial lasts 3 months, "
+        "costs $200, 2 kids, standup at 10 AM, due 2024-04-01."
+    )
+    assert extract_anchors(text) == {
+        "decided",
+        "2024-03-15",
+        "because",
+        "alice",
+        "chose",
+        "postgresql",
+        "3 months",
+        "$200",
+        "2 kids",
+        "10 am",
+        "2024-04-01",
+    }
+
+
+def test_technical_anchors():
+    text = (
+        "FACT-017: bump to v2.3.1, retry on HTTP 429, Postgres on port 5432, "
+        "config in src/settings.toml, env DATABASE_URL, call parse_config(), see #42."
+    )
+    anchors = extract_anchors(text)
+    assert {
+        "fact-017",
+        "v2.3.1",
+        "http 429",
+        "port 5432",
+        "src/settings.toml",
+        "database_url",
+        "parse_config",
+        "#42",
+        "postgres",
+    } <= anchors
+    assert "5432" not in anchors  # one anchor per piece of text
+
+
+def test_cjk_anchors():
+    text = "2024年3月15日签约，预算200元，试用3个月，三个月后复盘，第3阶段，3月20日开会，押金3000"
+    assert extract_anchors(text) == {
+        "2024-03-15",
+        "200元",
+        "3个月",
+        "三个月",
+        "第3",
+        "--03-20",
+        "3000",
+    }
+
+
+def test_dates_are_canonical_across_formats():
+    assert extract_anchors("15 March 2024") == extract_anchors("2024-03-15")
+    assert extract_anchors("March 15, 2024") == {"2024-03-15"}
+    assert extract_anchors("2024年3月15日") == {"2024-03-15"}
+
+
+def test_stopwords_and_markers():
+    assert extract_anchors("The user prefers tea. Use it.") == set()
+    assert extract_anchors("Decided because agreed", include_markers=False) == set()
+    assert extract_anchors("决定采用", include_markers=False) == set()
+
+
+def test_anchor_presence_literal_and_canonical():
+    assert anchor_in_text("2024-03-15", "signed 15 Mar 2024")
+    assert anchor_in_text("port 5432", "the db listens on Port 5432.")
+    assert not anchor_in_text("v2.3.1", "we run v2.3.10 now")
+    assert missing_anchors({"alice", "fact-017", "$200"}, "Alice paid $200") == {"fact-017"}
