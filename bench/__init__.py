@@ -1,0 +1,1 @@
+"""Benchmarks of wm_langgraph against its in-ecosystem peers (see bench/README.md)."""
