@@ -1,0 +1,409 @@
+"""Assemble the model input from three layers inside a token budget (SPEC §7).
+
+Output order: one leading ``SystemMessage`` (the system-prompt addition followed by the
+thread's own system text), then one ``[Session History Summary]`` user message holding the
+Working Memory, then the messages of archives whose Phase 2 is not done (pending), then the
+live messages.
+
+Budgets: ``reserved = min(T, max(0.15·T, reserve_tokens if T >= 40,000 else 0))`` is kept free
+for the reply; everything returned fits ``usable = T - reserved``; the Working Memory layer gets
+at most ``archive = min(0.15·usable, archive_memory_tokens)`` and a larger document is cut to
+fit (see :func:`fit_working_memory`).
+
+When the layers do not fit, in this order:
+
+1. Whole turns (a user message and every step after it up to the next user message) are
+   dropped oldest first — pending-archive messages go before live ones since they are older.
+   A turn boundary never separates an AI message's tool calls from their tool results (also
+   for parallel calls); such turns are dropped together. The Working Memory stays while older
+   raw messages go.
+2. The newest turn (the newest user message and the steps after it) is never dropped. When it
+   and the Working Memory do not fit together, the Working Memory is cut further, down to
+   nothing.
+3. Last resort, when the newest turn alone exceeds the budget: its tool results are cut (each
+   keeps its start and end around a visible ``[… N characters truncated …]`` marker), largest
+   first, as little as needed. The system message, the user message, and the assistant
+   messages are never cut, so if they alone exceed the budget the result is over budget
+   (``tokens > budgets.usable``) rather than missing the user's request.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from wm_langgraph.core.sections import (
+    SECTIONS,
+    is_working_memory,
+    parse_working_memory,
+    render_working_memory,
+)
+from wm_langgraph.engine.render import content_text
+
+__all__ = [
+    "SUMMARY_HEADER",
+    "AssembledContext",
+    "Budgets",
+    "assemble_context",
+    "compute_budgets",
+    "fit_working_memory",
+]
+
+SUMMARY_HEADER = "[Session History Summary]"
+"""First line of the user message that carries the Working Memory."""
+
+MessageCounter = Callable[[BaseMessage], int]
+
+_LARGE_BUDGET = 40_000
+# Sections cut first when the WM exceeds its budget, and from which end (oldest items of the
+# append-style sections go first). Title, Current State and Open Issues come last.
+_CUT_PLAN: tuple[tuple[str, bool], ...] = (
+    ("Files & Context", True),
+    ("Errors & Corrections", True),
+    ("Key Facts & Decisions", True),
+    ("Task & Goals", False),
+    ("Open Issues", False),
+    ("Current State", False),
+    ("Session Title", False),
+)
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Token budgets of one assemble call.
+
+    Attributes:
+        reserved: Tokens left free for the model's reply.
+        usable: ``token_budget - reserved``: the most the assembled input may count.
+        archive: The most the Working Memory message may count.
+    """
+
+    reserved: int
+    usable: int
+    archive: int
+
+
+@dataclass(frozen=True)
+class AssembledContext:
+    """The assembled model input.
+
+    Attributes:
+        system_message: The leading system message, or ``None`` when there is none.
+        messages: The non-system messages in order: the ``[Session History Summary]`` message
+            (when a WM exists and fits), pending-archive messages, live messages.
+        tokens: Total of all returned messages (system message included) by the counter.
+        dropped: How many pending/live messages were left out (folded system messages are
+            not counted; they are merged into ``system_message``).
+        budgets: The budgets used.
+    """
+
+    system_message: SystemMessage | None
+    messages: list[BaseMessage]
+    tokens: int
+    dropped: int
+    budgets: Budgets
+
+    @property
+    def all_messages(self) -> list[BaseMessage]:
+        """The model input: the system message (if any) followed by ``messages``."""
+        head: list[BaseMessage] = [self.system_message] if self.system_message else []
+        return head + list(self.messages)
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def compute_budgets(token_budget: int, reserve_tokens: int, archive_memory_tokens: int) -> Budgets:
+    """SPEC §7 budgets (reserve rounded up, so usable never exceeds the reference's).
+
+    Args:
+        token_budget: The model's context window ``T`` in tokens.
+        reserve_tokens: Tokens to keep free for the reply when ``T >= 40,000``.
+        archive_memory_tokens: Cap of the Working Memory layer.
+
+    Raises:
+        ValueError: A value is not an integer in range (``token_budget >= 1``, others ``>= 0``).
+    """
+    total = _check_int("token_budget", token_budget, 1)
+    reserve = _check_int("reserve_tokens", reserve_tokens, 0)
+    cap = _check_int("archive_memory_tokens", archive_memory_tokens, 0)
+    fifteen_percent = (15 * total + 99) // 100
+    reserved = min(total, max(fifteen_percent, reserve if total >= _LARGE_BUDGET else 0))
+    usable = total - reserved
+    return Budgets(reserved=reserved, usable=usable, archive=min(15 * usable // 100, cap))
+
+
+def _summary_message(document: str) -> HumanMessage:
+    return HumanMessage(content=f"{SUMMARY_HEADER}\n\n{document.strip()}")
+
+
+def _marker(omitted: int) -> str:
+    return f"[… truncated, {omitted} items omitted …]"
+
+
+def _cut_document(bodies: Mapping[str, list[str]], plan: list[tuple[str, int]], k: int) -> str:
+    """The document with the first ``k`` removals of ``plan`` applied (marker per section)."""
+    removed: dict[str, set[int]] = {}
+    for name, index in plan[:k]:
+        removed.setdefault(name, set()).add(index)
+    out: dict[str, str] = {}
+    for name, lines in bodies.items():
+        gone = removed.get(name, set())
+        kept = [line for i, line in enumerate(lines) if i not in gone]
+        if gone:
+            from_start = min(gone) == 0 and len(lines) - 1 not in gone
+            kept = [_marker(len(gone)), *kept] if from_start else [*kept, _marker(len(gone))]
+        out[name] = "\n".join(kept)
+    if "" in out:  # not a v2 document: one anonymous body
+        return out[""]
+    return render_working_memory(out)
+
+
+def fit_working_memory(
+    working_memory: str, budget: int, count: MessageCounter
+) -> tuple[HumanMessage | None, int]:
+    """The ``[Session History Summary]`` message for ``working_memory``, cut to ``budget``.
+
+    Whole items (non-blank lines) are removed, least critical sections first (Files & Context,
+    Errors & Corrections and Key Facts & Decisions from their oldest items, then Task & Goals;
+    Open Issues, Current State and Session Title only if still needed); each cut section
+    shows ``[… truncated, N items omitted …]``. The stored Working Memory is not changed.
+
+    Args:
+        working_memory: The current document (``""`` for none).
+        budget: The most the message may count.
+        count: Message token counter.
+
+    Returns:
+        The message (``None`` when there is no WM or not even its skeleton fits) and the
+        number of items omitted.
+    """
+    if not working_memory.strip() or budget <= 0:
+        return None, 0
+    whole = _summary_message(working_memory)
+    if count(whole) <= budget:
+        return whole, 0
+    if is_working_memory(working_memory):
+        parsed = parse_working_memory(working_memory)
+        bodies = {name: [ln for ln in parsed[name].splitlines() if ln.strip()] for name in SECTIONS}
+        order = _CUT_PLAN
+    else:
+        bodies = {"": [ln for ln in working_memory.splitlines() if ln.strip()]}
+        order = (("", False),)
+    plan: list[tuple[str, int]] = []
+    for name, oldest_first in order:
+        indices = range(len(bodies[name]))
+        plan.extend((name, i) for i in (indices if oldest_first else reversed(indices)))
+
+    def fits(k: int) -> bool:
+        return count(_summary_message(_cut_document(bodies, plan, k))) <= budget
+
+    if not fits(len(plan)):
+        return None, 0
+    lo, hi = 1, len(plan)  # the size is monotone in k up to marker digits; verified below
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    while not fits(lo):
+        lo += 1
+    return _summary_message(_cut_document(bodies, plan, lo)), lo
+
+
+def _system_blocks(content: object) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content) if isinstance(content, list) else [{"type": "text", "text": str(content)}]
+
+
+def _merge_system(
+    system_message: SystemMessage | None,
+    folded: Sequence[SystemMessage],
+    addition: str | None,
+) -> SystemMessage | None:
+    sources: list[SystemMessage] = [system_message] if system_message is not None else []
+    for message in folded:
+        if all(message.content != seen.content for seen in sources):
+            sources.append(message)
+    if not addition:
+        if len(sources) <= 1:
+            return sources[0] if sources else None
+    elif not sources:
+        return SystemMessage(content=addition)
+    first = sources[0]
+    if all(isinstance(s.content, str) for s in sources):
+        texts = [addition or "", *(str(s.content) for s in sources)]
+        content: Any = "\n\n".join(t.strip() for t in texts if t.strip())
+    else:
+        content = _system_blocks(addition or "")
+        for source in sources:
+            content.extend(_system_blocks(source.content))
+    return SystemMessage(
+        content=content, id=first.id, additional_kwargs=dict(first.additional_kwargs)
+    )
+
+
+def _turns(messages: Sequence[BaseMessage]) -> list[tuple[int, int]]:
+    """Turn spans ``[start, end)``: a new turn starts at each user message, except where that
+    would separate tool calls from their results."""
+    starts = {i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and i > 0}
+    owner: dict[str, int] = {}
+    for i, message in enumerate(messages):
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls or []:
+                if call.get("id"):
+                    owner[str(call["id"])] = i
+        elif isinstance(message, ToolMessage) and message.tool_call_id in owner:
+            caller = owner[message.tool_call_id]
+            starts -= set(range(caller + 1, i + 1))
+    bounds = [0, *sorted(starts), len(messages)]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def _cut_tool_message(message: ToolMessage, limit: int, count: MessageCounter) -> ToolMessage:
+    """A copy of ``message`` whose output keeps its start and end so that it counts <= limit
+    (or as close as a bare marker allows)."""
+    if count(message) <= limit:
+        return message
+    text = content_text(message.content)
+
+    def cut(keep: int) -> ToolMessage:
+        head = keep * 2 // 3
+        tail = keep - head
+        end = text[len(text) - tail :] if tail else ""
+        marker = f"[… {len(text) - keep} characters truncated to fit the context window …]"
+        return message.model_copy(update={"content": f"{text[:head]}\n{marker}\n{end}"})
+
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(cut(mid)) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return cut(lo)
+
+
+def _shrink_tool_outputs(
+    messages: list[BaseMessage], target: int, count: MessageCounter
+) -> list[BaseMessage]:
+    """Cap the tool results of ``messages`` at the largest common size that fits ``target``."""
+    sizes = [count(m) for m in messages]
+    tools = [i for i, m in enumerate(messages) if isinstance(m, ToolMessage)]
+    if not tools or sum(sizes) <= target:
+        return messages
+
+    def capped(limit: int) -> list[BaseMessage]:
+        out = list(messages)
+        for i in tools:
+            message = messages[i]
+            assert isinstance(message, ToolMessage)
+            if sizes[i] > limit:
+                out[i] = _cut_tool_message(message, limit, count)
+        return out
+
+    lo, hi = 0, max(sizes[i] for i in tools)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if sum(count(m) for m in capped(mid)) <= target:
+            lo = mid
+        else:
+            hi = mid - 1
+    return capped(lo)
+
+
+def assemble_context(
+    *,
+    system_message: SystemMessage | None,
+    working_memory: str,
+    pending_messages: Sequence[BaseMessage],
+    live_messages: Sequence[BaseMessage],
+    token_budget: int,
+    reserve_tokens: int,
+    archive_memory_tokens: int,
+    count: MessageCounter,
+    system_addition: str | None = None,
+) -> AssembledContext:
+    """Build the model input from the three layers, inside the budget (see the module docstring).
+
+    Args:
+        system_message: The thread's own system message, if any.
+        working_memory: The current WM document, ``""`` when there is none yet.
+        pending_messages: Messages of archives whose Phase 2 is not done, in archive order.
+        live_messages: The live (not archived) messages; any ``SystemMessage`` among them is
+            folded into the leading system message.
+        token_budget: The model's context window ``T``.
+        reserve_tokens: Reply reserve for large windows (SPEC §7).
+        archive_memory_tokens: Cap of the WM layer.
+        count: Message token counter (e.g. ``message_tokens``).
+        system_addition: The system-prompt addition; ``None`` loads ``prompts/system.md``.
+            Added only while a WM or pending archive exists.
+
+    Returns:
+        The assembled context; the inputs are not modified.
+
+    Raises:
+        ValueError: A budget value is out of range.
+    """
+    budgets = compute_budgets(token_budget, reserve_tokens, archive_memory_tokens)
+    folded: list[SystemMessage] = []
+    body: list[BaseMessage] = []
+    for message in [*pending_messages, *live_messages]:
+        if isinstance(message, SystemMessage):
+            folded.append(message)
+        else:
+            body.append(message)
+    has_memory = bool(working_memory.strip()) or bool(pending_messages)
+    if has_memory and system_addition is None:
+        from wm_langgraph.engine.prompts import load_prompt
+
+        system_addition = load_prompt("system")
+    system = _merge_system(system_message, folded, system_addition if has_memory else None)
+    available = budgets.usable - (count(system) if system is not None else 0)
+
+    sizes = [count(m) for m in body]
+    turns = _turns(body)
+    summary, _ = fit_working_memory(working_memory, min(budgets.archive, available), count)
+    summary_size = count(summary) if summary is not None else 0
+    kept: list[BaseMessage] = []
+    if turns:
+        newest_start = turns[-1][0]
+        newest = sum(sizes[newest_start:])
+        if summary_size + newest <= available:
+            start, total = newest_start, summary_size + newest
+            for turn_start, turn_end in reversed(turns[:-1]):
+                total += sum(sizes[turn_start:turn_end])
+                if total > available:
+                    break
+                start = turn_start
+            kept = body[start:]
+        elif newest <= available:
+            kept = body[newest_start:]
+            summary, _ = fit_working_memory(working_memory, available - newest, count)
+        else:
+            summary = None
+            kept = _shrink_tool_outputs(body[newest_start:], available, count)
+    messages: list[BaseMessage] = ([summary] if summary is not None else []) + kept
+    tokens = sum(count(m) for m in messages) + (count(system) if system is not None else 0)
+    return AssembledContext(
+        system_message=system,
+        messages=messages,
+        tokens=tokens,
+        dropped=len(body) - len(kept),
+        budgets=budgets,
+    )
