@@ -17,6 +17,7 @@ from wm_langgraph.core.sections import (
     render_working_memory,
 )
 from wm_langgraph.core.tokens import count_tokens
+from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 
 __version__ = "0.1.0"
 
@@ -25,6 +26,7 @@ __all__ = [
     "UPDATE_WORKING_MEMORY_TOOL",
     "GuardDecision",
     "MergeResult",
+    "OfflineWorkingMemoryModel",
     "__version__",
     "count_tokens",
     "is_working_memory",

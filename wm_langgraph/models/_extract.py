@@ -1,0 +1,413 @@
+"""What the offline heuristic summariser extracts from a transcript.
+
+Private to ``wm_langgraph.models``. Given the parsed turns of the folded messages, it finds
+the session title, goals, the latest exchange, durable facts and decisions (with their
+reasons), the files touched and how, errors with the fixes that followed, user corrections,
+and open questions / TODOs together with the sentences that resolve them. Extractive and
+deterministic: every item is a sentence (or a tool record) taken from the transcript.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from wm_langgraph.core.text import extract_paths
+from wm_langgraph.models._lang import (
+    Language,
+    detect_language,
+    first_sentence,
+    keywords,
+    sentences,
+    shorten,
+    similar,
+)
+from wm_langgraph.models._transcript import ToolCallRecord, Turn
+
+__all__ = ["FileNote", "Findings", "extract_findings"]
+
+_I = re.IGNORECASE
+_FACT_RE = re.compile(
+    r"\b(because|since we|decided|decide|decision|chose|choose|chosen|agreed|agree|never|always|"
+    r"must|prefer|prefers|preferred|preference|constraint|required|requirement|requires|"
+    r"don't|do not|should not|shouldn't|instead of|we'll use|we will use|deadline|budget|"
+    r"limit|timeout|max|maximum|min|minimum|at most|at least|default)\b"
+    r"|因为|决定|选择|选用|采用|必须|务必|不要|不能|禁止|永远|总是|始终|一律|偏好|更喜欢|"
+    r"约束|要求|限制|截止|预算|规定",
+    _I,
+)
+_NUMBER_FACT_RE = re.compile(
+    r"\b(?:v?\d+\.\d+(?:\.\d+)+|port \d+|HTTP \d{3}|\d{4}-\d{2}-\d{2}|"
+    r"\d+(?:\.\d+)?\s?(?:%|ms|seconds|minutes|hours|days|weeks|months|years|MB|GB|KB|tokens|"
+    r"requests|rps|users|retries|workers|threads))\b|\$\d+|\d+\s?(?:个|天|小时|分钟|秒|月|年|次|%)",
+    _I,
+)
+_GOAL_RE = re.compile(
+    r"\b(add|implement|build|create|write|make|fix|support|refactor|migrate|rename|remove|"
+    r"deploy|set up|setup|need|needs|want|goal|also|next|extend|port|convert|optimi[sz]e)\b"
+    r"|实现|添加|增加|构建|创建|编写|修复|支持|重构|迁移|需要|希望|目标|帮我|请",
+    _I,
+)
+_ACK_RE = re.compile(
+    r"^\s*(ok(ay)?|thanks?( you)?|thank you|yes|yep|sure|go ahead|sounds good|great|perfect|"
+    r"lgtm|continue|好的?|谢谢|可以|行|继续|没问题)[\s.!。！]*$",
+    _I,
+)
+_CORRECTION_RE = re.compile(
+    r"^\s*(no\b|nope\b|actually\b|that's (wrong|not right|incorrect)|that is (wrong|not right)|"
+    r"wrong\b|incorrect\b|not quite\b|you're wrong|i said\b)"
+    r"|^\s*(不对|不是|错了|其实|搞错|你错)|that's wrong|不对|搞错了",
+    _I,
+)
+_QUESTION_RE = re.compile(r"[?？]\s*$")
+_TODO_RE = re.compile(
+    r"\bTODO\b|\bstill need(s)? to\b|\bnot yet\b|\bfollow[- ]up\b|\bremaining\b|\bblocked\b|"
+    r"\bopen question\b|\bunresolved\b|\blater\b|待办|待定|待处理|待解决|待确认|待完成|"
+    r"未解决|还需要|尚未|以后再|之后再",
+    _I,
+)
+_RESOLVED_RE = re.compile(
+    r"\b(done|fixed|resolved|answered|completed|implemented|added|passes|passing|pass|"
+    r"works now|no longer|settled|decided|finished|closed)\b"
+    r"|已解决|解决了|完成|搞定|修复了|已修复|通过了|已通过|确定了",
+    _I,
+)
+_ERROR_RE = re.compile(
+    r"Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception)\b|\bError:|\bERROR\b|"
+    r"\bFAILED\b|\bfailed\b|exit code [1-9]|错误|失败|报错|异常",
+)
+_ERROR_LINE_RE = re.compile(
+    r"^\s*(?:E\s+)?(?:[A-Z]\w*(?:Error|Exception)\b.*|FAILED .*|Error:.*|ERROR.*|.*失败.*|"
+    r".*错误.*|.*报错.*)$",
+    re.MULTILINE,
+)
+_ACTIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("edited", re.compile(r"edit|replace|patch|modify|update|insert|apply|str_replace", _I)),
+    ("created", re.compile(r"write|create|new|save|touch", _I)),
+    ("deleted", re.compile(r"delete|remove|\brm\b|unlink", _I)),
+    ("read", re.compile(r"read|cat|view|open|get|load|show|head", _I)),
+    ("searched", re.compile(r"search|grep|find|glob|list|\bls\b", _I)),
+    ("ran", re.compile(r"run|bash|shell|exec|command|terminal|test|pytest|python|sh\b", _I)),
+)
+_ACTION_ZH = {
+    "edited": "编辑",
+    "created": "创建",
+    "deleted": "删除",
+    "read": "读取",
+    "searched": "搜索",
+    "ran": "运行",
+    "mentioned": "提及",
+    "seen in output": "出现在输出中",
+    "used": "使用",
+}
+_COMMAND_KEYS = ("command", "cmd", "script", "shell")
+
+
+@dataclass(slots=True)
+class FileNote:
+    """One path and how the session touched it (in first-seen order)."""
+
+    path: str
+    actions: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+
+    def describe(self, language: Language) -> str:
+        """A Files & Context line: the path and what was done with it."""
+        actions = self.actions or ["mentioned"]
+        if language == "zh":
+            done = "、".join(_ACTION_ZH.get(a, a) for a in actions)
+        else:
+            done = ", ".join(actions)
+        via = f" (via {', '.join(self.tools)})" if self.tools else ""
+        return f"`{self.path}` — {done}{via}"
+
+
+@dataclass(slots=True)
+class Findings:
+    """Everything the summariser took from one transcript."""
+
+    language: Language
+    title: str = ""
+    goals: list[str] = field(default_factory=list)
+    latest_request: str = ""
+    latest_reply: str = ""
+    last_action: str = ""
+    last_status: str = ""
+    first_request: str = ""
+    facts: list[str] = field(default_factory=list)
+    files: list[FileNote] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    unresolved_errors: list[str] = field(default_factory=list)
+    open_items: list[str] = field(default_factory=list)
+    resolution_texts: list[str] = field(default_factory=list)
+
+
+_ZH_OPENERS_RE = re.compile(r"^(你好[，,]?|请你?|帮我|帮忙|麻烦你?|我想要?|我们需要|能不能|可以)+")
+_EN_OPENERS_RE = re.compile(
+    r"^((hi|hello|hey)\b[,!]?\s*)?(please\s+|can you\s+|could you\s+|would you\s+|"
+    r"help me\s+|i want you to\s+|i'd like you to\s+|i need you to\s+|let's\s+|lets\s+)*",
+    _I,
+)
+
+
+def _strip_openers(sentence: str) -> str:
+    """Drop polite openers ("Please", "Can you", "请帮我") and capitalise what is left."""
+    text = _ZH_OPENERS_RE.sub("", _EN_OPENERS_RE.sub("", sentence.strip())).strip()
+    return text[:1].upper() + text[1:] if text else sentence.strip()
+
+
+def _title_from(request: str, language: Language) -> str:
+    """A 5-10 word title from the first request: polite openers dropped, capitalised."""
+    text = _strip_openers(first_sentence(request))
+    if language == "zh":
+        clause = re.split(r"[，,。！？：:；]", text)[0].strip() or text
+        if len(clause) <= 30:
+            return clause
+        cut = 30
+        while cut < len(clause) and clause[cut].isascii() and clause[cut].isalnum():
+            cut += 1  # never cut inside a Latin word or a number
+        return clause[:cut].strip()
+    words = [w.strip(",;:") for w in text.rstrip(".!?").split()]
+    return " ".join(words[:9]).strip()
+
+
+def _tool_action(call: ToolCallRecord, key: str) -> str:
+    if key in _COMMAND_KEYS:
+        return "ran"
+    for action, pattern in _ACTIONS:
+        if pattern.search(call.name):
+            return action
+    return "used"
+
+
+def _note(notes: dict[str, FileNote], path: str, action: str, tool: str) -> None:
+    note = notes.setdefault(path, FileNote(path))
+    if action not in note.actions:
+        note.actions.append(action)
+    if tool and tool not in note.tools:
+        note.tools.append(tool)
+
+
+def _call_paths(call: ToolCallRecord) -> list[tuple[str, str]]:
+    """(path, argument key) for every path in a tool call's arguments."""
+    found: list[tuple[str, str]] = []
+    for key, value in call.args.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        found.extend((path, key) for path in extract_paths(text))
+    return found
+
+
+def _command_of(call: ToolCallRecord) -> str:
+    for key in _COMMAND_KEYS:
+        value = call.args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip().splitlines()[0]
+    return ""
+
+
+def _error_summary(turn: Turn) -> str:
+    lines = [m.group(0).strip() for m in _ERROR_LINE_RE.finditer(turn.text)]
+    detail = lines[-1] if lines else first_sentence(turn.text)
+    return shorten(detail, max_words=24, max_cjk=60)
+
+
+def _is_correction(text: str) -> bool:
+    return bool(_CORRECTION_RE.search(first_sentence(text)))
+
+
+def _fact_sentences(turn: Turn, language: Language) -> list[str]:
+    facts: list[str] = []
+    correction = turn.role == "user" and _is_correction(turn.text)
+    for sentence in sentences(turn.text):
+        if _QUESTION_RE.search(sentence) or _TODO_RE.search(sentence) or len(sentence) < 8:
+            continue
+        corrected_value = correction and re.search(r"\d", sentence)
+        if _FACT_RE.search(sentence) or _NUMBER_FACT_RE.search(sentence) or corrected_value:
+            item = shorten(sentence)
+            if turn.role == "user":
+                item = ("用户：" if language == "zh" else "User: ") + item
+            facts.append(item)
+    return facts
+
+
+def _output_failed(turn: Turn, action: str) -> bool:
+    if turn.status == "error":
+        return True
+    head = turn.text[:4000]
+    if re.search(
+        r"Traceback \(most recent call last\)|\bFAILED\b|exit code [1-9]|\d+ failed", head
+    ):
+        return True
+    return action == "ran" and bool(_ERROR_RE.search(head))
+
+
+_GENERIC = frozenset({"todo", "need", "still", "question", "new", "open", "later", "decide"})
+
+
+def relates(item: str, text: str) -> bool:
+    """True when ``text`` is about ``item`` (they share enough meaningful keywords)."""
+    item_words = [w for w in keywords(item) if w not in _GENERIC]
+    shared = len(set(item_words) & set(keywords(text)))
+    return shared >= 2 or (shared >= 1 and len(item_words) <= 2)
+
+
+def resolves(item: str, sentence: str) -> bool:
+    """True when ``sentence`` reports ``item`` (an open question / TODO) as settled."""
+    if not _RESOLVED_RE.search(sentence) or _QUESTION_RE.search(sentence):
+        return False
+    return relates(item, sentence)
+
+
+def _followup(turns: list[Turn], start: int, language: Language) -> str:
+    """What the assistant did right after ``turns[start]``: its words or its tool calls."""
+    for turn in turns[start + 1 :]:
+        if turn.role == "user":
+            break
+        if turn.role != "assistant":
+            continue
+        if turn.text.strip():
+            return shorten(first_sentence(turn.text), max_words=24, max_cjk=60)
+        if turn.tool_calls:
+            names = ", ".join(c.name for c in turn.tool_calls)
+            return f"调用 {names}" if language == "zh" else f"called {names}"
+    return ""
+
+
+def _fix_after(
+    turns: list[Turn], start: int, tool: str, language: Language, *, ran: bool
+) -> tuple[str, bool]:
+    """The fix that followed a failed tool result: edited paths and whether a re-run passed."""
+    edited: list[str] = []
+    passed = False
+    for turn in turns[start + 1 :]:
+        if turn.role == "assistant":
+            for call in turn.tool_calls:
+                for path, key in _call_paths(call):
+                    if _tool_action(call, key) in {"edited", "created"} and path not in edited:
+                        edited.append(path)
+        elif turn.role == "tool" and turn.tool_name == tool:
+            if _output_failed(turn, "ran"):
+                passed = False
+            else:
+                passed = True
+                break
+    parts: list[str] = []
+    if edited:
+        paths = ", ".join(f"`{p}`" for p in edited[:4])
+        parts.append(f"修复：编辑 {paths}" if language == "zh" else f"fix: edited {paths}")
+    if passed:
+        parts.append("重新运行通过" if language == "zh" else "re-run passed")
+    # A failed edit or read is settled by a later successful edit or write.
+    return "; ".join(parts), passed or (bool(edited) and not ran)
+
+
+def _add(items: list[str], item: str) -> None:
+    if item and not any(similar(item, old, threshold=0.8) for old in items):
+        items.append(item)
+
+
+def extract_findings(turns: list[Turn]) -> Findings:
+    """Extract the Working Memory material of one transcript (see module docstring)."""
+    spoken = "\n".join(t.text for t in turns if t.role in {"user", "assistant"})
+    language = detect_language(spoken or "\n".join(t.text for t in turns))
+    found = Findings(language)
+    requests = [t for t in turns if t.role == "user" and t.text.strip()]
+    requests = [t for t in requests if not _ACK_RE.match(t.text)]
+    if requests:
+        found.title = _title_from(requests[0].text, language)
+        found.latest_request = shorten(first_sentence(requests[-1].text), max_words=30)
+        first = _strip_openers(first_sentence(requests[0].text))
+        found.first_request = shorten(first, max_words=30, max_cjk=70)
+    for turn in requests:
+        head = _strip_openers(first_sentence(turn.text))
+        if not _is_correction(turn.text) and _GOAL_RE.search(head):
+            _add(found.goals, shorten(head, max_words=30, max_cjk=70))
+    notes: dict[str, FileNote] = {}
+    calls_by_name: dict[str, ToolCallRecord] = {}
+    open_candidates: list[tuple[int, str]] = []
+    for index, turn in enumerate(turns):
+        if turn.role == "assistant":
+            for call in turn.tool_calls:
+                calls_by_name[call.name] = call
+                for path, key in _call_paths(call):
+                    _note(notes, path, _tool_action(call, key), call.name)
+                command = _command_of(call)
+                if command and command not in found.commands:
+                    found.commands.append(command)
+                found.last_action = f"{call.name} {command or _first_path(call)}".strip()
+                found.last_status = ""
+        if turn.role in {"user", "assistant"}:
+            for fact in _fact_sentences(turn, language):
+                _add(found.facts, fact)
+            for path in extract_paths(turn.text):
+                _note(notes, path, "mentioned", "")
+            _collect_open(turns, index, open_candidates)
+            found.resolution_texts.extend(s for s in sentences(turn.text) if _RESOLVED_RE.search(s))
+        if turn.role == "assistant" and turn.text.strip():
+            found.latest_reply = shorten(" ".join(sentences(turn.text)[:2]), max_words=40)
+        if turn.role == "user" and _is_correction(turn.text):
+            said_parts = [s for s in sentences(turn.text) if not _TODO_RE.search(s)][:2]
+            said = shorten(" ".join(said_parts), max_words=30, max_cjk=70)
+            after = _followup(turns, index, language)
+            label = "用户纠正：" if language == "zh" else "User correction: "
+            _add(found.errors, label + said + (f" → {after}" if after else ""))
+        if turn.role == "tool":
+            result_of = calls_by_name.get(turn.tool_name)
+            action = _tool_action(result_of, "") if result_of else "used"
+            command = _command_of(result_of) if result_of else ""
+            output_paths = extract_paths(turn.text[:4000])
+            for path in output_paths[:5]:
+                _note(notes, path, "seen in output", turn.tool_name)
+            if result_of is not None and _output_failed(turn, action):
+                what = f"`{command}`" if command else f"{turn.tool_name or 'tool'}"
+                summary = _error_summary(turn)
+                fix, passed = _fix_after(
+                    turns, index, turn.tool_name, language, ran=action == "ran"
+                )
+                verb = "失败" if language == "zh" else "failed"
+                item = f"{what} {verb}: {summary}" + (f" — {fix}" if fix else "")
+                _add(found.errors, item)
+                if not passed:
+                    _add(found.unresolved_errors, f"{what} {verb}: {summary}")
+            if result_of is not None and found.last_action.startswith(result_of.name):
+                found.last_status = "error" if _output_failed(turn, action) else "ok"
+            if command and not _output_failed(turn, action):
+                found.resolution_texts.append(f"{command} passed, resolved")
+    found.files = list(notes.values())
+    for index, item in open_candidates:
+        later = [s for t in turns[index + 1 :] for s in sentences(t.text) if t.role != "tool"]
+        if not any(resolves(item, s) for s in later):
+            _add(found.open_items, item)
+    return found
+
+
+def _first_path(call: ToolCallRecord) -> str:
+    paths = _call_paths(call)
+    return paths[0][0] if paths else ""
+
+
+def _collect_open(turns: list[Turn], index: int, out: list[tuple[int, str]]) -> None:
+    """Open questions and TODOs said in ``turns[index]`` that the next turns do not answer.
+
+    A question of the assistant counts as answered once the user speaks again; a question of
+    the user once an assistant reply before the next user message is about it.
+    """
+    turn = turns[index]
+    replies: list[str] = []
+    for later in turns[index + 1 :]:
+        if later.role == "user":
+            if turn.role == "assistant":
+                replies.append(later.text)
+            break
+        if later.role == "assistant" and turn.role == "user":
+            replies.append(later.text)
+    for sentence in sentences(turn.text):
+        question = bool(_QUESTION_RE.search(sentence))
+        if turn.role == "assistant" and question and replies:
+            continue
+        if turn.role == "user" and question and any(relates(sentence, r) for r in replies):
+            continue
+        if question or _TODO_RE.search(sentence):
+            out.append((index, shorten(sentence, max_words=30, max_cjk=70)))

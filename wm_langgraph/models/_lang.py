@@ -1,0 +1,109 @@
+"""Language helpers of the offline heuristic summariser: CJK detection, sentences, similarity.
+
+Private to ``wm_langgraph.models``. Pure functions, deterministic, English and Chinese aware.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+Language = Literal["en", "zh"]
+
+_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_WORD_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./#+-]*")
+# English sentence ends only before blank space (so "v2.3.1" and "app.py" stay whole);
+# CJK sentence ends need no space after them.
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？；])|\n+")
+_BULLET_RE = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+
+
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+STOPWORDS = _wordset(
+    """a an the and or but of to in on for with by at from as is are was were be been being it
+    its this that these those i you he she we they me my your our their them us do does did
+    done have has had will would can could should shall may might must not no yes so if then
+    than there here what which who whom how when where why please just also very let lets let's
+    ok okay now all any some into about over after before up down out again more most such
+    only own same too s t don't i'm it's we'll i'll you're that's"""
+)
+
+
+def cjk_ratio(text: str) -> float:
+    """Share of CJK characters among the non-space characters of ``text``."""
+    letters = [ch for ch in text if not ch.isspace()]
+    if not letters:
+        return 0.0
+    return len(_CJK_RE.findall(text)) / len(letters)
+
+
+def detect_language(text: str) -> Language:
+    """``"zh"`` when CJK characters make up a noticeable share of the text, else ``"en"``."""
+    return "zh" if cjk_ratio(text) >= 0.15 else "en"
+
+
+def has_cjk(text: str) -> bool:
+    """True when the text contains any CJK character."""
+    return _CJK_RE.search(text) is not None
+
+
+def sentences(text: str) -> list[str]:
+    """Split text into sentences (English and CJK punctuation, line breaks); bullets stripped."""
+    out: list[str] = []
+    for part in _SENTENCE_SPLIT_RE.split(text):
+        clean = _BULLET_RE.sub("", part).strip()
+        if clean and any(ch.isalnum() for ch in clean):
+            out.append(clean)
+    return out
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text`` (``""`` when it has none)."""
+    parts = sentences(text)
+    return parts[0] if parts else ""
+
+
+def shorten(text: str, *, max_words: int = 40, max_cjk: int = 90) -> str:
+    """Shorten at a word (or CJK character) boundary, marking a cut with an ellipsis."""
+    text = re.sub(r"\s+", " ", text).strip()
+    if has_cjk(text):
+        return text if len(text) <= max_cjk else text[:max_cjk].rstrip() + "…"
+    words = text.split(" ")
+    if len(words) <= max_words:
+        return text
+    return " ".join(words[:max_words]).rstrip(",;:") + " …"
+
+
+def keywords(text: str) -> list[str]:
+    """Meaningful lower-case words (stopwords dropped) plus CJK character bigrams, in order."""
+    found: list[str] = []
+    for word in _WORD_RE.findall(text):
+        low = word.lower().strip("./#+-")
+        if len(low) >= 2 and low not in STOPWORDS and low not in found:
+            found.append(low)
+    for run in re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]+", text):
+        for i in range(max(1, len(run) - 1)):
+            gram = run[i : i + 2]
+            if gram not in found:
+                found.append(gram)
+    return found
+
+
+def similar(a: str, b: str, *, threshold: float = 0.6) -> bool:
+    """True when two items say nearly the same thing (keyword-set overlap ≥ ``threshold``).
+
+    The overlap is measured against the smaller keyword set, so a short item contained in a
+    longer one counts as similar.
+    """
+    ka, kb = set(keywords(a)), set(keywords(b))
+    if not ka or not kb:
+        return a.strip().casefold() == b.strip().casefold()
+    return len(ka & kb) / min(len(ka), len(kb)) >= threshold
+
+
+def overlap(a: str, b: str) -> int:
+    """Number of meaningful keywords two texts share."""
+    return len(set(keywords(a)) & set(keywords(b)))

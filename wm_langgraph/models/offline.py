@@ -1,0 +1,189 @@
+"""The offline model: a deterministic heuristic extractive summariser for the Working Memory.
+
+It is *not* a language model. It is a real LangChain ``BaseChatModel`` (so the engine drives it
+exactly like ChatOpenAI: plain completion for create, ``bind_tools`` + forced ``tool_choice``
+for update) that reads its own prompt back — the tagged inputs of the create and update
+prompts and the transcript rendered by ``engine.render`` — and extracts, with fixed rules:
+
+- a stable session title from the first request;
+- the current state from the latest exchange;
+- the user's goals, decisions with their reasons, constraints and preferences;
+- the files touched (from tool-call arguments and tool results) and how;
+- errors with the fix that followed, and user corrections;
+- open questions / TODOs, marked ``[resolved]`` when a later message settles them.
+
+With the ``update_working_memory`` tool bound it answers with exactly one tool call choosing
+KEEP / UPDATE / APPEND per section as a careful model would; without tools it writes the whole
+seven-section document (carrying forward a prior summary). English and Chinese are handled.
+Same input, same output: no randomness, no clock, no network. Use it to run everything without
+an API key; use a real model for abstractive quality.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import ConfigDict
+
+from wm_langgraph.core.protocol import UPDATE_TOOL_NAME
+from wm_langgraph.core.sections import (
+    is_working_memory,
+    normalise_working_memory,
+    parse_working_memory,
+    render_working_memory,
+)
+from wm_langgraph.models._extract import Findings, extract_findings
+from wm_langgraph.models._plan import apply_ops, plan_ops
+from wm_langgraph.models._transcript import extract_block, parse_transcript
+
+__all__ = ["OfflineWorkingMemoryModel"]
+
+logger = logging.getLogger(__name__)
+
+_LLM_TYPE = "wm-offline-extractive"
+_EMPTY_PRIOR = {"", "(none)", "none", "n/a", "(empty)", "无", "（无）"}
+
+
+def _message_text(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+    return "\n".join(parts)
+
+
+def _tool_name(tool: Any) -> str:
+    if isinstance(tool, dict):
+        function = tool.get("function")
+        if isinstance(function, dict):
+            return str(function.get("name", ""))
+        return str(tool.get("name", ""))
+    return str(getattr(tool, "name", ""))
+
+
+def _findings(messages: list[BaseMessage], prompt: str) -> Findings:
+    """Parse the ``<messages>`` block (or, without one, the last user message)."""
+    block = extract_block(prompt, "messages")
+    if block is None:
+        humans = [m for m in messages if isinstance(m, HumanMessage)]
+        block = _message_text(humans[-1]) if humans else ""
+    return extract_findings(parse_transcript(block))
+
+
+class OfflineWorkingMemoryModel(BaseChatModel):
+    """A deterministic heuristic extractive summariser posing as a chat model (no LLM inside).
+
+    Create call (no tools bound): returns the full seven-section Working Memory document as
+    the message text, built from the ``<messages>`` block and carrying forward the
+    ``<prior_summary>``. Update call (``update_working_memory`` bound): returns an
+    ``AIMessage`` with exactly one ``update_working_memory`` tool call whose arguments hold
+    a KEEP / UPDATE / APPEND decision for each of the seven sections, based on the
+    ``<working_memory>``, ``<messages>`` and ``<section_size_warnings>`` blocks.
+
+    Every reply is a fresh message; the tool call id is derived from the prompt, so the same
+    prompt always gives the same reply. Takes no constructor arguments besides LangChain's
+    standard ones (``callbacks``, ``tags``, ``metadata``…); unknown keywords raise.
+
+    Example:
+        >>> model = OfflineWorkingMemoryModel()
+        >>> reply = model.invoke("<prior_summary>(none)</prior_summary>\\n"
+        ...                      "<messages>[user]\\nPlease add retries to fetch.py</messages>")
+        >>> reply.text.startswith("# Working Memory")
+        True
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Log, once per instance, what this model is (an honest heuristic summariser)."""
+        super().model_post_init(context)
+        logger.info(
+            "wm_langgraph: using OfflineWorkingMemoryModel, a deterministic heuristic extractive "
+            "summariser (rule-based, no LLM, no network); set OPENAI_API_KEY for a real model"
+        )
+
+    @property
+    def _llm_type(self) -> str:
+        return _LLM_TYPE
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": _LLM_TYPE}
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | dict[str, Any] | bool | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Bind tools (OpenAI format) and ``tool_choice`` for the following calls.
+
+        Args:
+            tools: The tools; only ``update_working_memory`` changes the behaviour.
+            tool_choice: Accepted in every provider spelling (a tool name, ``"any"``,
+                ``"required"``, ``True``, an OpenAI-style dict); ``"none"`` disables tools.
+            **kwargs: Further call options (``parallel_tool_calls``…), accepted and ignored.
+        """
+        formatted = [convert_to_openai_tool(tool) for tool in tools]
+        bound = self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
+        return cast("Runnable[LanguageModelInput, AIMessage]", bound)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        prompt = "\n\n".join(_message_text(m) for m in messages)
+        tools = kwargs.get("tools") or []
+        update = kwargs.get("tool_choice") != "none" and any(
+            _tool_name(tool) == UPDATE_TOOL_NAME for tool in tools
+        )
+        message = self._update(messages, prompt) if update else self._create(messages, prompt)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _create(self, messages: list[BaseMessage], prompt: str) -> AIMessage:
+        prior = (extract_block(prompt, "prior_summary") or "").strip()
+        if prior.casefold() in _EMPTY_PRIOR:
+            prior = ""
+        if prior and not is_working_memory(prior):
+            prior = normalise_working_memory(prior)  # a legacy summary lands in Key Facts
+        old = parse_working_memory(prior)
+        found = _findings(messages, prompt)
+        document = render_working_memory(apply_ops(old, plan_ops(old, found)))
+        return AIMessage(
+            content=document,
+            response_metadata={"model_name": _LLM_TYPE, "finish_reason": "stop"},
+        )
+
+    def _update(self, messages: list[BaseMessage], prompt: str) -> AIMessage:
+        old = parse_working_memory(extract_block(prompt, "working_memory") or "")
+        warnings = extract_block(prompt, "section_size_warnings") or ""
+        ops = plan_ops(old, _findings(messages, prompt), warnings)
+        args: dict[str, Any] = {"sections": ops}
+        digest = hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:20]
+        call = ToolCall(name=UPDATE_TOOL_NAME, args=args, id=f"call_wm_{digest}", type="tool_call")
+        logger.debug("offline update ops: %s", json.dumps(args, ensure_ascii=False)[:500])
+        return AIMessage(
+            content="",
+            tool_calls=[call],
+            response_metadata={"model_name": _LLM_TYPE, "finish_reason": "tool_calls"},
+        )
