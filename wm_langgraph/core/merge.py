@@ -1,20 +1,52 @@
 """Merge a model's per-section ops into the old document, through the guards (SPEC §3-§4).
 
-PROVISIONAL: the guard-aware merge is being written (issue 2); this version applies ops
-without guards so the engine can be built against the final signature.
+:func:`merge_working_memory` walks the seven sections in order. KEEP copies the old body;
+UPDATE replaces it after the section's guard; APPEND adds ``- item`` lines under it. Whatever
+``ops`` holds, the merge never raises and the result always parses to exactly seven sections
+(bodies are neutralised so that no line can inject a header).
+
+Every section gets a :class:`GuardDecision`. ``requested`` is the op name asked for
+(``KEEP``/``UPDATE``/``APPEND``, lower case accepted); for bad input it says what was wrong:
+
+* ``MISSING`` - no op for the section (or ``ops`` is None / empty);
+* ``INVALID`` - the op is not an object, ``ops`` itself is not a mapping, or the object has no
+  string ``op`` field;
+* any other op string, upper-cased (for example ``DELETE``) - an unknown op.
+
+All of these apply KEEP. ``reason`` is ``""`` exactly when the requested op was applied as
+asked.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from wm_langgraph.core.sections import SECTIONS, parse_working_memory, render_working_memory
+from wm_langgraph.core.guards import (
+    GuardOutcome,
+    SectionOp,
+    guard_section,
+    new_items,
+    restore_vanished_facts,
+)
+from wm_langgraph.core.sections import (
+    SECTIONS,
+    normalise_working_memory,
+    parse_working_memory,
+    render_working_memory,
+)
 
 __all__ = ["GuardDecision", "MergeResult", "OpName", "merge_working_memory"]
 
+logger = logging.getLogger("wm_langgraph")
+
 OpName = Literal["KEEP", "UPDATE", "APPEND"]
+
+_KEY_FACTS = "Key Facts & Decisions"
+_BULLET_RE = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])[ \t]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,19 +76,197 @@ class MergeResult:
     decisions: list[GuardDecision] = field(default_factory=list)
 
 
-def merge_working_memory(old: str, ops: Mapping[str, Any] | None) -> MergeResult:
-    """Apply per-section ops to ``old`` and return the new canonical document."""
-    sections = parse_working_memory(old or "")
-    decisions: list[GuardDecision] = []
+def _section_key(name: str) -> str:
+    return re.sub(r"\s+", " ", name.replace(" and ", " & ")).strip().casefold()
+
+
+_SECTION_KEYS = {_section_key(name): name for name in SECTIONS}
+
+
+def _index_ops(ops: Mapping[Any, Any]) -> dict[str, Any]:
+    """Section name -> raw op; tolerant of case, spacing, 'and' for '&', a ``sections`` wrapper."""
+    if not any(isinstance(key, str) and _section_key(key) in _SECTION_KEYS for key in ops):
+        inner = ops.get("sections")
+        if isinstance(inner, Mapping):
+            ops = inner
+    indexed: dict[str, Any] = {}
+    for key, value in ops.items():
+        if isinstance(key, str):
+            name = _SECTION_KEYS.get(_section_key(key))
+            if name is not None and name not in indexed:
+                indexed[name] = value
+    return indexed
+
+
+def _clean_items(raw: list[Any] | tuple[Any, ...]) -> tuple[list[str], int]:
+    """APPEND items as single lines: non-strings dropped (counted), blanks ignored, each line of
+    a multi-line item its own bullet, a leading bullet marker removed."""
+    items: list[str] = []
+    dropped = 0
+    for item in raw:
+        if not isinstance(item, str):
+            dropped += 1
+            continue
+        for line in item.splitlines():
+            text = _BULLET_RE.sub("", line.strip(), count=1).strip()
+            if text:
+                items.append(text)
+    return items, dropped
+
+
+def _read_op(raw: Any) -> tuple[str, SectionOp | None, str]:
+    """Turn one raw op into (requested name, op or None for KEEP, problem text)."""
+    if isinstance(raw, str):
+        raw = {"op": raw}
+    if not isinstance(raw, Mapping):
+        return "INVALID", None, f"op is not an object ({type(raw).__name__})"
+    kind = raw.get("op")
+    if not isinstance(kind, str):
+        return "INVALID", None, "op object has no string 'op' field"
+    name = kind.strip().upper()
+    if name == "KEEP":
+        return name, SectionOp("KEEP"), ""
+    if name == "UPDATE":
+        content = raw.get("content")
+        if not isinstance(content, str):
+            return name, None, "UPDATE without string content"
+        return name, SectionOp("UPDATE", content=content), ""
+    if name == "APPEND":
+        items = raw.get("items")
+        if isinstance(items, str):
+            items = [items]
+        if not isinstance(items, list | tuple):
+            return name, None, "APPEND without an items list"
+        cleaned, dropped = _clean_items(items)
+        problem = ""
+        if dropped:
+            logger.warning("APPEND: dropped %d non-string item(s)", dropped)
+            problem = f"dropped {dropped} non-string item(s)"
+        return name, SectionOp("APPEND", items=tuple(cleaned)), problem
+    return (name[:40] or "INVALID"), None, f"unknown op {kind[:40]!r}"
+
+
+def _join(*parts: str) -> str:
+    return "\n".join(part for part in (p.strip("\n") for p in parts) if part.strip())
+
+
+def _apply(
+    name: str,
+    old_body: str,
+    requested: str,
+    op: SectionOp,
+    problem: str,
+    *,
+    guards: bool,
+    elsewhere: str,
+) -> tuple[str, GuardDecision]:
+    outcome = guard_section(name, old_body, op, elsewhere=elsewhere) if guards else GuardOutcome(op)
+    applied = outcome.op
+    reasons = [r for r in (problem, outcome.reason) if r]
+    if applied.kind == "UPDATE":
+        return applied.content.strip(), GuardDecision(name, requested, "UPDATE", "; ".join(reasons))
+    if applied.kind == "APPEND":
+        fresh = new_items(old_body, applied.items)
+        skipped = len(applied.items) - len(fresh)
+        if skipped:
+            reasons.append(f"skipped {skipped} item(s) already present")
+        if not fresh:
+            if not applied.items and not reasons:
+                reasons.append("no items to append")
+            return old_body, GuardDecision(name, requested, "KEEP", "; ".join(reasons))
+        body = _join(old_body, "\n".join(f"- {item}" for item in fresh))
+        return body, GuardDecision(name, requested, "APPEND", "; ".join(reasons))
+    return old_body, GuardDecision(name, requested, "KEEP", "; ".join(reasons))
+
+
+def merge_working_memory(
+    old: str, ops: Mapping[str, Any] | None, *, guards: bool = True
+) -> MergeResult:
+    """Apply per-section ops to ``old`` through the guards and return the new document.
+
+    Args:
+        old: The previous Working Memory document (normalised first, so nothing in it is
+            dropped; ``None`` counts as an empty document).
+        ops: Section name -> op object (``{"op": "KEEP"}``, ``{"op": "UPDATE", "content": …}``,
+            ``{"op": "APPEND", "items": […]}``), or a ``{"sections": …}`` wrapper. Anything else
+            (None, a list, junk values) is tolerated: what cannot be read is KEEP.
+        guards: False applies the ops as asked, without the section guards of SPEC §4 (for
+            ablation benchmarks). Structural safety (seven sections, no header injection,
+            whole-item APPEND dedup) stays on.
+
+    Returns:
+        The canonical document and one :class:`GuardDecision` per section, in section order.
+
+    Raises:
+        TypeError: ``old`` is neither a string nor None.
+    """
+    raw_old: object = old
+    if raw_old is None:
+        old = ""
+    elif not isinstance(raw_old, str):
+        raise TypeError(f"merge_working_memory expects old as a str, got {type(raw_old).__name__}")
+    old_sections = parse_working_memory(normalise_working_memory(old))
+    indexed: dict[str, Any] = {}
+    global_problem = ""
+    raw_ops: object = ops
+    if isinstance(raw_ops, Mapping):
+        try:
+            indexed = _index_ops(raw_ops)
+        except Exception as exc:
+            global_problem = f"ops could not be read ({type(exc).__name__})"
+    elif raw_ops is not None:
+        global_problem = f"ops is not a mapping ({type(raw_ops).__name__})"
+
+    requests: dict[str, tuple[str, SectionOp | None, str]] = {}
     for name in SECTIONS:
-        op = (ops or {}).get(name)
-        kind = str(op.get("op", "KEEP")).upper() if isinstance(op, Mapping) else "KEEP"
-        if kind == "UPDATE" and isinstance(op, Mapping) and isinstance(op.get("content"), str):
-            sections[name] = op["content"]
-        elif kind == "APPEND" and isinstance(op, Mapping) and isinstance(op.get("items"), list):
-            lines = [f"- {item}" for item in op["items"] if isinstance(item, str) and item.strip()]
-            sections[name] = "\n".join([sections[name], *lines]).strip()
+        if global_problem:
+            requests[name] = ("INVALID", None, global_problem)
+        elif name not in indexed:
+            requests[name] = ("MISSING", None, "no op for this section")
         else:
-            kind = "KEEP"
-        decisions.append(GuardDecision(name, kind, kind))
-    return MergeResult(render_working_memory(sections), decisions)
+            try:
+                requests[name] = _read_op(indexed[name])
+            except Exception as exc:  # hostile op objects must not break the merge
+                requests[name] = ("INVALID", None, f"op unreadable ({type(exc).__name__})")
+
+    # Key Facts goes last: its anchors count as kept anywhere in the new document (SPEC §4.3).
+    new_sections: dict[str, str] = {}
+    by_section: dict[str, GuardDecision] = {}
+    for name in (*(n for n in SECTIONS if n != _KEY_FACTS), _KEY_FACTS):
+        old_body = old_sections[name]
+        requested, op, problem = requests[name]
+        if op is None:
+            new_sections[name] = old_body
+            by_section[name] = GuardDecision(name, requested, "KEEP", problem)
+            continue
+        elsewhere = ""
+        if name == _KEY_FACTS:
+            elsewhere = render_working_memory(new_sections)
+        new_sections[name], by_section[name] = _apply(
+            name, old_body, requested, op, problem, guards=guards, elsewhere=elsewhere
+        )
+    decisions = [by_section[name] for name in SECTIONS]
+    ordered = {name: new_sections[name] for name in SECTIONS}
+    if guards:
+        _restore_key_facts(old_sections, ordered, decisions)
+    return MergeResult(render_working_memory(ordered), decisions)
+
+
+def _restore_key_facts(
+    old_sections: Mapping[str, str], new_sections: dict[str, str], decisions: list[GuardDecision]
+) -> None:
+    """After an accepted Key Facts UPDATE, restore old bullets whose anchors vanished."""
+    index = SECTIONS.index(_KEY_FACTS)
+    decision = decisions[index]
+    if decision.applied != "UPDATE":
+        return
+    document = render_working_memory(new_sections)
+    body, restored = restore_vanished_facts(
+        old_sections[_KEY_FACTS], new_sections[_KEY_FACTS], document
+    )
+    if not restored:
+        return
+    new_sections[_KEY_FACTS] = body
+    note = f"restored {len(restored)} bullet(s) whose anchors vanished from the document"
+    reason = f"{decision.reason}; {note}" if decision.reason else note
+    decisions[index] = GuardDecision(decision.section, decision.requested, "UPDATE", reason)

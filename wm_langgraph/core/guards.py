@@ -1,0 +1,413 @@
+"""Guards: one pure function per section that decides which op is really applied (SPEC §4).
+
+A guard receives the old section body and the op the model asked for (a :class:`SectionOp`)
+and returns a :class:`GuardOutcome`: the op to apply and a short reason ("" when the op passes
+unchanged). :func:`guard_section` is the entry point; it runs the rules shared by all sections
+(guards only run when the old section has content; an empty UPDATE of a non-empty section is a
+KEEP) and then the section's own guard. Italic template lines (``_…_``) are never content.
+
+The "30% hole" of the reference is closed by :func:`restore_vanished_facts`, which the merge
+calls after the whole new document is known: an accepted Key Facts consolidation may reword,
+but an old bullet whose anchor appears nowhere in the new document comes back, marked
+``[restored]``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from wm_langgraph.core.sections import item_key, section_items
+from wm_langgraph.core.text import (
+    contains_cjk,
+    extract_anchors,
+    extract_paths,
+    missing_anchors,
+    normalise_path,
+    shares_meaningful_word,
+)
+from wm_langgraph.core.tokens import TokenCounter, count_tokens
+
+__all__ = [
+    "ANCHOR_MIN_COVERAGE",
+    "CONSOLIDATION_SENTINEL",
+    "DROPPED_MARKER",
+    "EMERGENCY_FACTOR",
+    "LAYER1_MIN_RATIO",
+    "OVERSIZE_BULLETS",
+    "OVERSIZE_MAX_APPEND",
+    "OVERSIZE_TOKENS",
+    "RESTORED_MARKER",
+    "GuardOutcome",
+    "OpKind",
+    "SectionOp",
+    "guard_errors_corrections",
+    "guard_files_context",
+    "guard_key_facts",
+    "guard_open_issues",
+    "guard_section",
+    "guard_session_title",
+    "has_content",
+    "is_emergency",
+    "is_oversized",
+    "new_items",
+    "restore_vanished_facts",
+    "section_size",
+]
+
+OpKind = Literal["KEEP", "UPDATE", "APPEND"]
+
+OVERSIZE_BULLETS = 25
+"""A section with more bullets than this is oversized (SPEC §2)."""
+OVERSIZE_TOKENS = 1500
+"""A section with more tokens than this is oversized (SPEC §2)."""
+EMERGENCY_FACTOR = 2
+"""Key Facts over EMERGENCY_FACTOR times a threshold refuses ordinary APPENDs (SPEC §4.3)."""
+OVERSIZE_MAX_APPEND = 5
+"""At most this many new Key Facts items per round while the section is oversized."""
+LAYER1_MIN_RATIO = 0.15
+"""A Key Facts UPDATE keeping fewer than this share of the old bullets is rejected."""
+ANCHOR_MIN_COVERAGE = 0.70
+"""A Key Facts UPDATE keeping fewer than this share of the old anchors is rejected."""
+CONSOLIDATION_SENTINEL = (
+    "[⚠ CONSOLIDATION REQUIRED: Key Facts exceeds size limit. You MUST use UPDATE to merge "
+    "and compress existing bullets before adding new facts.]"
+)
+"""The bullet appended (once) when Key Facts is in emergency and the model still APPENDs."""
+RESTORED_MARKER = "[restored]"
+"""Prefix of a Key Facts bullet brought back because its anchors vanished."""
+DROPPED_MARKER = "[silently dropped, restored]"
+"""Prefix of an Open Issues item brought back because an UPDATE dropped it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SectionOp:
+    """One section's op: ``KEEP``, ``UPDATE`` with ``content``, or ``APPEND`` with ``items``."""
+
+    kind: OpKind
+    content: str = ""
+    items: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GuardOutcome:
+    """The op a guard lets through and why ("" when the requested op passes unchanged)."""
+
+    op: SectionOp
+    reason: str = ""
+
+
+_KEEP = SectionOp("KEEP")
+
+
+def has_content(body: str) -> bool:
+    """True when ``body`` has at least one item that is not an italic template line."""
+    return bool(section_items(body))
+
+
+def section_size(body: str, counter: TokenCounter = count_tokens) -> tuple[int, int]:
+    """``(bullets, tokens)`` of a section body; template lines do not count as bullets."""
+    return len(section_items(body)), counter(body)
+
+
+def is_oversized(body: str, counter: TokenCounter = count_tokens) -> bool:
+    """More than 25 bullets or more than 1,500 tokens (SPEC §2)."""
+    bullets, tokens = section_size(body, counter)
+    return bullets > OVERSIZE_BULLETS or tokens > OVERSIZE_TOKENS
+
+
+def is_emergency(body: str, counter: TokenCounter = count_tokens) -> bool:
+    """More than twice a threshold: ordinary Key Facts APPENDs are refused (SPEC §4.3)."""
+    bullets, tokens = section_size(body, counter)
+    return (
+        bullets > EMERGENCY_FACTOR * OVERSIZE_BULLETS or tokens > EMERGENCY_FACTOR * OVERSIZE_TOKENS
+    )
+
+
+def new_items(old_body: str, candidates: Iterable[str]) -> list[str]:
+    """The candidates that are not already items of ``old_body`` (whole-item, not substring).
+
+    Order is kept and repeated candidates are kept once. Candidates are compared with
+    :func:`~wm_langgraph.core.sections.item_key`, so "Fact 1" is new next to "Fact 10".
+    """
+    seen = {item_key(item) for item in section_items(old_body)}
+    out: list[str] = []
+    for candidate in candidates:
+        key = item_key(candidate)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(candidate.strip())
+    return out
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+# ----------------------------------------------------------------------------------------------
+# Per-section guards. Each assumes the old body has content (guard_section checks).
+# ----------------------------------------------------------------------------------------------
+
+
+def guard_session_title(old_body: str, op: SectionOp) -> GuardOutcome:
+    """SPEC §4.1: an UPDATE sharing no meaningful word (CJK: no bigram) with the old title is
+    rejected; an old title without meaningful words accepts any UPDATE."""
+    if op.kind != "UPDATE":
+        return GuardOutcome(op)
+    old = " ".join(section_items(old_body))
+    new = " ".join(section_items(op.content))
+    if shares_meaningful_word(old, new):
+        return GuardOutcome(op)
+    return GuardOutcome(_KEEP, "title drift: the new title shares no meaningful word with the old")
+
+
+def _salvage(old_body: str, op: SectionOp, why: str, *, emergency: bool) -> GuardOutcome:
+    if emergency:
+        return GuardOutcome(_KEEP, f"{why}; salvage suppressed (Key Facts in emergency size)")
+    fresh = new_items(old_body, section_items(op.content))
+    if not fresh:
+        return GuardOutcome(_KEEP, f"{why}; no new bullets to salvage")
+    reason = f"{why}; salvaged {_count(len(fresh), 'new bullet')} as APPEND"
+    return GuardOutcome(SectionOp("APPEND", items=tuple(fresh)), reason)
+
+
+def _fact_lines(body: str) -> list[str]:
+    return [item for item in section_items(body) if item != CONSOLIDATION_SENTINEL]
+
+
+def guard_key_facts(
+    old_body: str,
+    op: SectionOp,
+    counter: TokenCounter = count_tokens,
+    *,
+    elsewhere: str = "",
+) -> GuardOutcome:
+    """SPEC §4.3: layered UPDATE checks with salvage, and anti-bloat for APPEND.
+
+    UPDATE is rejected when it keeps fewer than 15% of the old bullets (layer 1) or fewer than
+    70% of the old lexical anchors (layer 2); a rejected UPDATE's new bullets are APPENDed
+    instead (not in emergency). APPEND to an oversized section accepts at most 5 new items; in
+    emergency (over twice a threshold) only the consolidation sentinel is appended, once.
+
+    Args:
+        old_body: The Key Facts body before this round.
+        op: The requested op.
+        counter: Token counter for the size thresholds.
+        elsewhere: The rest of the new document. An old anchor found there counts as kept
+            (SPEC §4.3: a corrected value whose old value moved to Errors & Corrections as
+            superseded is a clean update).
+    """
+    emergency = is_emergency(old_body, counter)
+    if op.kind == "UPDATE":
+        old_count = len(section_items(old_body))
+        new_count = len(section_items(op.content))
+        if old_count and new_count / old_count < LAYER1_MIN_RATIO:
+            why = f"rejected UPDATE: {new_count} of {old_count} bullets left (< 15%)"
+            return _salvage(old_body, op, why, emergency=emergency)
+        anchors = extract_anchors("\n".join(_fact_lines(old_body)))
+        if anchors:
+            lost = missing_anchors(anchors, f"{op.content}\n{elsewhere}")
+            coverage = 1 - len(lost) / len(anchors)
+            if coverage < ANCHOR_MIN_COVERAGE:
+                sample = ", ".join(sorted(lost)[:5])
+                why = (
+                    f"rejected UPDATE: keeps {coverage:.0%} of the old anchors (< 70%); "
+                    f"lost e.g. {sample}"
+                )
+                return _salvage(old_body, op, why, emergency=emergency)
+        return GuardOutcome(op)
+    if op.kind != "APPEND" or not op.items:
+        return GuardOutcome(op)
+    if emergency:
+        if CONSOLIDATION_SENTINEL in section_items(old_body):
+            return GuardOutcome(_KEEP, "Key Facts in emergency size: APPEND refused")
+        return GuardOutcome(
+            SectionOp("APPEND", items=(CONSOLIDATION_SENTINEL,)),
+            "Key Facts in emergency size: APPEND refused, consolidation sentinel appended",
+        )
+    if is_oversized(old_body, counter):
+        fresh = new_items(old_body, op.items)
+        if len(fresh) > OVERSIZE_MAX_APPEND:
+            reason = (
+                f"Key Facts oversized: accepted {OVERSIZE_MAX_APPEND} of "
+                f"{_count(len(fresh), 'new item')}"
+            )
+            return GuardOutcome(
+                SectionOp("APPEND", items=tuple(fresh[:OVERSIZE_MAX_APPEND])), reason
+            )
+    return GuardOutcome(op)
+
+
+def restore_vanished_facts(
+    old_body: str, new_body: str, new_document: str
+) -> tuple[str, list[str]]:
+    """Close the 30% hole: bring back old Key Facts bullets whose anchors vanished.
+
+    Every old bullet with an anchor (decision markers aside) that appears nowhere in
+    ``new_document`` is appended to ``new_body`` as ``- [restored] <bullet>``. An anchor kept
+    anywhere in the new document counts as kept, so a value moved to Errors & Corrections as
+    superseded is not restored.
+
+    Args:
+        old_body: The Key Facts body before the update.
+        new_body: The accepted Key Facts body.
+        new_document: The whole new document (all seven sections, ``new_body`` included).
+
+    Returns:
+        The new body with restored bullets appended, and the restored items.
+    """
+    per_item: list[tuple[str, set[str]]] = []
+    for item in _fact_lines(old_body):
+        anchors = extract_anchors(item, include_markers=False)
+        if anchors:
+            per_item.append((item, anchors))
+    if not per_item:
+        return new_body, []
+    lost = missing_anchors(set().union(*(a for _, a in per_item)), new_document)
+    wanted: list[str] = []
+    for item, anchors in per_item:
+        if anchors & lost:
+            wanted.append(item if item.startswith(RESTORED_MARKER) else f"{RESTORED_MARKER} {item}")
+    restored = new_items(new_body, wanted)
+    if not restored:
+        return new_body, []
+    lines = "\n".join(f"- {item}" for item in restored)
+    return (f"{new_body.rstrip()}\n{lines}" if new_body.strip() else lines), restored
+
+
+def _path_kept(path: str, new_norms: set[str]) -> bool:
+    norm = normalise_path(path)
+    return norm in new_norms or any(other.endswith("/" + norm) for other in new_norms)
+
+
+def guard_files_context(old_body: str, op: SectionOp) -> GuardOutcome:
+    """SPEC §4.4: an UPDATE that loses an old path is rejected; KEEP the old body and APPEND
+    the paths the UPDATE introduced (its own line for each, else ``<path> (newly referenced)``)."""
+    if op.kind != "UPDATE":
+        return GuardOutcome(op)
+    new_paths = extract_paths(op.content)
+    new_norms = {normalise_path(p) for p in new_paths}
+    lost = [p for p in extract_paths(old_body) if not _path_kept(p, new_norms)]
+    if not lost:
+        return GuardOutcome(op)
+    old_norms = {normalise_path(p) for p in extract_paths(old_body)}
+    lines: list[str] = []
+    new_lines = section_items(op.content)
+    for path in new_paths:
+        if _path_kept(path, old_norms):
+            continue
+        own = next((line for line in new_lines if path in line), None)
+        lines.append(own if own is not None else f"{path} (newly referenced)")
+    fresh = new_items(old_body, lines)
+    why = f"rejected UPDATE: it drops {_count(len(lost), 'path')} ({', '.join(lost[:5])})"
+    if not fresh:
+        return GuardOutcome(_KEEP, why)
+    reason = f"{why}; appended {_count(len(fresh), 'newly referenced path line')}"
+    return GuardOutcome(SectionOp("APPEND", items=tuple(fresh)), reason)
+
+
+def guard_errors_corrections(old_body: str, op: SectionOp) -> GuardOutcome:
+    """SPEC §4.5: append-only. UPDATE becomes an APPEND of its new items; none new -> KEEP."""
+    if op.kind != "UPDATE":
+        return GuardOutcome(op)
+    fresh = new_items(old_body, section_items(op.content))
+    if not fresh:
+        return GuardOutcome(_KEEP, "append-only section: UPDATE has no new items")
+    reason = f"append-only section: UPDATE demoted to APPEND of {_count(len(fresh), 'new item')}"
+    return GuardOutcome(SectionOp("APPEND", items=tuple(fresh)), reason)
+
+
+_TAG_RE = re.compile(r"^(?:\[[^\]\n]{0,40}\]\s*)+")
+_EMPHASIS_RE = re.compile(r"[*~`_]+")
+
+
+def _issue_text(text: str) -> str:
+    text = _EMPHASIS_RE.sub("", text)
+    return re.sub(r"\s+", " ", text).strip().casefold()
+
+
+def _issue_prefix(item: str) -> str:
+    text = _issue_text(_TAG_RE.sub("", item.strip())).rstrip(" .;:,!?")
+    limit = 16 if contains_cjk(text) else 40
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    return cut[:space] if space >= limit // 2 else cut
+
+
+def _issue_present(item: str, new_text: str) -> bool:
+    prefix = _issue_prefix(item)
+    if not prefix:
+        return True
+    pattern = r"(?<![0-9a-z])" + re.escape(prefix)
+    return re.search(pattern, new_text) is not None
+
+
+def guard_open_issues(old_body: str, op: SectionOp) -> GuardOutcome:
+    """SPEC §4.6: old items an UPDATE dropped come back as ``- [silently dropped, restored] …``.
+
+    An old item counts as kept when its prefix (first ~40 characters, 16 for CJK, without
+    leading ``[tags]`` or emphasis) still appears in the new content. An item that already
+    carries the marker is not restored again, so the model can let it go on the next round.
+    """
+    if op.kind != "UPDATE":
+        return GuardOutcome(op)
+    new_text = _issue_text(op.content)
+    dropped = [
+        item
+        for item in section_items(old_body)
+        if not item.startswith(DROPPED_MARKER) and not _issue_present(item, new_text)
+    ]
+    restored = new_items(op.content, [f"{DROPPED_MARKER} {item}" for item in dropped])
+    if not restored:
+        return GuardOutcome(op)
+    lines = "\n".join(f"- {item}" for item in restored)
+    content = f"{op.content.rstrip()}\n{lines}"
+    reason = f"restored {_count(len(restored), 'silently dropped item')}"
+    return GuardOutcome(SectionOp("UPDATE", content=content), reason)
+
+
+def _no_guard(old_body: str, op: SectionOp) -> GuardOutcome:
+    return GuardOutcome(op)
+
+
+_GUARDS: Mapping[str, Callable[[str, SectionOp], GuardOutcome]] = {
+    "Session Title": guard_session_title,
+    "Current State": _no_guard,
+    "Task & Goals": _no_guard,
+    "Key Facts & Decisions": guard_key_facts,
+    "Files & Context": guard_files_context,
+    "Errors & Corrections": guard_errors_corrections,
+    "Open Issues": guard_open_issues,
+}
+
+
+def guard_section(
+    section: str, old_body: str, op: SectionOp, *, elsewhere: str = ""
+) -> GuardOutcome:
+    """Run the guard of ``section`` on ``op`` (SPEC §4).
+
+    Guards run only when ``old_body`` has content (template lines do not count). An UPDATE
+    whose content has no items replaces nothing: KEEP.
+
+    Args:
+        section: One of the seven section names.
+        old_body: The section body before this round.
+        op: The requested op.
+        elsewhere: For Key Facts, the other sections of the new document (see
+            :func:`guard_key_facts`); ignored by the other guards.
+
+    Raises:
+        KeyError: ``section`` is not one of the seven section names.
+    """
+    guard = _GUARDS[section]
+    if op.kind == "KEEP" or not has_content(old_body):
+        return GuardOutcome(op)
+    if op.kind == "UPDATE" and not has_content(op.content):
+        return GuardOutcome(_KEEP, "empty UPDATE of a non-empty section")
+    if guard is guard_key_facts:
+        return guard_key_facts(old_body, op, elsewhere=elsewhere)
+    return guard(old_body, op)
