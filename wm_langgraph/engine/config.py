@@ -1,0 +1,118 @@
+"""Validated, immutable settings of the session engine (SPEC §6-§8)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+__all__ = ["MAX_KEEP_RECENT_COUNT", "WorkingMemoryConfig"]
+
+MAX_KEEP_RECENT_COUNT = 10_000
+"""Upper bound of ``keep_recent_count`` (SPEC §6)."""
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low} and {high}, got {value}")
+
+
+def _check_float(name: str, value: object, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if math.isnan(value) or not low <= value <= high:
+        raise ValueError(f"{name} must be between {low} and {high}, got {value}")
+
+
+def _check_bool(name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WorkingMemoryConfig:
+    """Settings of a :class:`~wm_langgraph.WorkingMemory`. Keyword-only, validated at once.
+
+    Attributes:
+        token_budget: The model's context window in tokens (the assemble budget).
+        commit_token_threshold_ratio: Commit when the tokens outside the recent window reach
+            ``token_budget * ratio``; 0 commits every turn.
+        commit_keep_recent_count: Messages kept live by an automatic commit (0..10,000).
+        archive_memory_tokens: Cap of assemble's layer 1 (the Working Memory message).
+        reserve_tokens: Tokens kept free for the reply (for budgets of 40,000 and more).
+        background: Run Phase 2 (the model call) off the turn's path.
+        max_consecutive_failures: Consecutive Phase 2 failures after which a thread's Phase 2
+            pauses (circuit breaker) until ``resume()`` or the cool-down.
+        failure_cooldown_seconds: After this long a paused thread may probe the model once.
+        max_tool_output_tokens: Cap of one tool output in the commit prompt (the archive keeps
+            the whole output).
+        max_prompt_messages_tokens: Phase 2 folds pending archives in batches whose rendered
+            messages stay under this many tokens (a single larger archive is its own batch).
+        long_term_memory: After each completed Working Memory, write its Key Facts & Decisions
+            items to a per-user store namespace that the user's other threads can search.
+        long_term_namespace: Prefix of that namespace; the user id and ``"facts"`` follow.
+        phase2_workers: Worker threads shared by all background Phase 2 jobs.
+        model_timeout_seconds: Give up on one Working Memory model call after this long (a
+            failure: the old WM stays); None waits as long as the model client does.
+    """
+
+    token_budget: int = 128_000
+    commit_token_threshold_ratio: float = 0.5
+    commit_keep_recent_count: int = 10
+    archive_memory_tokens: int = 8_000
+    reserve_tokens: int = 20_000
+    background: bool = True
+    max_consecutive_failures: int = 3
+    failure_cooldown_seconds: float = 300.0
+    max_tool_output_tokens: int = 2_000
+    max_prompt_messages_tokens: int = 100_000
+    long_term_memory: bool = False
+    long_term_namespace: tuple[str, ...] = ("wm_langgraph", "long_term")
+    phase2_workers: int = 4
+    model_timeout_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_int("token_budget", self.token_budget, 256, 100_000_000)
+        _check_float("commit_token_threshold_ratio", self.commit_token_threshold_ratio, 0.0, 1.0)
+        _check_int(
+            "commit_keep_recent_count", self.commit_keep_recent_count, 0, MAX_KEEP_RECENT_COUNT
+        )
+        _check_int("archive_memory_tokens", self.archive_memory_tokens, 0, 100_000_000)
+        _check_int("reserve_tokens", self.reserve_tokens, 0, 100_000_000)
+        _check_bool("background", self.background)
+        _check_int("max_consecutive_failures", self.max_consecutive_failures, 1, 1_000)
+        _check_float("failure_cooldown_seconds", self.failure_cooldown_seconds, 0.0, 1e9)
+        _check_int("max_tool_output_tokens", self.max_tool_output_tokens, 1, 1_000_000)
+        _check_int("max_prompt_messages_tokens", self.max_prompt_messages_tokens, 1, 100_000_000)
+        _check_bool("long_term_memory", self.long_term_memory)
+        _check_int("phase2_workers", self.phase2_workers, 1, 256)
+        if self.model_timeout_seconds is not None:
+            _check_float("model_timeout_seconds", self.model_timeout_seconds, 0.001, 1e6)
+        ns = self.long_term_namespace
+        if (
+            not isinstance(ns, tuple)
+            or not ns
+            or not all(isinstance(x, str) and x and "." not in x for x in ns)
+        ):
+            raise ValueError(
+                "long_term_namespace must be a non-empty tuple of non-empty strings without "
+                f"'.', got {ns!r}"
+            )
+        if ns[0] == "langgraph":
+            raise ValueError("long_term_namespace must not start with 'langgraph' (reserved)")
+
+    @property
+    def commit_threshold_tokens(self) -> float:
+        """``token_budget * commit_token_threshold_ratio``."""
+        return self.token_budget * self.commit_token_threshold_ratio
+
+    def replace(self, **changes: object) -> WorkingMemoryConfig:
+        """A copy with some fields changed (validated again; unknown names raise TypeError)."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise TypeError(f"unknown WorkingMemoryConfig field(s): {', '.join(unknown)}")
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return WorkingMemoryConfig(**values)

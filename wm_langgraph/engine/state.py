@@ -1,0 +1,138 @@
+"""The graph state schema and the JSON-plain meta value that travels with it (DESIGN §2).
+
+The meta (``state["working_memory"]``) holds only dicts, lists, str and int so that every
+checkpointer serialises it without warnings:
+
+``pending_tokens``
+    tokens of the live messages outside the recent window (what the next commit archives).
+``keep_recent_count``
+    size of the recent window.
+``window``
+    the recent window, oldest first, as ``[message id, tokens]`` pairs.
+``last_counted_id`` / ``last_counted_index``
+    the newest message already accounted, and where it stood in ``messages``.
+``archives``
+    the ordered archive ids of this timeline (a fork keeps its own list).
+
+All helpers here are pure: they take a meta and return a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, NotRequired, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+
+from wm_langgraph.engine.config import MAX_KEEP_RECENT_COUNT
+
+__all__ = [
+    "META_KEY",
+    "META_VERSION",
+    "WorkingMemoryMeta",
+    "WorkingMemoryState",
+    "clamp_meta",
+    "empty_meta",
+    "validate_keep_recent_count",
+]
+
+META_KEY = "working_memory"
+"""The state key of the meta value."""
+
+META_VERSION = 1
+
+
+class WorkingMemoryMeta(TypedDict):
+    """The JSON-plain meta value (see the module docstring)."""
+
+    v: int
+    pending_tokens: int
+    keep_recent_count: int
+    window: list[list[Any]]
+    last_counted_id: str | None
+    last_counted_index: int
+    archives: list[str]
+
+
+class WorkingMemoryState(TypedDict):
+    """A StateGraph schema for agents with Working Memory.
+
+    ``messages`` are the live messages (add_messages reducer); ``working_memory`` is the meta
+    value the hooks maintain; ``llm_input_messages`` is what ``assemble`` builds for the model.
+    """
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    working_memory: NotRequired[dict[str, Any]]
+    llm_input_messages: NotRequired[list[AnyMessage]]
+
+
+def validate_keep_recent_count(value: object) -> int:
+    """Return ``value`` when it is an int in 0..10,000, else raise a clear error.
+
+    Raises:
+        TypeError: Not an int.
+        ValueError: Outside 0..10,000.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"keep_recent_count must be an int, got {type(value).__name__}")
+    if not 0 <= value <= MAX_KEEP_RECENT_COUNT:
+        raise ValueError(
+            f"keep_recent_count must be between 0 and {MAX_KEEP_RECENT_COUNT}, got {value}"
+        )
+    return value
+
+
+def empty_meta(keep_recent_count: int) -> WorkingMemoryMeta:
+    """A meta for a thread with no messages accounted yet."""
+    return {
+        "v": META_VERSION,
+        "pending_tokens": 0,
+        "keep_recent_count": validate_keep_recent_count(keep_recent_count),
+        "window": [],
+        "last_counted_id": None,
+        "last_counted_index": -1,
+        "archives": [],
+    }
+
+
+def _int(value: object, default: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default
+    return int(value)
+
+
+def clamp_meta(raw: Mapping[str, Any] | None, keep_recent_count: int) -> WorkingMemoryMeta:
+    """Read a meta value defensively: clamp counters at 0, drop malformed window entries.
+
+    Args:
+        raw: A stored meta value, or None.
+        keep_recent_count: The window size to use when ``raw`` has none (validated).
+
+    Returns:
+        A fresh meta; ``raw`` is not modified.
+    """
+    keep = validate_keep_recent_count(keep_recent_count)
+    if not isinstance(raw, Mapping):
+        return empty_meta(keep)
+    stored_keep = raw.get("keep_recent_count", keep)
+    try:
+        keep = validate_keep_recent_count(stored_keep)
+    except (TypeError, ValueError):
+        keep = max(0, min(MAX_KEEP_RECENT_COUNT, _int(stored_keep, keep)))
+    window = [
+        [str(entry[0]), max(0, _int(entry[1]))]
+        for entry in raw.get("window") or []
+        if isinstance(entry, list | tuple) and len(entry) == 2 and entry[0] is not None
+    ]
+    last_id = raw.get("last_counted_id")
+    archives = raw.get("archives") or []
+    return {
+        "v": META_VERSION,
+        "pending_tokens": max(0, _int(raw.get("pending_tokens"))),
+        "keep_recent_count": keep,
+        "window": window,
+        "last_counted_id": str(last_id) if last_id is not None else None,
+        "last_counted_index": max(-1, _int(raw.get("last_counted_index"), -1)),
+        "archives": [str(a) for a in archives if isinstance(a, str)],
+    }

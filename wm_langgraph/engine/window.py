@@ -1,0 +1,234 @@
+"""Sliding-window token accounting and tool-pair-safe split points (SPEC §6, DESIGN §3.4-5).
+
+``pending_tokens`` is the sum of the token counts of the live messages outside the most recent
+``keep_recent_count`` messages. Accounting a turn costs O(new messages): each new message enters
+the window's tail; the message pushed out of its head adds its tokens to ``pending_tokens``.
+:func:`rebuild_meta` computes the same value from scratch; both always agree.
+
+System messages are instructions, not conversation: they are neither counted nor archived.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from wm_langgraph.engine.state import (
+    META_VERSION,
+    WorkingMemoryMeta,
+    validate_keep_recent_count,
+)
+
+__all__ = [
+    "MessageCounter",
+    "account_messages",
+    "conversation",
+    "ensure_message_ids",
+    "live_tokens",
+    "newest_turn_start",
+    "pending_tokens_of",
+    "rebuild_meta",
+    "safe_split",
+]
+
+MessageCounter = Callable[[BaseMessage], int]
+
+
+def conversation(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The messages that are accounted and archivable (everything but system messages)."""
+    return [m for m in messages if not isinstance(m, SystemMessage)]
+
+
+def ensure_message_ids(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], bool]:
+    """Give every message an id (copies; the caller's objects are not modified).
+
+    Returns:
+        The messages (copies where an id was missing) and whether any id was assigned.
+    """
+    out: list[BaseMessage] = []
+    changed = False
+    for message in messages:
+        if not isinstance(message, BaseMessage):
+            raise TypeError(f"expected LangChain messages, got {type(message).__name__}")
+        if message.id:
+            out.append(message)
+        else:
+            out.append(message.model_copy(update={"id": str(uuid.uuid4())}))
+            changed = True
+    return out, changed
+
+
+def pending_tokens_of(messages: Sequence[BaseMessage], keep: int, count: MessageCounter) -> int:
+    """The definition of ``pending_tokens``: tokens of the messages outside the recent window."""
+    convo = conversation(messages)
+    head = convo[: max(0, len(convo) - keep)]
+    return sum(max(0, count(m)) for m in head)
+
+
+def rebuild_meta(
+    messages: Sequence[BaseMessage],
+    keep: int,
+    count: MessageCounter,
+    *,
+    archives: Sequence[str] = (),
+    known: Mapping[str, int] | None = None,
+) -> WorkingMemoryMeta:
+    """Account ``messages`` from scratch.
+
+    Args:
+        messages: The live messages (with ids).
+        keep: The recent window size.
+        count: Tokens of one message.
+        archives: The timeline's archive ids to carry.
+        known: Token counts already known by message id (saves recounting the window).
+    """
+    keep = validate_keep_recent_count(keep)
+    known = known or {}
+    convo = conversation(messages)
+    split = max(0, len(convo) - keep)
+
+    def tokens(m: BaseMessage) -> int:
+        cached = known.get(m.id) if m.id else None
+        return max(0, cached if cached is not None else count(m))
+
+    pending = sum(tokens(m) for m in convo[:split])
+    window = [[str(m.id), tokens(m)] for m in convo[split:]]
+    last = messages[-1] if messages else None
+    return {
+        "v": META_VERSION,
+        "pending_tokens": pending,
+        "keep_recent_count": keep,
+        "window": window,
+        "last_counted_id": str(last.id) if last is not None and last.id else None,
+        "last_counted_index": len(messages) - 1,
+        "archives": list(archives),
+    }
+
+
+def _new_messages_start(meta: WorkingMemoryMeta, messages: Sequence[BaseMessage]) -> int | None:
+    """Index of the first unaccounted message, or None when the meta does not fit ``messages``."""
+    last_id = meta["last_counted_id"]
+    if last_id is None:
+        return 0 if not meta["window"] and not meta["pending_tokens"] else None
+    index = meta["last_counted_index"]
+    if 0 <= index < len(messages) and messages[index].id == last_id:
+        return index + 1
+    for j in range(len(messages) - 1, -1, -1):  # O(new) when the id moved only a little
+        if messages[j].id == last_id:
+            return j + 1
+    return None
+
+
+def account_messages(
+    meta: WorkingMemoryMeta, messages: Sequence[BaseMessage], count: MessageCounter
+) -> WorkingMemoryMeta:
+    """Account the messages added since the meta was last written (O(new messages)).
+
+    When the meta does not describe ``messages`` (edited history, another timeline, a lost
+    meta) the accounting is rebuilt from scratch, so the result is always exact.
+    """
+    start = _new_messages_start(meta, messages)
+    if start is None:
+        known = {str(k): int(v) for k, v in meta["window"]}
+        return rebuild_meta(
+            messages, meta["keep_recent_count"], count, archives=meta["archives"], known=known
+        )
+    if start >= len(messages):
+        return meta
+    keep = meta["keep_recent_count"]
+    window = [list(entry) for entry in meta["window"]]
+    pending = meta["pending_tokens"]
+    for message in messages[start:]:
+        if isinstance(message, SystemMessage):
+            continue
+        window.append([str(message.id), max(0, count(message))])
+    overflow = len(window) - keep
+    if overflow > 0:
+        pending += sum(int(entry[1]) for entry in window[:overflow])
+        window = window[overflow:]
+    last = messages[-1]
+    return {
+        "v": META_VERSION,
+        "pending_tokens": max(0, pending),
+        "keep_recent_count": keep,
+        "window": window,
+        "last_counted_id": str(last.id) if last.id else None,
+        "last_counted_index": len(messages) - 1,
+        "archives": list(meta["archives"]),
+    }
+
+
+def live_tokens(meta: WorkingMemoryMeta) -> int:
+    """Tokens of all accounted live messages (pending + window)."""
+    return meta["pending_tokens"] + sum(int(entry[1]) for entry in meta["window"])
+
+
+def _pair_ends(messages: Sequence[BaseMessage]) -> dict[int, int]:
+    """For each AI message with tool calls: the index of the last message of its tool pair."""
+    owner: dict[str, int] = {}
+    ends: dict[int, int] = {}
+    open_calls: dict[int, set[str]] = {}
+    for i, message in enumerate(messages):
+        if isinstance(message, AIMessage) and message.tool_calls:
+            ids = {str(tc.get("id")) for tc in message.tool_calls}
+            for call_id in ids:
+                owner[call_id] = i
+            ends[i] = i
+            open_calls[i] = set(ids)
+        elif isinstance(message, ToolMessage) and message.tool_call_id in owner:
+            i_ai = owner[message.tool_call_id]
+            ends[i_ai] = max(ends[i_ai], i)
+            open_calls[i_ai].discard(message.tool_call_id)
+    n = len(messages)
+    for i_ai, calls in open_calls.items():
+        if not calls:
+            continue
+        # Unanswered calls: the pair runs to the end of the tool results that follow, and to
+        # the end of the list when nothing else follows yet (the results are still to come).
+        j = i_ai + 1
+        while j < n and isinstance(messages[j], ToolMessage):
+            j += 1
+        ends[i_ai] = n if j >= n else max(ends[i_ai], j - 1)
+    return ends
+
+
+def safe_split(messages: Sequence[BaseMessage], split: int) -> int:
+    """Move ``split`` back (or, failing that, forward) so no tool pair straddles it.
+
+    ``messages[:split]`` and ``messages[split:]`` then each hold every AI tool call together with
+    all of its tool results (parallel calls included).
+    """
+    n = len(messages)
+    split = max(0, min(n, split))
+    if split in (0, n):
+        return split
+    ends = _pair_ends(messages)
+    candidate = split
+    while candidate > 0:
+        owners = [i for i, end in ends.items() if i < candidate <= end]
+        if not owners:
+            return candidate
+        candidate = min(owners)
+    candidate = split  # nothing fits before: try after the pair instead
+    while candidate < n:
+        spans = [end for i, end in ends.items() if i < candidate <= end]
+        if not spans:
+            return candidate
+        candidate = max(spans) + 1
+    return min(candidate, n)
+
+
+def newest_turn_start(messages: Sequence[BaseMessage]) -> int:
+    """Index of the newest human message (the start of the current turn), or 0."""
+    for j in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[j], HumanMessage):
+            return j
+    return 0
