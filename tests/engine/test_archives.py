@@ -1,0 +1,98 @@
+"""Archive records and WM versions over a BaseStore (DESIGN §2)."""
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.store.memory import InMemoryStore
+
+from wm_langgraph.engine.archives import (
+    ArchiveRecord,
+    ArchiveStore,
+    thread_id_from_config,
+    thread_label,
+)
+
+
+def _record(store, thread, timeline, messages):
+    archive_id = store.allocate_id(thread, timeline, [m.id for m in messages])
+    record = ArchiveRecord(
+        id=archive_id,
+        seq=len(timeline) + 1,
+        status="pending",
+        messages=messages,
+        message_count=len(messages),
+        thread_id=thread,
+    )
+    store.put_archive(record)
+    return record
+
+
+def test_labels_are_namespace_safe_and_injective():
+    labels = {thread_label(t) for t in ["a.b", "a-b", "a_b", "~a", "", "用户 1", "a/b", "a.b "]}
+    assert len(labels) == 8
+    assert all("." not in label and label for label in labels)
+    assert thread_label("plain-id_1") == "plain-id_1"
+    store = ArchiveStore(InMemoryStore())
+    store.set_timeline("thread.with.dots", ["archive_001"])
+    assert store.timeline("thread.with.dots") == ["archive_001"]
+
+
+def test_missing_thread_id_is_a_clear_error():
+    with pytest.raises(ValueError, match="thread_id"):
+        thread_id_from_config({})
+    with pytest.raises(ValueError, match="thread_id"):
+        thread_id_from_config(None)
+    assert thread_id_from_config({"configurable": {"thread_id": 7}}) == "7"
+
+
+def test_records_round_trip_messages_verbatim():
+    store = ArchiveStore(InMemoryStore())
+    calls = [{"name": "read", "args": {"path": "src/a.py"}, "id": "c1"}]
+    messages = [
+        HumanMessage("read it", id="h"),
+        AIMessage("", tool_calls=calls, id="a"),
+        ToolMessage("content", tool_call_id="c1", id="t", status="error"),
+    ]
+    record = _record(store, "t1", [], messages)
+    assert record.id == "archive_001"
+    (loaded,) = store.get_archives("t1", ["archive_001"])
+    assert loaded.messages == messages
+    assert loaded.messages[1].tool_calls[0]["args"] == {"path": "src/a.py"}
+    assert loaded.messages[2].status == "error"
+
+
+def test_ids_are_numbered_in_order_and_never_reused_after_a_fork():
+    store = ArchiveStore(InMemoryStore())
+    one = _record(store, "t", [], [HumanMessage("1", id="m1")])
+    two = _record(store, "t", [one.id], [HumanMessage("2", id="m2")])
+    assert (one.id, two.id) == ("archive_001", "archive_002")
+    # a fork from before archive_002 archives other messages: a fresh id
+    fork = _record(store, "t", [one.id], [HumanMessage("other", id="m9")])
+    assert fork.id == "archive_002_2"
+    assert store.get_archives("t", ["archive_002"])[0].messages[0].id == "m2"
+    # an orphan left by an interrupted Phase 1 (same messages, not in the timeline) is reused
+    again = store.allocate_id("t", [one.id], ["m2"])
+    assert again == "archive_002"
+
+
+def test_current_wm_is_the_newest_version_covering_a_prefix():
+    store = ArchiveStore(InMemoryStore())
+    assert store.current_wm("t", ["archive_001"]) is None
+    store.put_wm("t", ["archive_001"], "WM1", {})
+    store.put_wm("t", ["archive_001", "archive_002"], "WM2", {})
+    assert store.current_wm("t", ["archive_001", "archive_002", "archive_003"]).text == "WM2"
+    # another timeline that shares archive_001 only
+    fork = store.current_wm("t", ["archive_001", "archive_002_2"])
+    assert fork.text == "WM1"
+    assert fork.covers == ["archive_001"]
+    with pytest.raises(ValueError, match="at least one archive"):
+        store.put_wm("t", [], "x", {})
+
+
+def test_update_archives_merges_metadata():
+    store = ArchiveStore(InMemoryStore())
+    _record(store, "t", [], [HumanMessage("1", id="m1")])
+    store.update_archives("t", ["archive_001"], status="failed", metadata={"error": "x"})
+    store.update_archives("t", ["archive_001"], metadata={"tries": 2})
+    (record,) = store.get_archives("t", ["archive_001"])
+    assert record.status == "failed"
+    assert record.metadata == {"error": "x", "tries": 2}

@@ -1,0 +1,255 @@
+"""Archive records and Working Memory versions over a LangGraph ``BaseStore`` (DESIGN §2).
+
+Layout, per thread (``label`` is the thread id made safe for store namespaces)::
+
+    ("wm_langgraph", label, "archives")  archive_001, archive_002, ...  messages verbatim
+    ("wm_langgraph", label, "wm")        <last covered archive id>       a WM + its coverage
+    ("wm_langgraph", label, "meta")      timeline | breaker | state       bookkeeping values
+
+The current WM of a timeline (its ordered archive ids) is the newest version whose coverage is a
+prefix of the timeline; the archives after that prefix are pending. Archive ids are never reused:
+a fork that would reuse a number of another branch gets a suffix (``archive_003_2``).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
+from langchain_core.runnables import RunnableConfig
+from langgraph.store.base import BaseStore, GetOp, Item
+
+__all__ = [
+    "ROOT_LABEL",
+    "ArchiveRecord",
+    "ArchiveStatus",
+    "ArchiveStore",
+    "WorkingMemoryVersion",
+    "now_iso",
+    "thread_id_from_config",
+    "thread_label",
+]
+
+ROOT_LABEL = "wm_langgraph"
+ArchiveStatus = Literal["pending", "done", "failed"]
+_SAFE_LABEL = re.compile(r"[A-Za-z0-9_\-]{1,128}")
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO 8601."""
+    return datetime.now(UTC).isoformat()
+
+
+def thread_label(thread_id: object) -> str:
+    """A store-namespace-safe, injective label for a thread id.
+
+    Plain ids (letters, digits, ``_``, ``-``) are used as they are; any other id is encoded
+    as ``~`` + unpadded base32 of its UTF-8 bytes (no ``.``, never empty, never clashes with a
+    plain id).
+    """
+    text = str(thread_id)
+    if _SAFE_LABEL.fullmatch(text):
+        return text
+    return "~" + base64.b32encode(text.encode("utf-8")).decode("ascii").rstrip("=")
+
+
+def thread_id_from_config(config: RunnableConfig | Mapping[str, Any] | None) -> str:
+    """The ``thread_id`` of a run config.
+
+    Raises:
+        ValueError: The config has no ``configurable.thread_id``.
+    """
+    configurable = (config or {}).get("configurable") or {}
+    thread_id = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
+    if thread_id is None or str(thread_id) == "":
+        raise ValueError(
+            "Working Memory needs a thread: pass config={'configurable': {'thread_id': '...'}} "
+            "(and compile the graph with a checkpointer so the thread's messages persist)"
+        )
+    return str(thread_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveRecord:
+    """One archive: messages moved out of the live state, kept verbatim.
+
+    Attributes:
+        id: ``archive_001``, ``archive_002``, ... (unique per thread).
+        seq: Position in the thread's timeline (1-based).
+        status: ``"pending"`` (not yet folded into the WM), ``"done"`` or ``"failed"``
+            (Phase 2 failed; still pending for assemble and retried later).
+        messages: The archived messages, verbatim.
+        message_count: ``len(messages)``.
+        token_count: Their token estimate.
+        abstract: A one-line description.
+        overview: The Working Memory after this archive was folded in ("" until done).
+        metadata: Timings, guard decisions, errors.
+    """
+
+    id: str
+    seq: int
+    status: ArchiveStatus
+    messages: list[BaseMessage] = field(default_factory=list)
+    message_count: int = 0
+    token_count: int = 0
+    abstract: str = ""
+    overview: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    thread_id: str = ""
+    created_at: str = ""
+    updated_at: str = ""
+
+    def to_value(self) -> dict[str, Any]:
+        """The JSON-plain store value."""
+        return {
+            "id": self.id,
+            "seq": self.seq,
+            "status": self.status,
+            "messages": messages_to_dict(self.messages),
+            "message_count": self.message_count,
+            "token_count": self.token_count,
+            "abstract": self.abstract,
+            "overview": self.overview,
+            "metadata": self.metadata,
+            "thread_id": self.thread_id,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+
+    @classmethod
+    def from_value(cls, value: Mapping[str, Any]) -> ArchiveRecord:
+        """Read a store value written by :meth:`to_value`."""
+        status = value.get("status", "pending")
+        return cls(
+            id=str(value["id"]),
+            seq=int(value.get("seq", 0)),
+            status=status if status in ("pending", "done", "failed") else "pending",
+            messages=messages_from_dict(value.get("messages") or []),
+            message_count=int(value.get("message_count", 0)),
+            token_count=int(value.get("token_count", 0)),
+            abstract=str(value.get("abstract", "")),
+            overview=str(value.get("overview", "")),
+            metadata=dict(value.get("metadata") or {}),
+            thread_id=str(value.get("thread_id", "")),
+            created_at=str(value.get("created_at", "")),
+            updated_at=str(value.get("updated_at", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WorkingMemoryVersion:
+    """A stored WM document and the archive ids (a timeline prefix) it covers."""
+
+    text: str
+    covers: list[str]
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class ArchiveStore:
+    """Archive records, WM versions and per-thread bookkeeping over one ``BaseStore``."""
+
+    def __init__(self, store: BaseStore) -> None:
+        """Wrap ``store`` (any BaseStore: in-memory, SQLite, Postgres)."""
+        self.store = store
+
+    @staticmethod
+    def namespace(thread_id: str, kind: str) -> tuple[str, str, str]:
+        """The namespace of ``kind`` ("archives", "wm", "meta") for a thread."""
+        return (ROOT_LABEL, thread_label(thread_id), kind)
+
+    # -- archives -------------------------------------------------------------------------
+    def allocate_id(self, thread_id: str, timeline: Sequence[str], message_ids: list[str]) -> str:
+        """The id for the next archive of ``timeline``, unique across forks of the thread."""
+        base = f"archive_{len(timeline) + 1:03d}"
+        ns = self.namespace(thread_id, "archives")
+        candidate, n = base, 1
+        while True:
+            item = self.store.get(ns, candidate)
+            if item is None:
+                return candidate
+            # A record left by an interrupted Phase 1 for the same messages is taken over.
+            stored = [m.get("data", {}).get("id") for m in item.value.get("messages") or []]
+            if candidate not in timeline and stored == message_ids:
+                return candidate
+            n += 1
+            candidate = f"{base}_{n}"
+
+    def put_archive(self, record: ArchiveRecord) -> None:
+        """Write (or overwrite) an archive record."""
+        self.store.put(self.namespace(record.thread_id, "archives"), record.id, record.to_value())
+
+    def get_archives(self, thread_id: str, ids: Sequence[str]) -> list[ArchiveRecord]:
+        """The records of ``ids`` in that order (missing ones are skipped)."""
+        if not ids:
+            return []
+        ns = self.namespace(thread_id, "archives")
+        items = self.store.batch([GetOp(ns, archive_id) for archive_id in ids])
+        return [
+            ArchiveRecord.from_value(item.value) for item in items if isinstance(item, Item)
+        ]
+
+    def update_archives(self, thread_id: str, ids: Sequence[str], **changes: Any) -> None:
+        """Set fields on stored records (``metadata`` is merged, ``updated_at`` refreshed)."""
+        ns = self.namespace(thread_id, "archives")
+        for archive_id in ids:
+            item = self.store.get(ns, archive_id)
+            if item is None:
+                continue
+            value = dict(item.value)
+            for key, new in changes.items():
+                if key == "metadata":
+                    value["metadata"] = {**(value.get("metadata") or {}), **new}
+                else:
+                    value[key] = new
+            value["updated_at"] = now_iso()
+            self.store.put(ns, archive_id, value)
+
+    # -- working memory versions --------------------------------------------------------------
+    def current_wm(self, thread_id: str, timeline: Sequence[str]) -> WorkingMemoryVersion | None:
+        """The newest WM version whose coverage is a prefix of ``timeline`` (None: no WM yet)."""
+        ns = self.namespace(thread_id, "wm")
+        for k in range(len(timeline), 0, -1):
+            item = self.store.get(ns, timeline[k - 1])
+            if item is None:
+                continue
+            covers = [str(x) for x in item.value.get("covers") or []]
+            if covers == list(timeline[:k]):
+                return WorkingMemoryVersion(
+                    text=str(item.value.get("text", "")),
+                    covers=covers,
+                    info={k2: v for k2, v in item.value.items() if k2 not in ("text", "covers")},
+                )
+        return None
+
+    def put_wm(
+        self, thread_id: str, covers: Sequence[str], text: str, info: Mapping[str, Any]
+    ) -> None:
+        """Store a WM version keyed by the last archive it covers."""
+        if not covers:
+            raise ValueError("a Working Memory version must cover at least one archive")
+        value = {**dict(info), "text": text, "covers": list(covers), "created_at": now_iso()}
+        self.store.put(self.namespace(thread_id, "wm"), covers[-1], value)
+
+    # -- small bookkeeping values ---------------------------------------------------------------
+    def get_meta(self, thread_id: str, key: str) -> dict[str, Any] | None:
+        """A bookkeeping value ("timeline", "breaker", "state") or None."""
+        item = self.store.get(self.namespace(thread_id, "meta"), key)
+        return dict(item.value) if item is not None else None
+
+    def put_meta(self, thread_id: str, key: str, value: Mapping[str, Any]) -> None:
+        """Write a bookkeeping value."""
+        self.store.put(self.namespace(thread_id, "meta"), key, dict(value))
+
+    def timeline(self, thread_id: str) -> list[str]:
+        """The archive ids of the thread's most recently written timeline."""
+        value = self.get_meta(thread_id, "timeline") or {}
+        return [str(a) for a in value.get("archives") or []]
+
+    def set_timeline(self, thread_id: str, archives: Sequence[str]) -> None:
+        """Record the thread's current timeline (used by config-only calls)."""
+        self.put_meta(thread_id, "timeline", {"archives": list(archives), "updated_at": now_iso()})
