@@ -1,0 +1,187 @@
+"""The prompt files (``prompts/*.md``): loading, checking and rendering.
+
+The prompts ship inside the wheel as ``wm_langgraph/prompts/*.md`` (pyproject force-includes
+the repository's top-level ``prompts/`` there) and are read with ``importlib.resources``; in a
+source or editable checkout, where that package directory does not exist, the repository's
+``prompts/`` directory is used instead.
+
+Placeholders are written ``{{name}}`` and are replaced literally, in one pass: a value that
+itself contains ``{{messages}}`` is inserted as is, never expanded. Each prompt's inputs are
+wrapped in tags so that a reader of the rendered prompt (e.g. the offline model) can find them:
+
+* ``create``: ``<prior_summary>{{prior_summary}}</prior_summary>`` (the prior WM or legacy
+  summary, ``(none)`` when there is none) and ``<messages>{{messages}}</messages>``.
+* ``update``: ``<working_memory>{{working_memory}}</working_memory>``,
+  ``<messages>{{messages}}</messages>`` and ``{{section_size_warnings}}`` on a line of its own,
+  whose value is the whole ``<section_size_warnings>…</section_size_warnings>`` block —
+  ``<section_size_warnings></section_size_warnings>`` when no section is oversized.
+  ``render_update_prompt`` builds that block from the Working Memory.
+* ``system``: no placeholders (the assemble addition of SPEC §7).
+
+Inside each tag the value sits on its own lines (``<messages>\\n…\\n</messages>``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Literal, get_args
+
+from wm_langgraph.core.protocol import EMPTY_SECTION_SIZE_WARNINGS, section_size_warnings
+
+__all__ = [
+    "NO_PRIOR_SUMMARY",
+    "PROMPT_PLACEHOLDERS",
+    "PromptName",
+    "check_prompt",
+    "load_prompt",
+    "placeholders",
+    "render_create_prompt",
+    "render_prompt",
+    "render_update_prompt",
+]
+
+PromptName = Literal["create", "update", "system"]
+
+PROMPT_PLACEHOLDERS: Mapping[str, frozenset[str]] = {
+    "create": frozenset({"prior_summary", "messages"}),
+    "update": frozenset({"working_memory", "messages", "section_size_warnings"}),
+    "system": frozenset(),
+}
+"""The placeholders each prompt must contain, every one of them, and no others."""
+
+NO_PRIOR_SUMMARY = "(none)"
+"""What the create prompt shows as the prior summary when there is none."""
+
+_PLACEHOLDER_RE = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
+_SOURCE_PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
+
+
+def _check_name(name: str) -> None:
+    if name not in get_args(PromptName):
+        raise ValueError(f"unknown prompt {name!r}; expected one of {list(get_args(PromptName))!r}")
+
+
+@functools.cache
+def load_prompt(name: PromptName) -> str:
+    """Return the text of a shipped prompt.
+
+    Args:
+        name: ``"create"``, ``"update"`` or ``"system"``.
+
+    Raises:
+        ValueError: ``name`` is not one of the three prompts.
+        FileNotFoundError: the prompt file is neither in the installed package nor in the
+            source checkout (a broken installation).
+    """
+    _check_name(name)
+    filename = f"{name}.md"
+    packaged = resources.files("wm_langgraph").joinpath("prompts", filename)
+    if packaged.is_file():
+        return packaged.read_text(encoding="utf-8")
+    source = _SOURCE_PROMPTS / filename
+    if source.is_file():
+        return source.read_text(encoding="utf-8")
+    raise FileNotFoundError(
+        f"prompt {filename!r} not found in the wm_langgraph package nor in {_SOURCE_PROMPTS}; "
+        "reinstall wm-langgraph"
+    )
+
+
+def placeholders(template: str) -> frozenset[str]:
+    """The names of the ``{{name}}`` placeholders in ``template``."""
+    return frozenset(_PLACEHOLDER_RE.findall(template))
+
+
+def check_prompt(name: PromptName, template: str) -> str:
+    """Validate a (possibly user-supplied) template for the prompt ``name``.
+
+    Args:
+        name: Which prompt the template replaces.
+        template: The template text.
+
+    Returns:
+        ``template`` unchanged, so a constructor can write ``self._p = check_prompt(...)``.
+
+    Raises:
+        ValueError: the template lacks a placeholder the prompt needs or has one it cannot fill.
+        TypeError: ``template`` is not a string.
+    """
+    _check_name(name)
+    if not isinstance(template, str):
+        raise TypeError(f"the {name} prompt must be a str, got {type(template).__name__}")
+    expected = PROMPT_PLACEHOLDERS[name]
+    found = placeholders(template)
+    problems = []
+    if expected - found:
+        problems.append(f"missing {sorted(expected - found)!r}")
+    if found - expected:
+        problems.append(f"unknown {sorted(found - expected)!r}")
+    if problems:
+        raise ValueError(
+            f"the {name} prompt template has wrong placeholders ({'; '.join(problems)}); "
+            f"it must contain exactly {sorted('{{' + p + '}}' for p in expected)!r}"
+        )
+    return template
+
+
+def render_prompt(template: str, **values: str) -> str:
+    """Fill the ``{{name}}`` placeholders of ``template`` in one pass.
+
+    Args:
+        template: The prompt text.
+        **values: One string per placeholder of the template.
+
+    Returns:
+        The rendered text. Substituted values are not scanned again.
+
+    Raises:
+        ValueError: a placeholder of the template has no value, or a value was given for a
+            placeholder the template does not contain.
+        TypeError: a value is not a string.
+    """
+    found = placeholders(template)
+    missing = sorted(found - values.keys())
+    unknown = sorted(values.keys() - found)
+    if missing or unknown:
+        parts = []
+        if missing:
+            parts.append(f"no value for placeholder(s) {missing!r}")
+        if unknown:
+            parts.append(f"value(s) given for placeholder(s) not in the template {unknown!r}")
+        raise ValueError(f"cannot render prompt: {'; '.join(parts)}")
+    for key, value in values.items():
+        if not isinstance(value, str):
+            raise TypeError(f"prompt value {key!r} must be a str, got {type(value).__name__}")
+    return _PLACEHOLDER_RE.sub(lambda match: values[match.group(1)], template)
+
+
+def render_create_prompt(*, prior_summary: str, messages: str, template: str | None = None) -> str:
+    """Render the create prompt.
+
+    Args:
+        prior_summary: The prior Working Memory or legacy summary; blank means none.
+        messages: The rendered messages to fold in.
+        template: A replacement for the shipped ``create`` prompt.
+    """
+    text = load_prompt("create") if template is None else template
+    prior = prior_summary if prior_summary.strip() else NO_PRIOR_SUMMARY
+    return render_prompt(text, prior_summary=prior, messages=messages)
+
+
+def render_update_prompt(*, working_memory: str, messages: str, template: str | None = None) -> str:
+    """Render the update prompt, with the size-warnings block computed from ``working_memory``.
+
+    Args:
+        working_memory: The current Working Memory document.
+        messages: The rendered new messages.
+        template: A replacement for the shipped ``update`` prompt.
+    """
+    text = load_prompt("update") if template is None else template
+    warnings = section_size_warnings(working_memory) or EMPTY_SECTION_SIZE_WARNINGS
+    return render_prompt(
+        text, working_memory=working_memory, messages=messages, section_size_warnings=warnings
+    )
