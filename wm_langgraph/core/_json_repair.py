@@ -192,6 +192,10 @@ def repair_json(text: object) -> Any:
     """
     if not isinstance(text, str):
         return None
+    if text[:1] == "{":
+        value = _loads(text)  # fast path: valid JSON needs no repair
+        if value is not None:
+            return value
     state = _scan(text)
     joined = "".join(state.out)
     if not joined:
