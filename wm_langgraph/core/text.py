@@ -398,7 +398,7 @@ _RULES: tuple[_Rule, ...] = (
     (re.compile(r"`(?P<code>[^`\n]{1,60})`"), _backtick),
     (
         re.compile(
-            r"(?P<year>\d{4})\s*年\s*(?P<mon>\d{1,2})\s*月(?:\s*(?P<day>\d{1,2})\s*[日号])?"
+            r"(?P<year>\d{4})[^\S\n]*年[^\S\n]*(?P<mon>\d{1,2})[^\S\n]*月(?:[^\S\n]*(?P<day>\d{1,2})[^\S\n]*[日号])?"
         ),
         _date_ymd,
     ),
@@ -408,23 +408,23 @@ _RULES: tuple[_Rule, ...] = (
         lambda m: _iso(m["year"], int(m["mon"]), None),
     ),
     (
-        re.compile(r"(?P<mon>\d{1,2})\s*月\s*(?P<day>\d{1,2})\s*[日号]"),
+        re.compile(r"(?P<mon>\d{1,2})[^\S\n]*月[^\S\n]*(?P<day>\d{1,2})[^\S\n]*[日号]"),
         lambda m: _month_day(int(m["mon"]), int(m["day"])),
     ),
     (
         re.compile(
             r"(?i)"
             + _L
-            + r"(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?"
+            + r"(?P<day>\d{1,2})(?:st|nd|rd|th)?[^\S\n]+(?:of[^\S\n]+)?"
             + _MONTH
-            + r"(?:,?\s+(?P<year>\d{4}))?"
+            + r"(?:,?[^\S\n]+(?P<year>\d{4}))?"
             + _R
         ),
         _date_named,
     ),
     (
         re.compile(
-            r"(?i)" + _L + _MONTH + r"\s+(?:(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+)?"
+            r"(?i)" + _L + _MONTH + r"[^\S\n]+(?:(?P<day>\d{1,2})(?:st|nd|rd|th)?,?[^\S\n]+)?"
             r"(?P<year>\d{4})" + _R
         ),
         _date_named,
@@ -434,7 +434,7 @@ _RULES: tuple[_Rule, ...] = (
         re.compile(
             r"(?i)"
             + _L
-            + r"(?P<hour>\d{1,2})(?::(?P<min>\d{2}))?\s*(?P<ampm>[ap]\.?m\.?)"
+            + r"(?P<hour>\d{1,2})(?::(?P<min>\d{2}))?[^\S\n]*(?P<ampm>[ap]\.?m\.?)"
             + r"(?![A-Za-z0-9_])"
         ),
         _time,
@@ -442,17 +442,26 @@ _RULES: tuple[_Rule, ...] = (
     (re.compile(_L + r"\d{1,2}:\d{2}(?::\d{2})?" + _R), _lower),
     (
         re.compile(
-            r"[$€£¥￥]\s?(?:" + _NUM + r")(?:\s?(?:k|m|bn|million|billion|thousand)" + _R + ")?",
+            r"[$€£¥￥][^\S\n]?(?:"
+            + _NUM
+            + r")(?:[^\S\n]?(?:k|m|bn|million|billion|thousand)"
+            + _R
+            + ")?",
             re.IGNORECASE,
         ),
         _money,
     ),
-    (re.compile(r"(?:" + _NUM + r")\s*(?:" + _CJK_UNITS + ")"), _cjk_number),
+    (re.compile(r"(?:" + _NUM + r")[^\S\n]*(?:" + _CJK_UNITS + ")"), _cjk_number),
     (re.compile("第?" + _CJK_NUM + "(?:" + _CJK_UNITS + ")"), _cjk_number),
-    (re.compile(r"第\s*\d+"), _cjk_number),
+    (re.compile(r"第[^\S\n]*\d+"), _cjk_number),
     (
         re.compile(
-            r"(?i)" + _L + r"(?P<kw>" + _KEYWORDS + r")\s*[#:]?\s*(?P<val>\d\w*(?:[.\-]\w+)*)" + _R
+            r"(?i)"
+            + _L
+            + r"(?P<kw>"
+            + _KEYWORDS
+            + r")[^\S\n]*[#:]?[^\S\n]*(?P<val>\d\w*(?:[.\-]\w+)*)"
+            + _R
         ),
         _keyword_number,
     ),
@@ -460,7 +469,7 @@ _RULES: tuple[_Rule, ...] = (
     (re.compile(_L + r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+" + _R), _lower),
     (re.compile(r"(?<![\w.\-])[A-Za-z0-9][A-Za-z0-9_]*(?:[-.:][A-Za-z0-9_]+)+" + _R), _identifier),
     (
-        re.compile(r"(?<![\w.\-])(?P<num>" + _NUM + r")\s?(?P<unit>%|[A-Za-z]{1,15})" + _R),
+        re.compile(r"(?<![\w.\-])(?P<num>" + _NUM + r")[^\S\n]?(?P<unit>%|[A-Za-z]{1,15})" + _R),
         lambda m: f"{_plain_number(m['num'])}%" if m["unit"] == "%" else _number_unit(m),
     ),
     (re.compile(r"(?<![\w.\-])[A-Za-z]+\d[A-Za-z0-9]*" + _R), _identifier),
