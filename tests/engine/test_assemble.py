@@ -458,3 +458,17 @@ def test_assemble_properties(
         # over budget only as the documented last resort: just the newest turn, nothing else
         assert kept_ids == [m.id for m in newest]
         assert not summary
+
+
+def test_default_system_addition_is_the_shipped_system_prompt() -> None:
+    from wm_langgraph.engine.prompts import load_prompt
+
+    ctx = assemble(
+        system_message=SystemMessage("Own prompt."),
+        working_memory=SMALL_WM,
+        live_messages=turn(1),
+        system_addition=None,
+    )
+    assert ctx.system_message is not None
+    assert ctx.system_message.content == f"{load_prompt('system').strip()}\n\nOwn prompt."
+    assert SUMMARY_HEADER in load_prompt("system")
