@@ -1,0 +1,174 @@
+"""Helpers for the engine tests: a scripted WM writer, an agent graph, and invariant checks."""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.graph import END, START, StateGraph
+
+from tests.fakes import ScriptedChatModel
+from wm_langgraph.core.sections import SECTIONS, render_working_memory
+from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.engine.state import WorkingMemoryState
+
+FACT_RE = re.compile(r"FACT-\d{3}")
+UPDATE_TOOL = "update_working_memory"
+
+
+def folded_text(prompt: str) -> str:
+    """The part of a WM prompt that holds the folded messages (the whole prompt as fallback)."""
+    match = re.search(r"<messages>(.*)</messages>", prompt, re.S)
+    return match.group(1) if match else prompt
+
+
+def prior_text(prompt: str) -> str:
+    match = re.search(r"<(working_memory|prior_summary)>(.*?)</\1>", prompt, re.S)
+    return match.group(2) if match else ""
+
+
+def is_update_call(tools: Any) -> bool:
+    return bool(tools) and any(t.get("function", {}).get("name") == UPDATE_TOOL for t in tools)
+
+
+def wm_document(facts: list[str], title: str = "Project Falcon migration") -> str:
+    body = dict.fromkeys(SECTIONS, "")
+    body["Session Title"] = title
+    body["Current State"] = "Working through the scripted session."
+    body["Task & Goals"] = "- Keep every FACT line."
+    body["Key Facts & Decisions"] = "\n".join(f"- {f} noted" for f in facts)
+    return render_working_memory(body)
+
+
+class WMWriter:
+    """A scripted WM model: create = a document listing the FACT ids of the folded messages;
+    update = one update_working_memory call APPENDing the new FACT ids.
+
+    ``mode`` switches behaviour at runtime: "ok", "raise", "no_tool_call", "garbage_args",
+    "crash" (a BaseException, like a process dying mid-call).
+    """
+
+    def __init__(self) -> None:
+        self.mode = "ok"
+        self.lock = threading.Lock()
+        self.model = ScriptedChatModel(replies=self._reply)
+
+    def _reply(self, messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
+        prompt = messages[-1].text
+        facts = list(dict.fromkeys(FACT_RE.findall(folded_text(prompt))))
+        if self.mode == "raise":
+            return RuntimeError("model down")
+        if self.mode == "crash":
+            raise SimulatedCrash
+        if is_update_call(tools):
+            if self.mode == "no_tool_call":
+                return "I would rather chat."
+            if self.mode == "garbage_args":
+                bad = '{"sections": {"Key Facts & Decisions": {"op": "APPEND", "items": ["'
+                bad += '", "'.join(f"{f} noted" for f in facts)
+                return {
+                    "content": "",
+                    "invalid_tool_calls": [
+                        {"name": UPDATE_TOOL, "args": bad, "id": "x", "error": "bad json"}
+                    ],
+                }
+            sections = {name: {"op": "KEEP"} for name in SECTIONS}
+            known = list(dict.fromkeys(FACT_RE.findall(prior_text(prompt)) + facts))
+            if len(known) > 20:  # consolidate, as the size warnings ask: 4 facts per bullet
+                groups = [known[i : i + 4] for i in range(0, len(known), 4)]
+                body = "\n".join(f"- noted: {', '.join(g)}" for g in groups)
+                sections["Key Facts & Decisions"] = {"op": "UPDATE", "content": body}
+            else:
+                sections["Key Facts & Decisions"] = {
+                    "op": "APPEND",
+                    "items": [f"{f} noted" for f in facts],
+                }
+            return {
+                "content": "",
+                "tool_calls": [{"name": UPDATE_TOOL, "args": {"sections": sections}}],
+            }
+        old = list(dict.fromkeys(FACT_RE.findall(prior_text(prompt))))
+        return wm_document(list(dict.fromkeys(old + facts)))
+
+
+class SimulatedCrash(BaseException):
+    """Raised inside Phase 2 to simulate the process dying mid-call."""
+
+
+def agent_model(*, tool_every: int = 0, parallel: int = 1) -> ScriptedChatModel:
+    """An agent that answers "ack <FACT>"; every ``tool_every``-th user message it first calls
+    ``read_file`` (``parallel`` calls at once), then answers."""
+    state = {"n": 0}
+
+    def reply(messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
+        last = messages[-1]
+        if isinstance(last, HumanMessage):
+            state["n"] += 1
+            if tool_every and state["n"] % tool_every == 0:
+                calls = [
+                    {"name": "read_file", "args": {"path": f"src/mod_{state['n']}_{i}.py"}}
+                    for i in range(parallel)
+                ]
+                return {"content": "", "tool_calls": calls}
+            facts = FACT_RE.findall(last.text)
+            return f"ack {' '.join(facts)}"
+        return "done reading"
+
+    return ScriptedChatModel(replies=reply)
+
+
+def build_agent(
+    wm: WorkingMemory, model: ScriptedChatModel, *, checkpointer: Any, store: Any = None
+):
+    """assemble -> agent -> (tools -> assemble | after_turn) -> END."""
+
+    def agent(state: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["llm_input_messages"])]}
+
+    def tools(state: dict[str, Any]) -> dict[str, Any]:
+        last = state["messages"][-1]
+        return {
+            "messages": [
+                ToolMessage(
+                    f"contents of {tc['args']['path']}", tool_call_id=tc["id"], name="read_file"
+                )
+                for tc in last.tool_calls
+            ]
+        }
+
+    def route(state: dict[str, Any]) -> str:
+        last = state["messages"][-1]
+        return "tools" if isinstance(last, AIMessage) and last.tool_calls else "after_turn"
+
+    builder = StateGraph(WorkingMemoryState)
+    builder.add_node("assemble", wm.assemble)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", tools)
+    builder.add_node("after_turn", wm.after_turn)
+    builder.add_edge(START, "assemble")
+    builder.add_edge("assemble", "agent")
+    builder.add_conditional_edges("agent", route, ["tools", "after_turn"])
+    builder.add_edge("tools", "assemble")
+    builder.add_edge("after_turn", END)
+    return builder.compile(checkpointer=checkpointer, store=store)
+
+
+def user(i: int) -> HumanMessage:
+    return HumanMessage(f"turn {i}: remember FACT-{i:03d} " + "detail " * 30)
+
+
+def all_archived(wm: WorkingMemory, config: dict[str, Any]) -> list[BaseMessage]:
+    return [m for record in wm.list_archives(config) for m in record.messages]
+
+
+def assert_nothing_lost(
+    wm: WorkingMemory, config: dict[str, Any], live: list[BaseMessage], sent: list[str]
+) -> None:
+    """Every user message sent is in exactly one archive or live, in order; no id twice."""
+    everything = [*all_archived(wm, config), *live]
+    ids = [m.id for m in everything]
+    assert len(ids) == len(set(ids)), "a message is both archived and live, or archived twice"
+    humans = [m.text for m in everything if isinstance(m, HumanMessage)]
+    assert humans == sent

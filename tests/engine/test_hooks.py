@@ -1,0 +1,151 @@
+"""The hooks called directly on hand-built states (level 1)."""
+
+import asyncio
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+
+from tests.engine._support import WMWriter, user
+from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.engine.memory import WorkingMemory
+
+CFG = {"configurable": {"thread_id": "hand-built"}}
+
+
+def _conversation(n, start=1):
+    out = []
+    for i in range(start, start + n):
+        out += [user(i).model_copy(update={"id": f"h{i}"}), AIMessage(f"ack {i}", id=f"a{i}")]
+    return out
+
+
+def _memory(**changes):
+    cfg = WorkingMemoryConfig(token_budget=4000, background=False, commit_keep_recent_count=4)
+    writer = WMWriter()
+    return WorkingMemory(writer.model, config=cfg.replace(**changes)), writer
+
+
+def _run(hook_name, wm, state, config, mode):
+    if mode == "sync":
+        return getattr(wm, hook_name)(state, config)
+    return asyncio.run(getattr(wm, "a" + hook_name)(state, config))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_after_turn_below_threshold_only_accounts(mode):
+    wm, writer = _memory()
+    update = _run("after_turn", wm, {"messages": _conversation(2)}, CFG, mode)
+    meta = update["working_memory"]
+    assert meta["keep_recent_count"] == 4
+    assert meta["pending_tokens"] == 0
+    assert len(meta["window"]) == 4
+    assert "messages" not in update
+    assert writer.model.calls == []
+    assert wm.list_archives(CFG) == []
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_after_turn_over_threshold_archives_all_but_the_recent_window(mode):
+    wm, writer = _memory(commit_token_threshold_ratio=0.1)
+    messages = _conversation(12)
+    update = _run("after_turn", wm, {"messages": messages}, CFG, mode)
+    removed = [m.id for m in update["messages"]]
+    assert all(isinstance(m, RemoveMessage) for m in update["messages"])
+    assert removed == [m.id for m in messages[:-4]]
+    (archive,) = wm.list_archives(CFG)
+    assert archive.id == "archive_001"
+    assert archive.seq == 1
+    assert archive.status == "done"
+    assert archive.messages == messages[:-4]
+    assert archive.abstract.startswith("20 messages: turn 1: remember FACT-001")
+    assert update["working_memory"]["archives"] == ["archive_001"]
+    assert update["working_memory"]["pending_tokens"] == 0
+    assert "FACT-001" in wm.get_working_memory(CFG)
+    assert len(writer.model.calls) == 1
+
+
+def test_ratio_zero_commits_every_turn():
+    wm, _ = _memory(commit_token_threshold_ratio=0.0, commit_keep_recent_count=2)
+    state = {"messages": _conversation(2)}
+    for turn in range(3, 6):
+        update = wm.after_turn(state, CFG)
+        state = {
+            "messages": add_messages(state["messages"], update.get("messages", [])),
+            "working_memory": update["working_memory"],
+        }
+        state["messages"] = add_messages(state["messages"], _conversation(1, start=turn))
+    assert [a.id for a in wm.list_archives(CFG)] == ["archive_001", "archive_002", "archive_003"]
+
+
+def test_messages_without_ids_get_ids_and_are_replaced_whole():
+    wm, _ = _memory(commit_token_threshold_ratio=0.0)
+    original = [HumanMessage(f"q{i} FACT-00{i}") for i in range(8)]
+    update = wm.after_turn({"messages": original}, CFG)
+    assert all(m.id is None for m in original)  # the caller's objects are untouched
+    first, *rest = update["messages"]
+    assert isinstance(first, RemoveMessage)
+    assert first.id == REMOVE_ALL_MESSAGES
+    assert [m.text for m in rest] == [m.text for m in original[-4:]]
+    assert all(m.id for m in rest)
+    assert [m.text for m in wm.list_archives(CFG)[0].messages] == [m.text for m in original[:4]]
+
+
+def test_compact_archives_everything_and_waits_for_the_wm():
+    wm, _ = _memory(background=True)
+    messages = [SystemMessage("be brief", id="sys"), *_conversation(3)]
+    update = wm.compact({"messages": messages}, CFG)
+    assert [m.id for m in update["messages"]] == [m.id for m in messages[1:]]
+    assert update["working_memory"]["window"] == []
+    assert "FACT-003" in wm.get_working_memory(CFG)  # no wait() needed
+    assert wm.list_archives(CFG)[0].status == "done"
+
+
+def test_assemble_without_memory_is_the_plain_conversation():
+    wm, _ = _memory()
+    messages = _conversation(2)
+    out = wm.assemble({"messages": messages}, CFG)["llm_input_messages"]
+    assert out == messages
+
+
+def test_assemble_puts_system_then_summary_then_live():
+    wm, _ = _memory()
+    wm.compact({"messages": _conversation(3)}, CFG)
+    live = [SystemMessage("You are terse.", id="s"), *_conversation(1, start=9)]
+    out = wm.assemble({"messages": live}, CFG)["llm_input_messages"]
+    assert isinstance(out[0], SystemMessage)
+    assert "You are terse." in out[0].text
+    assert "[Session History Summary]" in out[1].text
+    assert "FACT-003" in out[1].text
+    assert out[2:] == live[1:]
+
+
+@pytest.mark.parametrize(
+    "hook", ["after_turn", "compact", "assemble", "pre_model_hook", "post_model_hook"]
+)
+def test_hooks_need_a_thread_and_messages(hook):
+    wm, _ = _memory()
+    with pytest.raises(ValueError, match="thread_id"):
+        getattr(wm, hook)({"messages": []}, {})
+    with pytest.raises(ValueError, match="'messages'"):
+        getattr(wm, hook)({"msgs": []}, CFG)
+
+
+def test_constructor_is_keyword_only_and_validates():
+    with pytest.raises(TypeError):
+        WorkingMemory(None, confg=WorkingMemoryConfig())  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        WorkingMemory(None, WorkingMemoryConfig())  # type: ignore[misc]
+    with pytest.raises(TypeError, match="model must be"):
+        WorkingMemory("gpt-4o")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="config must be"):
+        WorkingMemory(config={"token_budget": 5})  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        WorkingMemory(create_prompt="no placeholders here")
+
+
+def test_count_tokens_counts_messages():
+    wm, _ = _memory()
+    one = wm.count_tokens([HumanMessage("hello world")])
+    assert one > 0
+    assert wm.count_tokens([HumanMessage("hello world")] * 3) == 3 * one

@@ -1,0 +1,276 @@
+"""The state-side work of the hooks: read the meta, account the turn, commit, write it back.
+
+The meta is read from ``state["working_memory"]`` when the graph has that channel; otherwise
+(``create_react_agent`` hooks, first turn of any graph) from the store, keyed by thread. Every
+update carries the meta under ``working_memory`` (a graph without that channel ignores the key),
+and the store copy is refreshed whenever the state had none.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    RemoveMessage,
+    convert_to_messages,
+)
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+from wm_langgraph.engine._phase1 import Phase1Result, archive_oldest
+from wm_langgraph.engine.archives import ArchiveStore, thread_id_from_config
+from wm_langgraph.engine.assemble import compute_budgets
+from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.engine.runner import Phase2Runner
+from wm_langgraph.engine.state import META_KEY, WorkingMemoryMeta, clamp_meta
+from wm_langgraph.engine.window import (
+    MessageCounter,
+    account_messages,
+    conversation,
+    ensure_message_ids,
+    live_tokens,
+    newest_turn_start,
+)
+
+__all__ = ["Session"]
+
+_STORE_META = "state"
+
+
+@dataclass
+class _Turn:
+    thread_id: str
+    messages: list[BaseMessage]
+    ids_assigned: bool
+    meta: WorkingMemoryMeta
+    in_state: bool
+    unfinished_removals: list[str]
+
+
+class Session:
+    """Implements after_turn / compact / post_model_hook / overflow on states."""
+
+    def __init__(
+        self,
+        archives: ArchiveStore,
+        runner: Phase2Runner,
+        config: WorkingMemoryConfig,
+        count: MessageCounter,
+    ) -> None:
+        """Bind the session logic to its store, runner, settings and token counter."""
+        self._archives = archives
+        self._runner = runner
+        self._config = config
+        self._count = count
+        self._timelines: dict[str, list[str]] = {}
+        self._touched: set[str] = set()
+        self._lock = threading.Lock()
+
+    # -- reading state -----------------------------------------------------------------------
+    @staticmethod
+    def messages_of(state: Mapping[str, Any]) -> list[BaseMessage]:
+        """The state's messages as message objects.
+
+        Raises:
+            ValueError: The state has no ``messages`` list.
+        """
+        if not isinstance(state, Mapping):
+            raise TypeError(f"state must be a mapping, got {type(state).__name__}")
+        messages = state.get("messages")
+        if not isinstance(messages, list | tuple):
+            raise ValueError(
+                "Working Memory hooks need a state with a 'messages' list "
+                "(use WorkingMemoryState or a schema with messages: Annotated[list, add_messages])"
+            )
+        return convert_to_messages(list(messages))
+
+    def _stored(self, thread_id: str) -> dict[str, Any]:
+        return self._archives.get_meta(thread_id, _STORE_META) or {}
+
+    def timeline_of(self, state: Mapping[str, Any], thread_id: str) -> list[str]:
+        """The archive ids of the state's timeline."""
+        raw = state.get(META_KEY)
+        if isinstance(raw, Mapping):
+            return clamp_meta(raw, self._config.commit_keep_recent_count)["archives"]
+        return self.timeline_for_thread(thread_id)
+
+    def timeline_for_thread(self, thread_id: str) -> list[str]:
+        """The thread's latest timeline, for config-only calls."""
+        with self._lock:
+            cached = self._timelines.get(thread_id)
+        if cached is not None:
+            return list(cached)
+        timeline = self._archives.timeline(thread_id)
+        with self._lock:
+            self._timelines[thread_id] = timeline
+        return list(timeline)
+
+    def _load(self, state: Mapping[str, Any], config: RunnableConfig | None) -> _Turn:
+        thread_id = thread_id_from_config(config)
+        messages, assigned = ensure_message_ids(self.messages_of(state))
+        keep = self._config.commit_keep_recent_count
+        raw = state.get(META_KEY)
+        in_state = isinstance(raw, Mapping)
+        unfinished: list[str] = []
+        if not in_state:
+            stored = self._stored(thread_id)
+            raw = stored.get("meta")
+            if raw is None:  # first turn: continue the thread's timeline, if it has one
+                raw = {"archives": self._archives.timeline(thread_id)}
+            present = {m.id for m in messages}
+            unfinished = [i for i in stored.get("removed_ids") or [] if i in present]
+        meta = clamp_meta(raw if isinstance(raw, Mapping) else None, keep)
+        if meta["keep_recent_count"] != keep:  # the setting changed: recount from scratch
+            meta = {
+                **meta,
+                "keep_recent_count": keep,
+                "window": [],
+                "pending_tokens": 0,
+                "last_counted_id": None,
+                "last_counted_index": -1,
+            }
+        if unfinished:  # a commit whose removal never reached the checkpoint: finish it
+            gone = set(unfinished)
+            messages = [m for m in messages if m.id not in gone]
+        meta = account_messages(meta, messages, self._count)
+        return _Turn(thread_id, messages, assigned, meta, in_state, unfinished)
+
+    # -- writing state -----------------------------------------------------------------------
+    def _finish(
+        self, turn: _Turn, result: Phase1Result | None, config: RunnableConfig | None
+    ) -> dict[str, Any]:
+        meta = result.meta if result is not None else turn.meta
+        removed = [str(m.id) for m in result.record.messages] if result is not None else []
+        update: dict[str, Any] = {META_KEY: dict(meta)}
+        if turn.ids_assigned:
+            live = result.remaining if result is not None else turn.messages
+            update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *live]
+        elif removed or turn.unfinished_removals:
+            update["messages"] = [
+                RemoveMessage(id=i) for i in [*turn.unfinished_removals, *removed]
+            ]
+        if not turn.in_state:
+            self._archives.put_meta(
+                turn.thread_id, _STORE_META, {"meta": dict(meta), "removed_ids": removed}
+            )
+        self._sync_timeline(turn.thread_id, meta["archives"], config)
+        return update
+
+    def _sync_timeline(
+        self, thread_id: str, archives: list[str], config: RunnableConfig | None
+    ) -> None:
+        with self._lock:
+            known = self._timelines.get(thread_id)
+            first_touch = thread_id not in self._touched
+            self._touched.add(thread_id)
+        if known is None:
+            known = self._archives.timeline(thread_id)
+        if known != archives:
+            self._archives.set_timeline(thread_id, archives)
+        with self._lock:
+            self._timelines[thread_id] = list(archives)
+        if first_touch and archives and not self._runner.is_paused(thread_id):
+            current = self._archives.current_wm(thread_id, archives)
+            if current is None or len(current.covers) < len(archives):
+                # First sight of a thread with archives never folded in (a restart after an
+                # interrupted Phase 2): resume them.
+                self.schedule(thread_id, archives, config, wait=not self._config.background)
+
+    def schedule(
+        self,
+        thread_id: str,
+        timeline: Sequence[str],
+        config: RunnableConfig | None,
+        *,
+        wait: bool,
+    ) -> None:
+        """Run Phase 2 for the timeline: inline when ``wait``, else in the background."""
+        configurable = (config or {}).get("configurable") or {}
+        user_id = configurable.get("user_id")
+        callbacks = (config or {}).get("callbacks")
+        user = str(user_id) if user_id is not None else None
+        if wait:
+            self._runner.run_inline(thread_id, timeline, user_id=user, callbacks=callbacks)
+        else:
+            self._runner.submit(thread_id, timeline, user_id=user, callbacks=callbacks)
+
+    def _commit(
+        self, turn: _Turn, config: RunnableConfig | None, *, keep: int, wait: bool
+    ) -> dict[str, Any]:
+        result = archive_oldest(
+            self._archives,
+            turn.thread_id,
+            turn.messages,
+            turn.meta,
+            keep=keep,
+            window_keep=self._config.commit_keep_recent_count,
+            count=self._count,
+        )
+        update = self._finish(turn, result, config)
+        if result is not None or wait:
+            self.schedule(turn.thread_id, update[META_KEY]["archives"], config, wait=wait)
+        return update
+
+    # -- the hooks ---------------------------------------------------------------------------
+    def after_turn(self, state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
+        """Account the turn; commit (keep the recent window) when over the threshold."""
+        turn = self._load(state, config)
+        if turn.meta["pending_tokens"] >= self._config.commit_threshold_tokens:
+            return self._commit(
+                turn,
+                config,
+                keep=self._config.commit_keep_recent_count,
+                wait=not self._config.background,
+            )
+        return self._finish(turn, None, config)
+
+    def compact(self, state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
+        """Archive every live message and fold the pending archives in before returning."""
+        return self._commit(self._load(state, config), config, keep=0, wait=True)
+
+    def post_model_hook(
+        self, state: Mapping[str, Any], config: RunnableConfig | None
+    ) -> dict[str, Any]:
+        """after_turn for ``create_react_agent``: commits only once the model has answered
+        (no pending tool calls) and always keeps that answer live (the agent routes on it)."""
+        turn = self._load(state, config)
+        last = turn.messages[-1] if turn.messages else None
+        answered = isinstance(last, AIMessage) and not last.tool_calls
+        if answered and turn.meta["pending_tokens"] >= self._config.commit_threshold_tokens:
+            keep = max(1, self._config.commit_keep_recent_count)
+            update = self._commit(turn, config, keep=keep, wait=not self._config.background)
+        else:
+            update = self._finish(turn, None, config)
+        return update
+
+    def overflow(
+        self, state: Mapping[str, Any], config: RunnableConfig | None
+    ) -> tuple[dict[str, Any] | None, list[BaseMessage], list[str]]:
+        """Commit inline, keeping the newest turn, when the live messages outgrow the budget.
+
+        Returns:
+            The state update (None when nothing was done), the live messages after it, and the
+            timeline's archive ids.
+        """
+        turn = self._load(state, config)
+        budgets = compute_budgets(
+            self._config.token_budget,
+            self._config.reserve_tokens,
+            self._config.archive_memory_tokens,
+        )
+        if live_tokens(turn.meta) <= budgets.usable - budgets.archive:
+            return None, turn.messages, turn.meta["archives"]
+        convo = conversation(turn.messages)
+        keep = len(convo) - newest_turn_start(convo)
+        update = self._commit(turn, config, keep=keep, wait=True)
+        archives = list(update[META_KEY]["archives"])
+        gone = {m.id for m in update.get("messages", []) if isinstance(m, RemoveMessage)}
+        live = [m for m in turn.messages if m.id not in gone]
+        if any(m.id == REMOVE_ALL_MESSAGES for m in update.get("messages", [])):
+            live = [m for m in update["messages"] if not isinstance(m, RemoveMessage)]
+        return update, live, archives

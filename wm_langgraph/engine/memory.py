@@ -1,0 +1,355 @@
+"""``WorkingMemory``: the three hooks of SPEC §6-§7 as LangGraph nodes, plus their plumbing.
+
+Where data lives (DESIGN §2): the live messages and a small JSON-plain meta in the graph state
+(``state["working_memory"]``); archives and Working Memory versions in a ``BaseStore``. Graphs
+without a ``working_memory`` channel (``create_react_agent`` hooks) keep the meta in the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
+from langchain_core.runnables import RunnableConfig
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
+
+from wm_langgraph.core.tokens import TokenCounter, count_tokens
+from wm_langgraph.engine._hooks import NodeHook
+from wm_langgraph.engine._session import Session
+from wm_langgraph.engine.archives import ArchiveRecord, ArchiveStore, thread_id_from_config
+from wm_langgraph.engine.assemble import AssembledContext, assemble_context
+from wm_langgraph.engine.commit import CommitDeps, CommitState, build_commit_graph
+from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.engine.longterm import search_facts, write_key_facts
+from wm_langgraph.engine.render import message_tokens
+from wm_langgraph.engine.runner import Phase2Runner
+
+if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
+
+__all__ = ["WorkingMemory"]
+
+logger = logging.getLogger("wm_langgraph")
+
+
+def _check_prompt(name: str, template: object, **values: str) -> str | None:
+    if template is None:
+        return None
+    if not isinstance(template, str):
+        raise TypeError(f"{name} must be a str or None, got {type(template).__name__}")
+    from wm_langgraph.engine.prompts import render_prompt
+
+    render_prompt(template, **values)  # raises ValueError naming a missing/unknown placeholder
+    return template
+
+
+class WorkingMemory:
+    """Structured, loss-guarded Working Memory for one LangGraph agent (many threads).
+
+    Hooks (each callable as ``hook(state, config)`` and usable as ``builder.add_node(name,
+    hook)`` in ``invoke`` and ``ainvoke``): :attr:`after_turn`, :attr:`compact`,
+    :attr:`assemble`, :attr:`pre_model_hook`, :attr:`post_model_hook`; async twins
+    :meth:`aafter_turn`, :meth:`acompact`, :meth:`aassemble`, :meth:`apre_model_hook`,
+    :meth:`apost_model_hook`.
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel | None = None,
+        *,
+        config: WorkingMemoryConfig | None = None,
+        store: BaseStore | None = None,
+        token_counter: TokenCounter | None = None,
+        create_prompt: str | None = None,
+        update_prompt: str | None = None,
+        system_prompt: str | None = None,
+    ) -> None:
+        """Create the engine.
+
+        Args:
+            model: The chat model that writes the WM (create: plain completion; update: the
+                ``update_working_memory`` tool forced). None resolves a default on first use
+                (ChatOpenAI when ``OPENAI_API_KEY`` is set, else the offline model).
+            config: Settings; defaults to ``WorkingMemoryConfig()``.
+            store: BaseStore for archives and WM versions (default: an in-memory store owned by
+                this instance). Pass the same store to ``compile(store=...)``.
+            token_counter: Text -> tokens; defaults to offline cl100k counts.
+            create_prompt: Overrides ``prompts/create.md`` (placeholders ``{{prior_summary}}``,
+                ``{{messages}}``).
+            update_prompt: Overrides ``prompts/update.md`` (``{{working_memory}}``,
+                ``{{messages}}``, ``{{section_size_warnings}}``).
+            system_prompt: Overrides the assemble system-prompt addition (``prompts/system.md``).
+
+        Raises:
+            TypeError: An argument of the wrong type.
+            ValueError: A prompt with missing or unknown placeholders.
+        """
+        if model is not None and not isinstance(model, BaseChatModel):
+            raise TypeError(f"model must be a LangChain chat model, got {type(model).__name__}")
+        if config is not None and not isinstance(config, WorkingMemoryConfig):
+            raise TypeError(f"config must be a WorkingMemoryConfig, got {type(config).__name__}")
+        if store is not None and not isinstance(store, BaseStore):
+            raise TypeError(f"store must be a langgraph BaseStore, got {type(store).__name__}")
+        if token_counter is not None and not callable(token_counter):
+            raise TypeError("token_counter must be a callable str -> int")
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise TypeError("system_prompt must be a str or None")
+        self.config = config or WorkingMemoryConfig()
+        self.store: BaseStore = store if store is not None else InMemoryStore()
+        self._counter: TokenCounter = token_counter or count_tokens
+        self._create_prompt = _check_prompt(
+            "create_prompt", create_prompt, prior_summary="", messages=""
+        )
+        self._update_prompt = _check_prompt(
+            "update_prompt", update_prompt, working_memory="", messages="", section_size_warnings=""
+        )
+        self._system_prompt = system_prompt
+        self._model = model
+        self._model_lock = threading.Lock()
+        self._archives = ArchiveStore(self.store)
+        self.commit_graph = build_commit_graph(
+            CommitDeps(
+                get_model=self._get_model,
+                archives=self._archives,
+                config=self.config,
+                counter=self._counter,
+                create_prompt=self._create_prompt,
+                update_prompt=self._update_prompt,
+                on_done=self._on_done,
+            )
+        )
+        self._runner = Phase2Runner(self.commit_graph, self._archives, self.config)
+        self._session = Session(self._archives, self._runner, self.config, self._count_message)
+        self.after_turn = NodeHook("wm_after_turn", self._session.after_turn)
+        self.compact = NodeHook("wm_compact", self._session.compact)
+        self.assemble = NodeHook("wm_assemble", self._assemble)
+        self.pre_model_hook = NodeHook("wm_pre_model_hook", self._pre_model_hook)
+        self.post_model_hook = NodeHook("wm_post_model_hook", self._session.post_model_hook)
+
+    # -- model -------------------------------------------------------------------------------
+    @property
+    def model(self) -> BaseChatModel:
+        """The chat model that writes the WM (resolved on first use when none was given)."""
+        return self._get_model()
+
+    def _get_model(self) -> BaseChatModel:
+        if self._model is None:
+            with self._model_lock:
+                if self._model is None:
+                    from wm_langgraph.models import resolve_default_model
+
+                    self._model = resolve_default_model()
+                    logger.info(
+                        "wm_langgraph: no model given; using %s for the Working Memory",
+                        type(self._model).__name__,
+                    )
+        return self._model
+
+    # -- tokens ------------------------------------------------------------------------------
+    def _count_message(self, message: BaseMessage) -> int:
+        return message_tokens(message, self._counter)
+
+    def count_tokens(self, messages: Sequence[BaseMessage]) -> int:
+        """Prompt tokens of ``messages`` as the engine counts them."""
+        return sum(self._count_message(m) for m in convert_to_messages(list(messages)))
+
+    # -- async twins -------------------------------------------------------------------------
+    async def aafter_turn(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
+        """Async twin of :attr:`after_turn`."""
+        return await self.after_turn.ainvoke(state, config)
+
+    async def acompact(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
+        """Async twin of :attr:`compact`."""
+        return await self.compact.ainvoke(state, config)
+
+    async def aassemble(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
+        """Async twin of :attr:`assemble`."""
+        return await self.assemble.ainvoke(state, config)
+
+    async def apre_model_hook(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
+        """Async twin of :attr:`pre_model_hook`."""
+        return await self.pre_model_hook.ainvoke(state, config)
+
+    async def apost_model_hook(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
+        """Async twin of :attr:`post_model_hook`."""
+        return await self.post_model_hook.ainvoke(state, config)
+
+    async def aoverflow_guard(
+        self, state: Mapping[str, Any], config: RunnableConfig
+    ) -> dict[str, Any] | None:
+        """Async twin of :meth:`overflow_guard`."""
+        import asyncio
+
+        return await asyncio.to_thread(self.overflow_guard, state, config)
+
+    # -- assemble ----------------------------------------------------------------------------
+    def _assemble(self, state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
+        thread_id = thread_id_from_config(config)
+        messages = self._session.messages_of(state)
+        timeline = self._session.timeline_of(state, thread_id)
+        context = self._build(messages, thread_id, timeline, None)
+        return {"llm_input_messages": context.all_messages}
+
+    def _pre_model_hook(
+        self, state: Mapping[str, Any], config: RunnableConfig | None
+    ) -> dict[str, Any]:
+        update, messages, timeline = self._session.overflow(state, config)
+        thread_id = thread_id_from_config(config)
+        context = self._build(messages, thread_id, timeline, None)
+        return {**(update or {}), "llm_input_messages": context.all_messages}
+
+    def overflow_guard(
+        self, state: Mapping[str, Any], config: RunnableConfig | None
+    ) -> dict[str, Any] | None:
+        """Mid-turn safety: when the live messages no longer fit beside the WM layer, commit
+        inline (Phase 2 waited for) keeping the newest user turn, tool-pair-safe.
+
+        Returns:
+            The state update, or None when the live messages fit (nothing done).
+        """
+        update, _, _ = self._session.overflow(state, config)
+        return update
+
+    def build_context(
+        self,
+        messages: Sequence[BaseMessage],
+        config: RunnableConfig | None,
+        *,
+        system_message: SystemMessage | None = None,
+    ) -> AssembledContext:
+        """Assemble the model input for ``messages`` (live) of the config's thread: system
+        prompt (+ addition), the WM, the pending archives' messages, the live messages."""
+        thread_id = thread_id_from_config(config)
+        timeline = self._session.timeline_for_thread(thread_id)
+        return self._build(convert_to_messages(list(messages)), thread_id, timeline, system_message)
+
+    def _build(
+        self,
+        messages: Sequence[BaseMessage],
+        thread_id: str,
+        timeline: Sequence[str],
+        system_message: SystemMessage | None,
+    ) -> AssembledContext:
+        current = self._archives.current_wm(thread_id, timeline)
+        covered = len(current.covers) if current else 0
+        pending = self._archives.get_archives(thread_id, timeline[covered:])
+        return assemble_context(
+            system_message=system_message,
+            working_memory=current.text if current else "",
+            pending_messages=[m for record in pending for m in record.messages],
+            live_messages=messages,
+            token_budget=self.config.token_budget,
+            reserve_tokens=self.config.reserve_tokens,
+            archive_memory_tokens=self.config.archive_memory_tokens,
+            count=self._count_message,
+            system_addition=self._system_prompt,
+        )
+
+    # -- reading -----------------------------------------------------------------------------
+    def get_working_memory(self, config: RunnableConfig | None) -> str:
+        """The thread's current Working Memory document (``""`` while there is none)."""
+        thread_id = thread_id_from_config(config)
+        timeline = self._session.timeline_for_thread(thread_id)
+        current = self._archives.current_wm(thread_id, timeline)
+        return current.text if current else ""
+
+    def list_archives(self, config: RunnableConfig | None) -> list[ArchiveRecord]:
+        """The thread's archives in order; ``status`` is ``"done"`` once a WM covers them."""
+        thread_id = thread_id_from_config(config)
+        timeline = self._session.timeline_for_thread(thread_id)
+        current = self._archives.current_wm(thread_id, timeline)
+        covered = set(current.covers) if current else set()
+        records = []
+        for record in self._archives.get_archives(thread_id, timeline):
+            if record.id in covered:
+                status = "done"
+            else:
+                status = "failed" if record.status == "failed" else "pending"
+            records.append(_with_status(record, status))
+        return records
+
+    # -- phase 2 control ---------------------------------------------------------------------
+    def wait(self, config: RunnableConfig | None = None, timeout: float | None = None) -> bool:
+        """Wait for outstanding background Phase 2 work (of one thread, or of all).
+
+        Returns:
+            True when all of it finished, False when ``timeout`` seconds passed first.
+        """
+        thread_id = thread_id_from_config(config) if config is not None else None
+        return self._runner.wait(thread_id, timeout)
+
+    def resume(self, config: RunnableConfig | None, *, wait: bool | None = None) -> None:
+        """Close the thread's circuit breaker and retry its pending and failed archives.
+
+        Args:
+            config: Names the thread.
+            wait: Run inline (True) or in the background (False); default: the opposite of
+                ``config.background``.
+        """
+        thread_id = thread_id_from_config(config)
+        self._runner.reset_breaker(thread_id)
+        inline = (not self.config.background) if wait is None else wait
+        self._session.schedule(
+            thread_id, self._session.timeline_for_thread(thread_id), config, wait=inline
+        )
+
+    def phase2_status(self, config: RunnableConfig | None) -> dict[str, Any]:
+        """The thread's breaker record and whether its Phase 2 is paused now."""
+        thread_id = thread_id_from_config(config)
+        return {**self._runner.breaker(thread_id), "paused": self._runner.is_paused(thread_id)}
+
+    def close(self) -> None:
+        """Finish queued background work and stop the worker threads."""
+        self._runner.shutdown()
+
+    # -- tools and long-term memory ----------------------------------------------------------
+    @property
+    def tools(self) -> list[BaseTool]:
+        """The archive recall tools (``archive_expand``, ``archive_search``) for this memory."""
+        from wm_langgraph.engine.recall import make_archive_tools
+
+        return make_archive_tools(self)
+
+    def search_long_term(
+        self, config: RunnableConfig | None, query: str | None = None, *, limit: int = 10
+    ) -> list[dict[str, Any]]:
+        """Search the long-term facts of the config's ``user_id`` (SPEC §8).
+
+        Raises:
+            ValueError: The config has no ``configurable.user_id``.
+        """
+        user_id = ((config or {}).get("configurable") or {}).get("user_id")
+        if user_id is None:
+            raise ValueError("search_long_term needs config={'configurable': {'user_id': ...}}")
+        return search_facts(
+            self.store, self.config.long_term_namespace, str(user_id), query, limit=limit
+        )
+
+    def _on_done(self, state: CommitState) -> None:
+        if not self.config.long_term_memory:
+            return
+        user_id = state.get("user_id")
+        if not user_id:
+            logger.warning("wm_langgraph: long_term_memory is on but the run has no user_id")
+            return
+        write_key_facts(
+            self.store,
+            self.config.long_term_namespace,
+            str(user_id),
+            state["text"],
+            thread_id=state["thread_id"],
+            archive_id=state["batch"][-1],
+        )
+
+
+def _with_status(record: ArchiveRecord, status: str) -> ArchiveRecord:
+    if record.status == status:
+        return record
+    from dataclasses import replace
+
+    return replace(record, status=status)  # type: ignore[arg-type]

@@ -1,0 +1,100 @@
+"""The embedded persistent default: one SQLite file for the checkpointer and the store.
+
+::
+
+    with open_sqlite("agent.sqlite") as (checkpointer, store):
+        wm = WorkingMemory(model, store=store)
+        graph = builder.compile(checkpointer=checkpointer, store=store)
+
+A restarted process that opens the same file continues its threads: the live messages and the
+meta come back from the checkpointer, archives and Working Memory versions from the store, and
+archives whose Phase 2 was interrupted are folded in again.
+
+Both objects get their own connection to the file (WAL journal, busy timeout), opened with
+``check_same_thread=False`` because Phase 2 runs in background threads; both serialise their
+use of the connection with a lock. The store's vector index is not used (it needs SQLite
+extension loading, which not every Python build has); archive search is literal.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, closing, contextmanager
+from os import PathLike, fspath
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.store.sqlite import SqliteStore
+
+__all__ = ["aopen_sqlite", "open_sqlite"]
+
+_BUSY_TIMEOUT_S = 30.0
+
+
+def _connect(path: str, *, autocommit: bool) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        path,
+        check_same_thread=False,
+        timeout=_BUSY_TIMEOUT_S,
+        isolation_level=None if autocommit else "DEFERRED",
+    )
+    if path != ":memory:":
+        conn.execute("PRAGMA journal_mode=WAL")
+    return conn
+
+
+def _check_path(path: str | PathLike[str]) -> str:
+    text = fspath(path)
+    if not isinstance(text, str) or not text:
+        raise ValueError("open_sqlite needs a file path (str or os.PathLike)")
+    if text == ":memory:":
+        raise ValueError(
+            "open_sqlite needs a file: two ':memory:' connections would be two separate "
+            "databases; use InMemorySaver and InMemoryStore for in-memory runs"
+        )
+    return text
+
+
+@contextmanager
+def open_sqlite(path: str | PathLike[str]) -> Iterator[tuple[SqliteSaver, SqliteStore]]:
+    """Open (creating if needed) one SQLite file as a checkpointer and a store, both set up.
+
+    Args:
+        path: The database file.
+
+    Yields:
+        ``(checkpointer, store)``: a ``SqliteSaver`` and a ``SqliteStore`` on ``path``.
+        Both connections are closed on exit.
+
+    Raises:
+        ValueError: ``path`` is empty or ``":memory:"``.
+    """
+    text = _check_path(path)
+    with (
+        closing(_connect(text, autocommit=False)) as saver_conn,
+        closing(_connect(text, autocommit=True)) as store_conn,
+    ):
+        checkpointer = SqliteSaver(saver_conn)
+        checkpointer.setup()
+        store = SqliteStore(store_conn)
+        store.setup()
+        yield checkpointer, store
+
+
+@asynccontextmanager
+async def aopen_sqlite(path: str | PathLike[str]) -> AsyncIterator[tuple[object, SqliteStore]]:
+    """Async twin of :func:`open_sqlite` for graphs run with ``ainvoke``/``astream``.
+
+    Yields an ``AsyncSqliteSaver`` (SqliteSaver is sync-only) and a ``SqliteStore`` on the same
+    file. Give the store to ``WorkingMemory(store=...)``; the engine uses it from worker
+    threads. (``SqliteStore`` has no async methods, so do not hand it to async graph nodes.)
+    """
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    text = _check_path(path)
+    with closing(_connect(text, autocommit=True)) as store_conn:
+        store = SqliteStore(store_conn)
+        store.setup()
+        async with AsyncSqliteSaver.from_conn_string(text) as checkpointer:
+            await checkpointer.setup()
+            yield checkpointer, store
