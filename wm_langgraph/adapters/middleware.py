@@ -1,0 +1,208 @@
+"""``WorkingMemoryMiddleware``: Working Memory for ``langchain.agents.create_agent``.
+
+::
+
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+    from wm_langgraph import WorkingMemoryMiddleware
+
+    store = InMemoryStore()
+    mw = WorkingMemoryMiddleware(store=store)
+    agent = create_agent(model, tools, middleware=[mw], checkpointer=InMemorySaver(), store=store)
+
+The hooks map onto the engine (:class:`~wm_langgraph.engine.memory.WorkingMemory`, ``mw.memory``):
+
+- ``before_model``: the overflow guard; a tool loop that outgrows the budget mid-turn commits
+  inline (tool-pair-safe, newest turn kept) instead of sending an oversized prompt.
+- ``wrap_model_call``: assemble; the model sees the system prompt addition, the
+  ``[Session History Summary]``, the pending archives' messages and the live messages, without
+  any change to the saved state.
+- ``after_agent``: after_turn; account the turn and commit (Phase 2 in the background by
+  default) when the threshold is reached.
+
+The middleware's state field ``working_memory`` (a JSON-plain meta value) is private: it is kept
+in the checkpoint but is neither part of the agent's input nor of its output. The archive tools
+(``archive_expand``, ``archive_search``) are registered as the middleware's tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Annotated, Any, NotRequired, cast
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+    PrivateStateAttr,
+)
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
+
+from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.engine.state import META_KEY
+
+__all__ = ["WorkingMemoryAgentState", "WorkingMemoryMiddleware"]
+
+DEFAULT_NAME = "WorkingMemoryMiddleware"
+
+_STATE_KEYS = frozenset({"messages", META_KEY})
+
+
+class WorkingMemoryAgentState(AgentState[Any]):
+    """The agent state plus the private, JSON-plain Working Memory meta value."""
+
+    working_memory: NotRequired[Annotated[dict[str, Any], PrivateStateAttr]]
+
+
+class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]):
+    """Working Memory as LangChain agent middleware (see the module docstring).
+
+    Attributes:
+        tools: The archive recall tools, added to the agent's tools by ``create_agent``.
+    """
+
+    state_schema = WorkingMemoryAgentState
+
+    def __init__(
+        self,
+        model: BaseChatModel | None = None,
+        *,
+        config: WorkingMemoryConfig | None = None,
+        store: BaseStore | None = None,
+        name: str = DEFAULT_NAME,
+        memory: WorkingMemory | None = None,
+        **engine_kwargs: Any,
+    ) -> None:
+        """Build the middleware and its engine.
+
+        Args:
+            model: The chat model that writes the Working Memory (``None``: the default model,
+                see :func:`wm_langgraph.models.resolve_default_model`). Not the agent's model.
+            config: Engine settings (token budget, thresholds, ...).
+            store: The BaseStore for archives and WM versions; pass the same store to
+                ``create_agent(store=...)``. ``None``: an in-memory store owned by the engine.
+            name: The middleware name; ``create_agent`` names the hook nodes after it, so two
+                instances in one agent need different names.
+            memory: An existing engine to use instead of building one (then ``model``,
+                ``config``, ``store`` and engine keyword arguments must not be given).
+            **engine_kwargs: Further keyword arguments of ``WorkingMemory`` (e.g.
+                ``token_counter``).
+
+        Raises:
+            ValueError: Empty name, or ``memory`` combined with engine arguments.
+            TypeError: A non-string name, or ``memory`` that is not a ``WorkingMemory``.
+        """
+        super().__init__()
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, got {type(name).__name__}")
+        if not name.strip():
+            raise ValueError("name must be a non-empty string (it names the agent's hook nodes)")
+        if memory is not None:
+            if not isinstance(memory, WorkingMemory):
+                raise TypeError(f"memory must be a WorkingMemory, got {type(memory).__name__}")
+            given = [
+                k
+                for k, v in {"model": model, "config": config, "store": store}.items()
+                if v is not None
+            ]
+            if given or engine_kwargs:
+                raise ValueError(
+                    "pass either memory= or the engine arguments, not both "
+                    f"(got memory= and {', '.join(given + sorted(engine_kwargs))})"
+                )
+            self._memory = memory
+        else:
+            self._memory = WorkingMemory(model, config=config, store=store, **engine_kwargs)
+        self._name = name
+        self.tools = list(self._memory.tools)
+
+    @property
+    def name(self) -> str:
+        """The middleware name (hook nodes are called ``<name>.before_model`` etc.)."""
+        return self._name
+
+    @property
+    def memory(self) -> WorkingMemory:
+        """The underlying engine (``get_working_memory``, ``list_archives``, ``wait``, ...)."""
+        return self._memory
+
+    # -- before_model: overflow guard -----------------------------------------------------
+
+    def before_model(
+        self, state: WorkingMemoryAgentState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Commit inline when the thread no longer fits the budget (mid-turn overflow)."""
+        return _state_update(self._memory.overflow_guard(dict(state), _config()))
+
+    async def abefore_model(
+        self, state: WorkingMemoryAgentState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Async twin of :meth:`before_model`."""
+        return _state_update(await self._memory.aoverflow_guard(dict(state), _config()))
+
+    # -- wrap_model_call: assemble --------------------------------------------------------
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any] | AIMessage:
+        """Call the model on the assembled context; the saved state is not touched."""
+        return handler(self._assembled(request, _config()))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | AIMessage:
+        """Async twin of :meth:`wrap_model_call`."""
+        request = await asyncio.to_thread(self._assembled, request, _config())
+        return await handler(request)
+
+    def _assembled(self, request: ModelRequest[Any], config: RunnableConfig) -> ModelRequest[Any]:
+        context = self._memory.build_context(
+            request.messages, config, system_message=request.system_message
+        )
+        messages = cast("list[AnyMessage]", context.messages)
+        return request.override(messages=messages, system_message=context.system_message)
+
+    # -- after_agent: after_turn ----------------------------------------------------------
+
+    def after_agent(
+        self, state: WorkingMemoryAgentState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Account the finished turn; commit when the threshold is reached."""
+        return _state_update(self._memory.after_turn(dict(state), _config()))
+
+    async def aafter_agent(
+        self, state: WorkingMemoryAgentState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Async twin of :meth:`after_agent`."""
+        return _state_update(await self._memory.aafter_turn(dict(state), _config()))
+
+
+def _config() -> RunnableConfig:
+    try:
+        return get_config()
+    except RuntimeError as exc:
+        raise RuntimeError(
+            "WorkingMemoryMiddleware hooks run inside an agent built with create_agent(...); "
+            "to drive the engine by hand use mw.memory.after_turn(state, config) etc."
+        ) from exc
+
+
+def _state_update(update: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Keep the keys the middleware state has (``messages`` and the meta value)."""
+    if not update:
+        return None
+    kept = {key: value for key, value in update.items() if key in _STATE_KEYS}
+    return kept or None
