@@ -17,6 +17,11 @@ from wm_langgraph.core.sections import (
     render_working_memory,
 )
 from wm_langgraph.core.tokens import count_tokens
+from wm_langgraph.engine.archives import ArchiveRecord
+from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.engine.persistence import aopen_sqlite, open_sqlite
+from wm_langgraph.engine.state import WorkingMemoryState
 from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 
 __version__ = "0.1.0"
@@ -24,13 +29,19 @@ __version__ = "0.1.0"
 __all__ = [
     "SECTIONS",
     "UPDATE_WORKING_MEMORY_TOOL",
+    "ArchiveRecord",
     "GuardDecision",
     "MergeResult",
     "OfflineWorkingMemoryModel",
+    "WorkingMemory",
+    "WorkingMemoryConfig",
+    "WorkingMemoryState",
     "__version__",
+    "aopen_sqlite",
     "count_tokens",
     "is_working_memory",
     "merge_working_memory",
+    "open_sqlite",
     "parse_update_arguments",
     "parse_working_memory",
     "render_working_memory",
