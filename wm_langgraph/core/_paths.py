@@ -1,0 +1,132 @@
+"""Path-like tokens and URLs (SPEC §4.4). Public names are re-exported by ``core.text``,
+whose docstring states the rule."""
+
+from __future__ import annotations
+
+import re
+
+CJK_CHARS = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+"""Character-class ranges of Chinese, Japanese and Korean script (for use inside ``[...]``)."""
+
+
+def words(text: str) -> frozenset[str]:
+    """The whitespace-separated words of ``text`` as a frozenset."""
+    return frozenset(text.split())
+
+
+# --------------------------------------------------------------------------------------------
+# Paths
+# --------------------------------------------------------------------------------------------
+
+PATH_EXTENSIONS: frozenset[str] = words(
+    """py pyi ipynb ts tsx js jsx mjs cjs md rst yaml yml json jsonl sh bash zsh ps1 cmd bat
+    toml ini cfg conf env rs go java kt kts scala swift rb php pl lua r c cc cpp cxx h hh hpp
+    cs m mm vue svelte html htm css scss sass less sql db sqlite csv tsv parquet xml xsd proto
+    graphql gql tf hcl dockerfile lock txt log pdf png jpg jpeg gif svg webp ico mp3 mp4 wav
+    zip tar gz tgz bz2 xz whl so dll exe dylib jar wasm ex exs erl hs ml clj dart gradle
+    properties pem crt key tex bib docx xlsx pptx"""
+)
+"""File extensions that make a token a path (case-insensitive)."""
+
+_KNOWN_FILES = words(
+    "dockerfile makefile procfile jenkinsfile gemfile rakefile vagrantfile license readme "
+    "changelog codeowners"
+)
+_KNOWN_DIRS = words(
+    """src lib libs test tests spec specs doc docs app apps bin etc usr var tmp opt home srv
+    config configs conf scripts script build dist pkg packages cmd internal vendor
+    node_modules public static assets templates include examples notebooks prompts migrations
+    tools bench benchmarks data .github .ci .vscode"""
+)
+_CJK_PUNCT = r"\u3000-\u303f\uff00-\uffef"
+_URL_RE = re.compile(
+    r"(?i)(?<![A-Za-z0-9])(?:https?|ftp|file|wss?)://[^\s<>\"'`\[\](){}"
+    + CJK_CHARS
+    + _CJK_PUNCT
+    + "]+"
+)
+_WINDOWS_RE = re.compile(r"(?<![\w])[A-Za-z]:\\[^\s<>\"'`|*?]+")
+_PW = r"[^\W" + CJK_CHARS + "]"  # a word character that is not CJK (paths stop at CJK text)
+_TOKEN_RE = re.compile(
+    r"(?<![/.~\-@+])(?<!" + _PW + r")(?:~|\.{1,2})?/?(?:" + _PW + r"|[@+\-.])"
+    r"(?:" + _PW + r"|[.@+~\-])*(?:/(?:" + _PW + r"|[.@+~\-])*)*"
+)
+_TRAILING_PUNCT = ".,;:!?'\")]}>"
+
+
+def normalise_path(path: str) -> str:
+    """Comparison form of a path: no leading ``./``, no trailing ``/`` or punctuation."""
+    text = path.strip().rstrip(_TRAILING_PUNCT)
+    while text.startswith("./"):
+        text = text[2:]
+    return text.rstrip("/") or text
+
+
+def _has_extension(segment: str) -> bool:
+    if segment.casefold() in _KNOWN_FILES:
+        return True
+    stem, dot, ext = segment.rpartition(".")
+    if not dot:
+        return False
+    if not stem:  # a dotfile such as .env or .gitignore
+        return bool(re.fullmatch(r"[a-z][a-z0-9_\-]*(?:\.[a-z0-9]+)*", ext))
+    return ext.casefold() in PATH_EXTENSIONS and bool(re.search(r"[\w]", stem))
+
+
+def is_path_like(token: str) -> bool:
+    """Apply the path rule of this module's docstring to one whitespace-free token."""
+    text = token.rstrip(_TRAILING_PUNCT)
+    if not text or any(ch.isspace() for ch in text):
+        return False
+    if _URL_RE.fullmatch(text) or _WINDOWS_RE.fullmatch(text):
+        return True
+    segments = text.split("/")
+    if _has_extension(segments[-1]):
+        return len(text) > 1
+    if "/" not in text or not re.search(r"[^\W\d_]", text):
+        return False
+    named = [s for s in segments if s not in ("", ".", "..", "~")]
+    if not named:
+        return False
+    if text.startswith(("/", "./", "../", "~/")) or text.endswith("/"):
+        return True
+    if len(named) >= 3:
+        return True
+    if named[0].casefold() in _KNOWN_DIRS:
+        return True
+    for segment in named:
+        if "_" in segment or "." in segment.strip("."):
+            return True
+        if re.search(r"\d", segment) and re.search(r"[^\W\d_]", segment):
+            return True
+    return False
+
+
+def extract_paths(text: str) -> list[str]:
+    """Path-like tokens and URLs in ``text``, in order of first appearance, unique.
+
+    Trailing sentence punctuation is removed (``see main.py.`` gives ``main.py``).
+    """
+    found: list[str] = []
+    seen: set[str] = set()
+    spans: list[tuple[int, int]] = []
+
+    def _add(candidate: str) -> None:
+        clean = candidate.rstrip(_TRAILING_PUNCT)
+        if clean and clean not in seen:
+            seen.add(clean)
+            found.append(clean)
+
+    hits: list[tuple[int, str]] = []
+    for regex in (_URL_RE, _WINDOWS_RE):
+        for match in regex.finditer(text):
+            hits.append((match.start(), match.group()))
+            spans.append(match.span())
+    for match in _TOKEN_RE.finditer(text):
+        if any(start <= match.start() < end for start, end in spans):
+            continue
+        if is_path_like(match.group()):
+            hits.append((match.start(), match.group()))
+    for _, candidate in sorted(hits, key=lambda hit: hit[0]):
+        _add(candidate)
+    return found
