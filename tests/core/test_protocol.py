@@ -441,3 +441,22 @@ def test_every_non_append_only_section_can_warn() -> None:
     block = section_size_warnings(render_working_memory(dict.fromkeys(SECTIONS, many)))
     warned = [name for name in SECTIONS if f"- {name}: " in block]
     assert warned == [name for name in SECTIONS if name != "Errors & Corrections"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "\n".join(f"- fact {i}" for i in range(BULLET_THRESHOLD)),
+        "\n".join(f"- fact {i}" for i in range(BULLET_THRESHOLD + 1)),
+        "_template line_\n" + "\n".join(f"- fact {i}" for i in range(BULLET_THRESHOLD)),
+        " ".join(["token"] * TOKEN_THRESHOLD),
+        " ".join(["token"] * (TOKEN_THRESHOLD + 1)),
+    ],
+)
+def test_prompt_warnings_and_key_facts_guard_agree_on_oversized(body: str) -> None:
+    from wm_langgraph.core import guards
+
+    warned = "Key Facts" in section_size_warnings(
+        render_working_memory({"Key Facts & Decisions": body})
+    )
+    assert warned == section_size(body).oversized == guards.is_oversized(body)
