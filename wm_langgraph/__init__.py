@@ -3,6 +3,7 @@
 Public API only through this module. See README.md.
 """
 
+from wm_langgraph.adapters.middleware import WorkingMemoryMiddleware
 from wm_langgraph.core.merge import GuardDecision, MergeResult, merge_working_memory
 from wm_langgraph.core.protocol import (
     UPDATE_WORKING_MEMORY_TOOL,
@@ -35,6 +36,7 @@ __all__ = [
     "OfflineWorkingMemoryModel",
     "WorkingMemory",
     "WorkingMemoryConfig",
+    "WorkingMemoryMiddleware",
     "WorkingMemoryState",
     "__version__",
     "aopen_sqlite",
