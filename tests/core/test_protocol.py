@@ -176,6 +176,11 @@ def test_missing_sections_wrapper() -> None:
     assert parse_update_arguments(FULL_OPS) == FULL_OPS
 
 
+def test_sections_wrapped_twice() -> None:
+    assert parse_update_arguments({"sections": {"sections": FULL_OPS}}) == FULL_OPS
+    assert parse_update_arguments({"args": {"sections": FULL_OPS}}) == FULL_OPS
+
+
 def test_sections_json_encoded_twice() -> None:
     inner = json.dumps({"sections": FULL_OPS})
     assert parse_update_arguments(json.dumps(inner)) == FULL_OPS

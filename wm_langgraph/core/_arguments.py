@@ -176,7 +176,7 @@ def _from_object(value: Any, depth: int) -> dict[str, dict[str, Any]]:
         found = (
             _from_text(inner, depth + 1)
             if isinstance(inner, (str, bytes, bytearray))
-            else _ops_from_sections(inner, depth)
+            else _ops_from_sections(inner, depth) or _from_object(inner, depth + 1)
         )
     for name, op in _ops_from_sections(value, depth).items():  # bare section keys
         found.setdefault(name, op)
