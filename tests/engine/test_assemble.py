@@ -472,3 +472,30 @@ def test_default_system_addition_is_the_shipped_system_prompt() -> None:
     assert ctx.system_message is not None
     assert ctx.system_message.content == f"{load_prompt('system').strip()}\n\nOwn prompt."
     assert SUMMARY_HEADER in load_prompt("system")
+
+
+def test_last_resort_cuts_the_largest_parallel_tool_outputs_first() -> None:
+    small = ToolMessage("small result", tool_call_id="s", id="ts")
+    live = [
+        HumanMessage("compare the logs", id="hq"),
+        AIMessage(
+            "",
+            tool_calls=[
+                {"name": "cat", "args": {"f": "a"}, "id": "a"},
+                {"name": "cat", "args": {"f": "b"}, "id": "b"},
+                {"name": "cat", "args": {"f": "s"}, "id": "s"},
+            ],
+            id="ak",
+        ),
+        ToolMessage("A" * 30_000, tool_call_id="a", id="ta"),
+        ToolMessage("B" * 9_000, tool_call_id="b", id="tb"),
+        small,
+    ]
+    ctx = assemble(live_messages=live, token_budget=window_for(12_000), reserve_tokens=0)
+    assert ctx.tokens <= ctx.budgets.usable
+    assert ctx.tokens > ctx.budgets.usable - 100
+    by_id = {m.id: m for m in ctx.messages}
+    assert by_id["ts"] is small
+    assert "characters truncated" in by_id["ta"].text
+    assert "characters truncated" in by_id["tb"].text
+    assert abs(count(by_id["ta"]) - count(by_id["tb"])) < 100  # one common cap

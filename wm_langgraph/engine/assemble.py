@@ -278,7 +278,8 @@ def _turns(messages: Sequence[BaseMessage]) -> list[tuple[int, int]]:
 def _cut_tool_message(message: ToolMessage, limit: int, count: MessageCounter) -> ToolMessage:
     """A copy of ``message`` whose output keeps its start and end so that it counts <= limit
     (or as close as a bare marker allows)."""
-    if count(message) <= limit:
+    size = count(message)
+    if size <= limit:
         return message
     text = content_text(message.content)
 
@@ -289,7 +290,12 @@ def _cut_tool_message(message: ToolMessage, limit: int, count: MessageCounter) -
         marker = f"[… {len(text) - keep} characters truncated to fit the context window …]"
         return message.model_copy(update={"content": f"{text[:head]}\n{marker}\n{end}"})
 
-    lo, hi = 0, len(text)
+    # Search near the proportional guess so that each probe counts a string of about the
+    # target size, not the whole output.
+    hi = min(len(text), max(64, 2 * limit * len(text) // max(1, size)))
+    while hi < len(text) and count(cut(hi)) <= limit:
+        hi = min(len(text), hi * 2)
+    lo = 0
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if count(cut(mid)) <= limit:
@@ -299,32 +305,41 @@ def _cut_tool_message(message: ToolMessage, limit: int, count: MessageCounter) -
     return cut(lo)
 
 
+def _water_level(sizes: Sequence[int], room: int) -> int:
+    """The largest cap C with ``sum(min(s, C) for s in sizes) <= room``."""
+    remaining = room
+    ordered = sorted(sizes)
+    for index, size in enumerate(ordered):
+        share = len(ordered) - index
+        if size * share > remaining:
+            return max(0, remaining // share)
+        remaining -= size
+    return ordered[-1] if ordered else 0
+
+
 def _shrink_tool_outputs(
     messages: list[BaseMessage], target: int, count: MessageCounter
 ) -> list[BaseMessage]:
-    """Cap the tool results of ``messages`` at the largest common size that fits ``target``."""
+    """Cut the largest tool results of ``messages`` to a common cap so the list fits ``target``
+    (as far as cutting tool results can)."""
     sizes = [count(m) for m in messages]
     tools = [i for i, m in enumerate(messages) if isinstance(m, ToolMessage)]
     if not tools or sum(sizes) <= target:
         return messages
-
-    def capped(limit: int) -> list[BaseMessage]:
+    room = target - (sum(sizes) - sum(sizes[i] for i in tools))
+    out = list(messages)
+    for _ in range(8):  # markers and tokenisation make the first cap overshoot slightly
+        cap = _water_level([sizes[i] for i in tools], room)
         out = list(messages)
         for i in tools:
             message = messages[i]
-            assert isinstance(message, ToolMessage)
-            if sizes[i] > limit:
-                out[i] = _cut_tool_message(message, limit, count)
-        return out
-
-    lo, hi = 0, max(sizes[i] for i in tools)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if sum(count(m) for m in capped(mid)) <= target:
-            lo = mid
-        else:
-            hi = mid - 1
-    return capped(lo)
+            if isinstance(message, ToolMessage) and sizes[i] > cap:
+                out[i] = _cut_tool_message(message, cap, count)
+        over = sum(count(m) for m in out) - target
+        if over <= 0 or cap == 0:
+            break
+        room -= over
+    return out
 
 
 def assemble_context(
