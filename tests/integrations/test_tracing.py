@@ -78,8 +78,14 @@ def test_inline_commit_runs_are_named_tagged_and_carry_guard_decisions():
     for model_run in (create, update):
         assert {"wm_langgraph", "nostream"} <= set(model_run.tags or [])
         assert model_run.metadata["thread_id"] == "traced"
-    # the update call really was a forced tool call
-    assert any(r.run_type == "llm" for r in [update, *_descendants(tracer, update)])
+    # the update run is the model call itself, with the update tool bound and forced
+    assert update.run_type == "llm"
+    params = update.extra["invocation_params"]
+    assert params["tool_choice"] == "update_working_memory"
+    assert [t["function"]["name"] for t in params["tools"]] == ["update_working_memory"]
+    # the pipeline's nodes are visible inside the commit run
+    inside = {r.name for r in _descendants(tracer, commits[1])}
+    assert {"prepare", "update", "guard_merge", "save"} <= inside
 
     guards = [r for r in tracer.named("wm.guards") if commits[1] in _ancestors(tracer, r)]
     assert guards
