@@ -149,7 +149,8 @@ def test_bad_ops_are_keep_and_never_raise():
 @pytest.mark.parametrize(
     ("op", "requested", "reason"),
     [
-        ("nonsense", "INVALID", "op is not an object (str)"),
+        (3.5, "INVALID", "op is not an object (float)"),
+        ("nonsense", "NONSENSE", "unknown op 'nonsense'"),
         ({"op": "DELETE"}, "DELETE", "unknown op 'DELETE'"),
         ({"content": "x"}, "INVALID", "op object has no string 'op' field"),
         ({"op": "UPDATE"}, "UPDATE", "UPDATE without string content"),
@@ -159,9 +160,6 @@ def test_bad_ops_are_keep_and_never_raise():
     ],
 )
 def test_malformed_section_ops_fall_back_to_keep(op, requested, reason):
-    if op == "nonsense":
-        op = 3.5
-        reason = "op is not an object (float)"
     result = merge_working_memory(OLD, {"Current State": op})
     assert result.text == OLD
     assert decision(result, "Current State") == GuardDecision(

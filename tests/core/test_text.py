@@ -236,3 +236,12 @@ def test_anchor_presence_literal_and_canonical():
     assert anchor_in_text("port 5432", "the db listens on Port 5432.")
     assert not anchor_in_text("v2.3.1", "we run v2.3.10 now")
     assert missing_anchors({"alice", "fact-017", "$200"}, "Alice paid $200") == {"fact-017"}
+
+
+def test_sentence_initial_verbs_and_common_nouns_are_not_proper_nouns():
+    text = "- Switched to Rust. Using uv now\n- [new] Deployed on Heroku\n- Budget: Alice pays"
+    assert extract_anchors(text) == {"rust", "heroku", "alice"}
+    # the same word mid-sentence, or with inner capitals, is a name
+    assert extract_anchors("Reading is near London. We visited Reading") == {"reading", "london"}
+    assert extract_anchors("LangGraph rocks") == {"langgraph"}
+    assert extract_anchors("Runs 3 times a week") == {"3 times"}

@@ -33,9 +33,39 @@ ANCHOR_STOPWORDS: frozenset[str] = words(
     confirmed currently still already always never maybe please thanks okay yes
     today tomorrow yesterday important
     consolidation required exceeds size limit update merge compress existing bullets before
-    adding restored silently dropped resolved"""
+    adding restored silently dropped resolved
+    switched moved removed changed created deleted installed configured deployed migrated
+    upgraded downgraded tested ran run runs built wrote written read reads sent received paid
+    booked bought sold ordered cancelled canceled scheduled planned planning started finished
+    completed stopped paused resumed merged reverted released opened closed filed reported
+    found noticed learned learnt tried attempted failed works worked lives lived owns owned
+    has had have having keeps kept takes took taken gives gave given goes went gone comes came
+    knows knew thinks thought feels felt looks looked seems seemed shows showed shown tells told
+    call calls called needed wanted liked loves loved hates hated preferred avoid avoids
+    avoided allergic requires supports supported includes included contains cannot
+    budget deadline meeting trip flight hotel price cost costs total amount option options
+    choice preference preferences constraint constraints requirement requirements rule rules
+    policy background status result results outcome summary reason reasons warning tip idea
+    ideas question questions answer answers problem problems bug bugs fixes feature features
+    version release config configuration setting settings default defaults database server
+    client service endpoint endpoints function functions method methods class classes module
+    modules file folder directory repo repository branch commit tests test script scripts
+    command commands output input log logs data dataset model models team project projects
+    customer customers manager owner family kids wife husband daughter son mother father
+    partner friend friends home house apartment room office school work job salary rent
+    main primary secondary final initial previous latest another often usually typically
+    later soon early late daily weekly monthly yearly morning evening night week weeks month
+    months year years day days hour hours minute minutes time times date dates note"""
 )
 """Capitalised words that are not proper nouns (sentence starters, section vocabulary)."""
+
+# Words that cannot be the unit of a number phrase ("3 of", "2 and").
+_FUNCTION_WORDS = words(
+    """the a an and or of to in on for with by at from as is are was were be been it its this
+    that these those than then we you he she they i me my not no but if so all any each more
+    less many much also just only very can could should would will may might must per into
+    over under about after before when where which who what why how out up off"""
+)
 
 _MONTHS = {
     name: number
@@ -124,14 +154,27 @@ def _keyword_number(m: re.Match[str]) -> str:
 
 def _number_unit(m: re.Match[str]) -> str | None:
     unit = m["unit"].casefold()
-    if unit in ANCHOR_STOPWORDS:
+    if unit in _FUNCTION_WORDS:
         return None
     return f"{_plain_number(m['num'])} {unit}"
 
 
+_SENTENCE_START_RE = re.compile(
+    r"(?:^|[.!?:;]|^[ \t]*(?:[-*+•]|\d{1,3}[.)]))(?:[ \t]*\[[^\]\n]*\])*[ \t]*$"
+)
+
+
 def _proper_noun(m: re.Match[str]) -> str | None:
     word = m["word"].casefold()
-    return None if word in ANCHOR_STOPWORDS else word
+    if word in ANCHOR_STOPWORDS:
+        return None
+    # A capitalised -ed / -ing / -ly word opening a sentence is a verb or adverb, not a name
+    # ("Switched to Rust", "Using uv"), unless it has inner capitals ("LangGraph").
+    if len(word) >= 5 and word.endswith(("ed", "ing", "ly")) and m["word"][1:].islower():
+        line_start = m.string.rfind("\n", 0, m.start()) + 1
+        if _SENTENCE_START_RE.search(m.string[line_start : m.start()]):
+            return None
+    return word
 
 
 def _identifier(m: re.Match[str]) -> str | None:
