@@ -257,3 +257,26 @@ def test_hooks_outside_an_agent_explain_themselves():
     mw = WorkingMemoryMiddleware(wm_model())
     with pytest.raises(RuntimeError, match="create_agent"):
         mw.after_agent({"messages": [HumanMessage("x")]}, None)  # type: ignore[arg-type]
+
+
+def test_a_fork_sees_its_own_branch_memory_not_the_abandoned_one():
+    config = WorkingMemoryConfig(
+        commit_token_threshold_ratio=0.0, commit_keep_recent_count=0, background=False
+    )
+    agent, mw, model, _ = build(config, tools=[lookup])
+    thread = cfg("t-fork")
+    for n in range(3):
+        agent.invoke({"messages": [HumanMessage(f"turn FACT-{n}")]}, thread)
+    assert "FACT-2" in mw.memory.get_working_memory(thread)
+    fork_point = next(
+        snap
+        for snap in agent.get_state_history(thread)
+        if snap.values.get("working_memory", {}).get("archives") == ["archive_001"]
+        and snap.next == ()
+    )
+    agent.invoke({"messages": [HumanMessage("fork turn")]}, fork_point.config)
+    summary = model.calls[-1].messages[1]
+    assert summary.text.startswith(SUMMARY_HEADER)
+    assert "FACT-0" in summary.text
+    assert "FACT-1" not in summary.text  # turns 2 and 3 never happened on this branch
+    assert "FACT-2" not in summary.text

@@ -170,7 +170,10 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
 
     def _assembled(self, request: ModelRequest[Any], config: RunnableConfig) -> ModelRequest[Any]:
         context = self._memory.build_context(
-            request.messages, config, system_message=request.system_message
+            request.messages,
+            config,
+            system_message=request.system_message,
+            state=request.state,
         )
         messages = cast("list[AnyMessage]", context.messages)
         return request.override(messages=messages, system_message=context.system_message)

@@ -221,11 +221,19 @@ class WorkingMemory:
         config: RunnableConfig | None,
         *,
         system_message: SystemMessage | None = None,
+        state: Mapping[str, Any] | None = None,
     ) -> AssembledContext:
         """Assemble the model input for ``messages`` (live) of the config's thread: system
-        prompt (+ addition), the WM, the pending archives' messages, the live messages."""
+        prompt (+ addition), the WM, the pending archives' messages, the live messages.
+
+        ``state`` (optional) is the graph state the messages come from; its meta names the
+        timeline's archives, which after a fork or time travel differ from the thread's latest.
+        """
         thread_id = thread_id_from_config(config)
-        timeline = self._session.timeline_for_thread(thread_id)
+        if state is not None:
+            timeline = self._session.timeline_of(state, thread_id)
+        else:
+            timeline = self._session.timeline_for_thread(thread_id)
         return self._build(convert_to_messages(list(messages)), thread_id, timeline, system_message)
 
     def _build(
