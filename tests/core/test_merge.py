@@ -181,6 +181,8 @@ def test_append_items_cleaned_deduplicated_and_logged(caplog):
             "items": [
                 "Fact 1 was wrong",
                 " ",
+                "-",
+                "* ",
                 None,
                 {"x": 1},
                 "fact 10 was wrong.",

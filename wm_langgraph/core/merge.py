@@ -109,7 +109,7 @@ def _clean_items(raw: list[Any] | tuple[Any, ...]) -> tuple[list[str], int]:
             continue
         for line in item.splitlines():
             text = _BULLET_RE.sub("", line.strip(), count=1).strip()
-            if text:
+            if text and text not in {"-", "*", "+", "•"}:
                 items.append(text)
     return items, dropped
 
