@@ -130,6 +130,15 @@ def test_no_key_gives_the_offline_model_and_says_so(clean_env, caplog):
     assert "offline" in caplog.text.lower()
 
 
+def test_server_and_model_variables_without_a_key_are_flagged(clean_env, caplog):
+    clean_env.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
+    clean_env.setenv("WM_LANGGRAPH_MODEL", "llama3.1")
+    with caplog.at_level(logging.WARNING, logger="wm_langgraph"):
+        model = resolve_default_model()
+    assert not isinstance(model, ChatOpenAI)
+    assert "OPENAI_BASE_URL and WM_LANGGRAPH_MODEL set but OPENAI_API_KEY is not" in caplog.text
+
+
 # --- bind_update_tool: OpenAI strict ------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -19,6 +20,8 @@ from langchain_core.runnables import Runnable
 
 from wm_langgraph.core.protocol import UPDATE_TOOL_NAME, UPDATE_WORKING_MEMORY_TOOL
 from wm_langgraph.models.openai import (
+    BASE_URL_ENVS,
+    MODEL_ENV,
     bind_openai_update_tool,
     chat_openai_from_env,
     is_openai_chat_model,
@@ -50,6 +53,13 @@ def resolve_default_model() -> BaseChatModel:
         return model
     from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 
+    ignored = [name for name in (*BASE_URL_ENVS, MODEL_ENV) if os.environ.get(name, "").strip()]
+    if ignored:
+        logger.warning(
+            "wm_langgraph: %s set but OPENAI_API_KEY is not, so they are ignored; set "
+            "OPENAI_API_KEY (any non-empty value for a local server that needs no key) to use them",
+            " and ".join(ignored),
+        )
     logger.info(
         "wm_langgraph: OPENAI_API_KEY is not set; using the offline extractive model "
         "(OfflineWorkingMemoryModel) for working-memory calls"
