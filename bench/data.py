@@ -476,7 +476,7 @@ class _Coding(_Builder):
     def _bugfix(self, turn: int) -> tuple[str, list[tuple[ToolStep, ...]], str, list[Item]]:
         items: list[Item] = []
         src = self._path()
-        stem = src.rsplit("/", 1)[-1].split(".")[0]
+        stem = src.rsplit("/", 1)[-1].split(".", maxsplit=1)[0].removeprefix("test_")
         test = f"tests/unit/test_{stem}_{turn}.py"
         k = self.errors_used % len(_ERRORS)
         self.errors_used += 1

@@ -1,0 +1,146 @@
+"""Measures: needle survival in the assembled context, and the cost figures.
+
+Survival is measured on the exact messages the agent's model receives (recorded by
+``ReplayAgent``), split into the summary part (the WM message, LangChain's summary message,
+LangMem's summary system message) and the verbatim part (everything else).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from bench.data import NEEDLE_KINDS, Needle, Session
+
+__all__ = [
+    "STALE_MARKERS",
+    "Survival",
+    "context_parts",
+    "measure_survival",
+    "median_seconds",
+]
+
+_SUMMARY_MARKERS = (
+    "[Session History Summary]",
+    "Here is a summary of the conversation to date",
+    "Summary of the conversation so far",
+)
+STALE_MARKERS: tuple[str, ...] = (
+    "superseded",
+    "no longer",
+    "changed to",
+    "previously",
+    "formerly",
+    "outdated",
+    "[resolved]",
+)
+"""A line holding an old value counts as history, not as current, when it has one of these."""
+
+
+def _text(message: BaseMessage) -> str:
+    parts = [message.text]
+    parts.extend(
+        json.dumps(c.get("args"), ensure_ascii=False)
+        for c in getattr(message, "tool_calls", None) or []
+    )
+    return "\n".join(p for p in parts if p)
+
+
+def context_parts(messages: Sequence[BaseMessage]) -> tuple[str, str]:
+    """(summary text, verbatim text) of one assembled context."""
+    summary: list[str] = []
+    raw: list[str] = []
+    for m in messages:
+        text = _text(m)
+        head = text[:300]
+        (summary if any(k in head for k in _SUMMARY_MARKERS) else raw).append(text)
+    return "\n".join(summary), "\n".join(raw)
+
+
+@dataclass
+class Survival:
+    """Needle survival at one point of a run.
+
+    Attributes:
+        found: kind -> needles present in the whole context.
+        total: kind -> needles due.
+        summary_found / summary_total: the same, over needles absent from the verbatim part
+            (only the summary can carry them).
+        stale: updated facts whose old value is still presented as current in the summary.
+    """
+
+    found: dict[str, int] = field(default_factory=dict)
+    total: dict[str, int] = field(default_factory=dict)
+    summary_found: dict[str, int] = field(default_factory=dict)
+    summary_total: dict[str, int] = field(default_factory=dict)
+    stale: int = 0
+    lost: list[str] = field(default_factory=list)
+
+    def rate(self, kind: str | None = None, *, summary_only: bool = False) -> float | None:
+        """Survival in [0, 1] for one kind (or all), None when nothing was due."""
+        f = self.summary_found if summary_only else self.found
+        t = self.summary_total if summary_only else self.total
+        kinds = [kind] if kind else list(t)
+        den = sum(t.get(k, 0) for k in kinds)
+        return None if den == 0 else sum(f.get(k, 0) for k in kinds) / den
+
+
+def _is_stale(needle: Needle, summary_lines: list[str]) -> bool:
+    if needle.stale is None:
+        return False
+    old = needle.stale.lower()
+    return any(old in ln and not any(m in ln for m in STALE_MARKERS) for ln in summary_lines)
+
+
+def measure_survival(
+    session: Session, before_turn: int, messages: Sequence[BaseMessage]
+) -> Survival:
+    """Survival of the needles introduced before ``before_turn`` in one assembled context.
+
+    An updated fact counts as kept only when its new value is present and its old value is not
+    presented as current anywhere in the summary part.
+    """
+    summary, raw = context_parts(messages)
+    summary_l, raw_l = summary.lower(), raw.lower()
+    lines = summary_l.splitlines()
+    out = Survival()
+    for n in session.needles_due(before_turn - 1):
+        check = n.check.lower()
+        in_raw = check in raw_l
+        in_summary = check in summary_l
+        stale = _is_stale(n, lines)
+        ok = (in_raw or in_summary) and not stale
+        out.total[n.kind] = out.total.get(n.kind, 0) + 1
+        out.found[n.kind] = out.found.get(n.kind, 0) + int(ok)
+        if stale:
+            out.stale += 1
+        if not in_raw:
+            out.summary_total[n.kind] = out.summary_total.get(n.kind, 0) + 1
+            out.summary_found[n.kind] = out.summary_found.get(n.kind, 0) + int(
+                in_summary and not stale
+            )
+        if not ok:
+            out.lost.append(f"{n.kind}: {n.check}")
+    return out
+
+
+def kinds_present(results: Sequence[Survival]) -> list[str]:
+    """Needle kinds that occur in any of ``results``, in NEEDLE_KINDS order."""
+    seen = {k for r in results for k in r.total}
+    return [k for k in NEEDLE_KINDS if k in seen]
+
+
+def median_seconds(fn: Callable[[], Any], *, repeat: int = 5) -> float:
+    """Median wall time of ``fn`` over ``repeat`` runs."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)

@@ -1,0 +1,414 @@
+"""Write RESULTS.md and the survival plot from the results of bench/run.py."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.measure import Survival, kinds_present
+
+__all__ = ["write_plot", "write_results"]
+
+TARGET_KINDS = ("path", "constraint", "todo")
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _row(cells: list[Any]) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    return [_row(header), _row(["---"] * len(header)), *(_row(r) for r in rows), ""]
+
+
+def write_plot(results: dict[str, Any], path: Path) -> str | None:
+    """Survival curves (one panel per behaviour x session kind); None without matplotlib."""
+    at = results["options"].at
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    runs = results["retention"]
+    panels = sorted({(r.behaviour, r.kind) for r in runs if r.behaviour != "faithful"})
+    if not panels:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    for ax, (behaviour, kind) in zip(axes[0], panels, strict=True):
+        for r in runs:
+            if (r.behaviour, r.kind) != (behaviour, kind):
+                continue
+            xs = [c for c, _ in r.curve]
+            ys = [100 * (s.rate() or 0) for _, s in r.curve]
+            ax.plot(xs, ys, label=r.system, linewidth=1.6)
+        ax.axvline(at, color="grey", linestyle=":", linewidth=1)
+        ax.set_title(f"{behaviour} summariser, {kind} session", fontsize=10)
+        ax.set_xlabel("compactions")
+        ax.set_ylabel("needles in assembled context (%)")
+        ax.set_ylim(0, 102)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
+
+
+def _survival_rows(runs: list[Any], kinds: list[str], at: int) -> list[list[Any]]:
+    rows = []
+    for r in runs:
+        s: Survival | None = r.at(at)
+        cells = [r.kind, r.behaviour, r.system, r.compactions]
+        cells.append(_pct(s.rate()) if s else f"(only {r.compactions})")
+        cells.append(_pct(s.rate(summary_only=True)) if s else "")
+        cells += [_pct(s.rate(k)) if s else "" for k in kinds]
+        cells += [_pct(r.final.rate()), r.final.stale]
+        rows.append(cells)
+    return rows
+
+
+def _targets(runs: list[Any], at: int) -> list[str]:
+    out = []
+    for kind in sorted({r.kind for r in runs}):
+        wm = next(
+            (
+                r
+                for r in runs
+                if (r.system, r.kind, r.behaviour) == ("wm_langgraph", kind, "drifting")
+            ),
+            None,
+        )
+        if wm is not None:
+            s = wm.at(at)
+            if s is None:
+                out.append(f"- drifting, {kind}: only {wm.compactions} compactions — not measured")
+            else:
+                overall = s.rate() or 0
+                verdict = "met" if overall >= 0.98 else "NOT met"
+                parts = [f"overall {_pct(overall)} ({verdict}, target ≥ 98%)"]
+                for k in TARGET_KINDS:
+                    rate = s.rate(k)
+                    if rate is not None:
+                        parts.append(f"{k} {_pct(rate)} ({'met' if rate >= 1.0 else 'NOT met'})")
+                out.append(f"- drifting, {kind}, after {at} compactions: " + "; ".join(parts))
+        sl = [r for r in runs if r.kind == kind and r.behaviour == "sloppy"]
+        wm_s = next((r for r in sl if r.system == "wm_langgraph"), None)
+        peers = [r for r in sl if r.system in {"langmem", "langchain"}]
+        if wm_s is not None and peers:
+
+            def rate(r: Any) -> float:
+                s = r.at(at) or r.final
+                return s.rate() or 0.0
+
+            best = max(peers, key=rate)
+            lead = rate(wm_s) - rate(best)
+            verdict = "met" if lead > 0 else "NOT met"
+            out.append(
+                f"- sloppy, {kind}: wm_langgraph {_pct(rate(wm_s))} vs best peer {best.system} "
+                f"{_pct(rate(best))} — ahead by {100 * lead:.1f} points ({verdict})"
+            )
+    return out
+
+
+def _cost_rows(runs: list[Any]) -> list[list[Any]]:
+    rows = []
+    for r in runs:
+        recs = [c for c in r.records if c.outcome != "raised"]
+        if not recs:
+            continue
+        prompt = statistics.mean(c.prompt_tokens for c in recs)
+        inputs = statistics.mean(c.prior_tokens + c.new_tokens for c in recs)
+        early = statistics.mean(c.prompt_tokens for c in recs[:5])
+        late = statistics.mean(c.prompt_tokens for c in recs[-5:])
+        rows.append(
+            [
+                r.kind,
+                r.system,
+                f"{len(r.records) / r.turns:.3f}",
+                f"{len(r.records) / max(r.compactions, 1):.2f}",
+                f"{prompt:.0f}",
+                f"{inputs:.0f}",
+                f"{prompt / max(inputs, 1):.2f}",
+                f"{early:.0f} → {late:.0f}",
+                max(c.prompt_tokens for c in recs),
+            ]
+        )
+    return rows
+
+
+def write_results(results: dict[str, Any], path: Path) -> None:
+    """Write the Markdown report."""
+    opts = results["options"]
+    runs = results["retention"]
+    kinds = kinds_present([r.final for r in runs])
+    lines: list[str] = [
+        "# wm_langgraph benchmark results",
+        "",
+        f"Command: `{results['command']}` (from the repository root). Generated "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} in {results['seconds']:.0f} s.",
+        "",
+        f"Machine: {results['machine']}.",
+        "",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in results["versions"].items()) + ".",
+        "",
+        f"Seeds: sessions seed {opts.seed} (retention), {opts.seed + 1} (misbehaving models), "
+        f"{opts.seed + 2} (bloat), {opts.seed + 3} (checkpoints); summariser loss process seeded "
+        "from the session seed, identical for every system.",
+        "",
+    ]
+    if results["skipped"]:
+        lines += [f"Skipped systems (not installed): {', '.join(results['skipped'])}.", ""]
+    lines += _setup_section(opts)
+    at = opts.at
+    lines += [f"## Needle survival after {at} compactions", ""]
+    if results.get("plot"):
+        lines += [f"![survival curves]({results['plot']})", ""]
+    lines += [
+        "Share of the needles introduced so far that are present in the context the agent's "
+        "model actually receives (summary + verbatim messages), measured on the first model "
+        "call after the compaction of that number (column header). *summary-only* restricts "
+        "to needles no longer in the verbatim part (only the summary can carry them). "
+        "*final* is measured after the whole session. *stale* counts updated facts whose old "
+        "value is still presented as current in the summary at the end (also counted lost).",
+        "",
+    ]
+    header = [
+        "session",
+        "summariser",
+        "system",
+        "compactions",
+        "overall",
+        "summary-only",
+        *kinds,
+        "final",
+        "stale",
+    ]
+    lines += _table(header, _survival_rows(runs, kinds, at))
+    lines += ["### Targets (issue 6)", "", *_targets(runs, at), ""]
+    lost = [r for r in runs if r.system == "wm_langgraph" and r.behaviour == "drifting"]
+    for r in lost:
+        if r.final.lost:
+            lines += [
+                f"wm_langgraph, drifting, {r.kind}: lost at the end ({len(r.final.lost)}): "
+                + "; ".join(f"`{x}`" for x in r.final.lost[:12]),
+                "",
+            ]
+    lines += _misbehaving_section(results["misbehaving"])
+    lines += ["## Cost: summariser calls and commit prompt size", ""]
+    lines += [
+        "Calls of the summariser model (drifting runs). *prompt* is the mean prompt size in "
+        "tokens; *WM + new* is the mean size of the prior memory (WM or previous summary) plus "
+        "the new messages being folded in; *early → late* compares the mean prompt of the first "
+        "and last five compactions (flat = O(delta), independent of history length).",
+        "",
+    ]
+    lines += _table(
+        [
+            "session",
+            "system",
+            "calls/turn",
+            "calls/compaction",
+            "prompt",
+            "WM + new",
+            "ratio",
+            "early → late",
+            "max prompt",
+        ],
+        _cost_rows([r for r in runs if r.behaviour == "drifting"]),
+    )
+    lines += _bloat_section(results["bloat"])
+    lines += _hot_section(results["hot"])
+    lines += _checkpoint_section(results["checkpoints"], opts.checkpoint_turns)
+    path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+
+
+def _setup_section(opts: Any) -> list[str]:
+    t = opts.tuning
+    return [
+        "## Set-up",
+        "",
+        f"- Sessions: generated by `bench/data.py` — a coding-agent session ({opts.turns} turns: "
+        "file reads/edits via tool calls, failing tests with exact error strings and fixes, user "
+        "corrections, decisions with reasons, constraints, TODOs, numbers later corrected) and a "
+        f"LoCoMo-style two-person chat ({opts.turns} exchanges over dated sessions: people, "
+        "places, dates, numbers, preferences, plans, facts that change).",
+        "- Every system is a real agent graph around the same replayed agent (`bench/systems.py`): "
+        "`wm_langgraph` = `create_agent` + `WorkingMemoryMiddleware`; `wm_no_guards` = the same "
+        "with `merge_working_memory(..., guards=False)` (ablation); `langmem` = "
+        "`create_react_agent` with LangMem `SummarizationNode` as pre-model hook; `langchain` = "
+        "`create_agent` + LangChain `SummarizationMiddleware`.",
+        f"- Compaction cadence made comparable: wm_langgraph commits when {t.chunk_tokens} tokens "
+        f"lie outside its {t.keep_messages}-message recent window (token_budget {t.token_budget}, "
+        f"Phase 2 inline); LangMem summarises every {t.chunk_tokens} new tokens "
+        "(max_tokens_before_summary); LangChain triggers at "
+        f"{t.keep_messages + t.chunk_messages} messages and keeps {t.keep_messages} (a message "
+        "trigger, because its token trigger counts the growing summary; "
+        "trim_tokens_to_summarize disabled so its summariser always sees the previous summary "
+        "— both choices favour the peer).",
+        "",
+        "### Scripted summarisers (`bench/models.py`) — the same process for every system",
+        "",
+        "The model reads the prior memory into items (a WM bullet, or a line of the peer's "
+        "summary), carries each forward except that it is dropped with probability *carry loss* "
+        "(the title is never dropped), notes every new item whose source text occurs in the "
+        "messages it is given except that each is missed with probability *capture miss*, "
+        "replaces a corrected fact by its new value plus a `Superseded: …` line, and writes it "
+        "back: for wm_langgraph as protocol ops (a loss-free model KEEPs and APPENDs; a lossy "
+        "model rewrites every changed section with UPDATE, which is where its loss shows), for "
+        "the peers as the whole rewritten summary text. When the update prompt warns that a "
+        "section is oversized, the model consolidates it (bullets merged three to a line).",
+        "",
+        *_table(
+            ["model", "definition"],
+            [
+                ["faithful", "carry loss 0, capture miss 0"],
+                ["drifting", "carry loss 0.30 per rewrite, capture miss 0 (classic summary drift)"],
+                ["sloppy", "carry loss 0.30, capture miss 0.20"],
+                [
+                    "title",
+                    "faithful, but rewrites the session title on every call (an unrelated title)",
+                ],
+                [
+                    "update_not_append",
+                    "faithful, but answers UPDATE with only the new items where APPEND was due "
+                    "(peers: the summary keeps only the new items of those topics)",
+                ],
+                [
+                    "malformed",
+                    'faithful, but every 3rd call: truncated JSON / `{"raw": …}` wrapper / no '
+                    "`sections` wrapper / curly quotes (peers: the summary text cut at 60%)",
+                ],
+                ["empty", "faithful, but every 3rd call returns nothing"],
+                ["raises", "faithful, but every 3rd call raises"],
+                [
+                    "bloating",
+                    "faithful plus 8 redundant verbose lines per call; "
+                    "never consolidates when warned",
+                ],
+            ],
+        ),
+    ]
+
+
+def _misbehaving_section(runs: list[Any]) -> list[str]:
+    if not runs:
+        return []
+    rows = [
+        [
+            r.behaviour,
+            r.system,
+            r.compactions,
+            _pct(r.final.rate()),
+            _pct(r.final.rate(summary_only=True)),
+            "yes" if r.title_kept else "no",
+            len(r.errors),
+            r.calls,
+        ]
+        for r in runs
+    ]
+    return [
+        "## Misbehaving summarisers (coding session)",
+        "",
+        "Final needle survival in the assembled context; *title kept*: the original session title "
+        "is still in the context; *failed turns*: agent turns that raised (the peer's summariser "
+        "error reached the agent).",
+        "",
+        *_table(
+            [
+                "model",
+                "system",
+                "compactions",
+                "final",
+                "summary-only",
+                "title kept",
+                "failed turns",
+                "summariser calls",
+            ],
+            rows,
+        ),
+    ]
+
+
+def _bloat_section(runs: list[Any]) -> list[str]:
+    if not runs:
+        return []
+    rows = []
+    for r in runs:
+        sizes = dict(r.memory_tokens)
+        marks = []
+        for k in (25, 50, 75, 100):
+            hits = [tok for c, tok in r.memory_tokens if c >= k]
+            marks.append(hits[0] if hits else "")
+        rows.append([r.system, r.compactions, *marks, max(sizes.values() or [0])])
+    return [
+        "## Memory size over 100 commits with a bloating model",
+        "",
+        "Tokens (cl100k) of the WM / running summary after the k-th compaction; compaction after "
+        "every turn.",
+        "",
+        *_table(["system", "compactions", "@25", "@50", "@75", "@100", "max"], rows),
+    ]
+
+
+def _hot_section(hot: dict[str, dict[int, float]]) -> list[str]:
+    if not hot:
+        return []
+    sizes = sorted({n for per in hot.values() for n in per})
+    rows = []
+    for system, per in hot.items():
+        cells = [system, *(f"{1e6 * per[n]:.0f}" for n in sizes)]
+        cells.append(f"{per[sizes[-1]] / per[sizes[0]]:.1f}x")
+        rows.append(cells)
+    return [
+        "## Hot path: the per-turn hook, no compaction",
+        "",
+        "Median microseconds per call of the hook each system runs every turn (wm_langgraph "
+        "`after_turn` with a new turn of 6 messages; LangChain "
+        "`SummarizationMiddleware.before_model`; "
+        "LangMem `SummarizationNode`), below the compaction threshold, at N live messages. The "
+        "last column is the ratio largest/smallest N within this run.",
+        "",
+        *_table(["system", *(f"N={n}" for n in sizes), "ratio"], rows),
+    ]
+
+
+def _checkpoint_section(ckpt: dict[str, dict[str, int]], turns: int) -> list[str]:
+    if not ckpt:
+        return []
+    rows = [
+        [
+            s,
+            f"{v['file']:,}",
+            v["checkpoints"],
+            f"{v['last_checkpoint']:,}",
+            f"{v['writes']:,}",
+            f"{v['store_file']:,}" if "store_file" in v else "",
+        ]
+        for s, v in ckpt.items()
+    ]
+    return [
+        f"## SQLite checkpoint size after {turns} turns",
+        "",
+        "SqliteSaver file after the same two-person chat (faithful summariser); *last checkpoint* "
+        "is the size of the newest checkpoint blob (what every further step rewrites); "
+        "wm_langgraph keeps archives and WM versions in a separate SqliteStore (*store file*).",
+        "",
+        *_table(
+            [
+                "system",
+                "checkpoint file bytes",
+                "checkpoints",
+                "last checkpoint bytes",
+                "writes bytes",
+                "store file bytes",
+            ],
+            rows,
+        ),
+    ]

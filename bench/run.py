@@ -1,0 +1,424 @@
+"""Run the whole benchmark and write bench/RESULTS.md (+ survival.png when matplotlib is there).
+
+python -m bench            # full run (a few minutes on 2 cores)
+python -m bench --quick    # smoke run (seconds)
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import sqlite3
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from bench.data import Session, Turn, generate_session
+from bench.measure import Survival, measure_survival, median_seconds
+from bench.models import CallRecord, make_model
+from bench.report import write_plot, write_results
+from bench.systems import SYSTEMS, Tuning, build_system, langmem_available
+
+__all__ = ["Options", "RunResult", "main", "run_benchmark"]
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass
+class Options:
+    """What to run."""
+
+    turns: int = 240
+    seed: int = 7
+    systems: tuple[str, ...] = SYSTEMS
+    kinds: tuple[str, ...] = ("coding", "chat")
+    behaviours: tuple[str, ...] = ("faithful", "drifting", "sloppy")
+    misbehaviours: tuple[str, ...] = ("title", "update_not_append", "malformed", "empty", "raises")
+    misbehaviour_turns: int = 160
+    bloat_commits: int = 100
+    hot_sizes: tuple[int, ...] = (100, 1_000, 10_000)
+    checkpoint_turns: int = 300
+    tuning: Tuning = field(default_factory=Tuning)
+    at: int = 20
+    out: Path = HERE
+    quick: bool = False
+
+
+@dataclass
+class RunResult:
+    """One system run on one session with one summariser."""
+
+    system: str
+    kind: str
+    behaviour: str
+    turns: int
+    compactions: int
+    calls: int
+    errors: list[str]
+    curve: list[tuple[int, Survival]]
+    final: Survival
+    records: list[CallRecord]
+    memory_tokens: list[tuple[int, int]]
+    title_kept: bool
+    seconds: float
+
+    def at(self, k: int) -> Survival | None:
+        """Survival measured right after the k-th compaction (None if there were fewer)."""
+        for c, s in self.curve:
+            if c >= k:
+                return s
+        return None
+
+
+def calibrate(session: Session, tuning: Tuning) -> Tuning:
+    """Set LangChain's message trigger to the session's messages per ``chunk_tokens``."""
+    from wm_langgraph.core.tokens import count_tokens
+
+    messages = 0
+    tokens = 0
+    for t in session.turns:
+        messages += 2 + sum(1 + len(step) for step in t.steps)
+        tokens += count_tokens(t.user) + count_tokens(t.answer)
+        tokens += sum(count_tokens(c.result) + 20 for step in t.steps for c in step)
+    per_message = tokens / max(messages, 1)
+    chunk = max(2, round(tuning.chunk_tokens / per_message))
+    return replace(tuning, chunk_messages=chunk)
+
+
+def _probe_turn(index: int) -> Turn:
+    return Turn(index, "Where do we stand? Give me a short status.", (), "Status noted.", ())
+
+
+def _log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def run_one(
+    system: str,
+    session: Session,
+    behaviour: str,
+    tuning: Tuning,
+    *,
+    track_memory: bool = False,
+) -> RunResult:
+    """Play ``session`` through ``system`` with a fresh ``behaviour`` summariser."""
+    model = make_model(behaviour, session.items, seed=session.seed * 7919 + 17)
+    run = build_system(system, session, model, tuning)
+    started = time.perf_counter()
+    compactions: list[int] = []
+    errors: list[str] = []
+    memory_tokens: list[tuple[int, int]] = []
+    from wm_langgraph.core.tokens import count_tokens
+
+    turns = [*session.turns, _probe_turn(len(session.turns))]
+    for turn in turns:
+        err = run.play(turn)
+        if err:
+            errors.append(f"turn {turn.index}: {err}")
+        compactions.append(run.compactions())
+        if track_memory and (len(compactions) < 2 or compactions[-1] != compactions[-2]):
+            memory_tokens.append((compactions[-1], count_tokens(run.memory_text())))
+    seconds = time.perf_counter() - started
+    curve: list[tuple[int, Survival]] = []
+    last = 0
+    for t in range(1, len(turns)):
+        c = compactions[t - 1]
+        if c > last:
+            messages = run.agent.first_input(t)
+            if messages is not None:
+                curve.append((c, measure_survival(session, t, messages)))
+            last = c
+    final_input = run.agent.first_input(len(session.turns)) or []
+    final = measure_survival(session, len(session.turns), final_input)
+    title_kept = session.title.lower() in "\n".join(m.text for m in final_input).lower()
+    return RunResult(
+        system,
+        session.kind,
+        behaviour,
+        len(session.turns),
+        compactions[-1],
+        len(model.records),
+        errors,
+        curve,
+        final,
+        model.records,
+        memory_tokens,
+        title_kept,
+        seconds,
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# hot path: the per-turn hook at N live messages, no commit
+
+
+def _synthetic_messages(session: Session, n: int) -> list[Any]:
+    out: list[Any] = []
+    i = 0
+    while len(out) < n:
+        turn = session.turns[i % len(session.turns)]
+        tag = f"{i}"
+        out.append(HumanMessage(turn.user, id=f"u{tag}"))
+        for s, step in enumerate(turn.steps):
+            calls = [
+                {"name": c.name, "args": dict(c.args), "id": f"{c.call_id}-{tag}"} for c in step
+            ]
+            out.append(AIMessage("", tool_calls=calls, id=f"a{tag}-{s}"))
+            out.extend(
+                ToolMessage(
+                    c.result,
+                    tool_call_id=f"{c.call_id}-{tag}",
+                    name=c.name,
+                    id=f"t{tag}-{c.call_id}",
+                )
+                for c in step
+            )
+        out.append(AIMessage(turn.answer, id=f"f{tag}"))
+        i += 1
+    return out[:n]
+
+
+def hot_path(
+    session: Session, sizes: Sequence[int], systems: Sequence[str]
+) -> dict[str, dict[int, float]]:
+    """Seconds per call of each system's per-turn hook with N live messages (no compaction)."""
+    results: dict[str, dict[int, float]] = {}
+    model = make_model("faithful", session.items, seed=1)
+    for system in systems:
+        if system == "wm_no_guards":
+            continue  # same hook as wm_langgraph
+        results[system] = {}
+        for n in sizes:
+            base = _synthetic_messages(session, n)
+            turn = _synthetic_messages(session, n + 6)[n : n + 6]
+            results[system][n] = _hook_seconds(system, model, base, turn)
+    return results
+
+
+def _hook_seconds(system: str, model: Any, base: list[Any], turn: list[Any]) -> float:
+    if system == "wm_langgraph":
+        from wm_langgraph.engine.config import WorkingMemoryConfig
+        from wm_langgraph.engine.memory import WorkingMemory
+
+        cfg = WorkingMemoryConfig(
+            token_budget=10_000_000, commit_token_threshold_ratio=1.0, background=False
+        )
+        wm = WorkingMemory(model, config=cfg)
+        config: Any = {"configurable": {"thread_id": "hot"}}
+        meta = wm.after_turn({"messages": base}, config).get("working_memory")
+        state = {"messages": [*base, *turn], "working_memory": meta}
+        return median_seconds(lambda: wm.after_turn(state, config))
+    if system == "langchain":
+        from langchain.agents.middleware.summarization import SummarizationMiddleware
+
+        mw = SummarizationMiddleware(model=model, trigger=("tokens", 10**9), keep=("messages", 10))
+        state_lc: Any = {"messages": [*base, *turn]}
+        return median_seconds(lambda: mw.before_model(state_lc, None))  # type: ignore[arg-type]
+    if system == "langmem":
+        from langmem.short_term import SummarizationNode
+
+        node = SummarizationNode(model=model, max_tokens=10**9, max_tokens_before_summary=10**9 - 1)
+        state_lm = {"messages": [*base, *turn], "context": {}}
+        return median_seconds(lambda: node.invoke(state_lm))
+    raise ValueError(system)
+
+
+# ------------------------------------------------------------------------------------------
+# checkpoint growth: SQLite bytes after N turns
+
+
+def checkpoint_bytes(
+    session: Session, systems: Sequence[str], tuning: Tuning
+) -> dict[str, dict[str, int]]:
+    """Bytes of the SQLite checkpointer file after playing ``session`` (faithful summariser)."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    out: dict[str, dict[str, int]] = {}
+    for system in ("plain", *systems):
+        if system == "wm_no_guards":
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "checkpoints.sqlite"
+            conn = sqlite3.connect(path, check_same_thread=False)
+            saver = SqliteSaver(conn)
+            model = None if system == "plain" else make_model("faithful", session.items, seed=3)
+            store = None
+            store_conn = None
+            if system.startswith("wm_"):
+                from langgraph.store.sqlite import SqliteStore
+
+                store_conn = sqlite3.connect(
+                    Path(tmp) / "store.sqlite", check_same_thread=False, isolation_level=None
+                )
+                store = SqliteStore(store_conn)
+                store.setup()
+            run = build_system(system, session, model, tuning, checkpointer=saver, store=store)
+            for turn in session.turns:
+                run.play(turn, record=False)
+            conn.commit()
+            rows = conn.execute("select count(*) from checkpoints").fetchone()[0]
+            last = conn.execute(
+                "select length(checkpoint) from checkpoints order by rowid desc limit 1"
+            ).fetchone()[0]
+            writes = conn.execute("select coalesce(sum(length(value)), 0) from writes").fetchone()[
+                0
+            ]
+            conn.close()
+            result = {
+                "file": path.stat().st_size,
+                "checkpoints": rows,
+                "last_checkpoint": last,
+                "writes": writes,
+            }
+            if store_conn is not None:
+                store_conn.close()
+                result["store_file"] = (Path(tmp) / "store.sqlite").stat().st_size
+            out[system] = result
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def _versions() -> dict[str, str]:
+    names = ("wm-langgraph", "langgraph", "langchain", "langchain-core", "langmem", "matplotlib")
+    out = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    return (
+        f"{platform.system()} {platform.release()}, {os.cpu_count()} CPUs ({cpu}), "
+        f"Python {platform.python_version()}"
+    )
+
+
+def run_benchmark(opts: Options) -> dict[str, Any]:
+    """Run everything in ``opts``; write RESULTS.md (and the plot) into ``opts.out``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _run_benchmark(opts)
+
+
+def _run_benchmark(opts: Options) -> dict[str, Any]:
+    systems = tuple(s for s in opts.systems if s not in {"langmem"} or langmem_available())
+    skipped = [s for s in opts.systems if s not in systems]
+    if skipped:
+        _log(f"skipping {', '.join(skipped)}: langmem is not installed (pip install '.[bench]')")
+    started = time.perf_counter()
+    retention: list[RunResult] = []
+    for kind in opts.kinds:
+        session = generate_session(kind, opts.seed, opts.turns)
+        tuning = calibrate(session, opts.tuning)
+        for behaviour in opts.behaviours:
+            for system in systems:
+                r = run_one(system, session, behaviour, tuning)
+                retention.append(r)
+                _log(
+                    f"{kind:6} {behaviour:9} {system:13} compactions={r.compactions:3} "
+                    f"final={_pct(r.final.rate())} {r.seconds:.1f}s"
+                )
+    misbehaving: list[RunResult] = []
+    session = generate_session("coding", opts.seed + 1, opts.misbehaviour_turns)
+    tuning = calibrate(session, opts.tuning)
+    for behaviour in opts.misbehaviours:
+        for system in systems:
+            r = run_one(system, session, behaviour, tuning)
+            misbehaving.append(r)
+            rate = _pct(r.final.rate())
+            _log(f"coding {behaviour:17} {system:13} final={rate} errors={len(r.errors)}")
+    bloat: list[RunResult] = []
+    bloat_tuning = replace(opts.tuning, every_turn=True)
+    session = generate_session("coding", opts.seed + 2, opts.bloat_commits)
+    for system in systems:
+        r = run_one(system, session, "bloating", bloat_tuning, track_memory=True)
+        bloat.append(r)
+        biggest = max((t for _, t in r.memory_tokens), default=0)
+        _log(f"bloat {system:13} commits={r.compactions} max={biggest} tokens")
+    hot = hot_path(generate_session("coding", opts.seed, 120), opts.hot_sizes, systems)
+    _log(f"hot path: {hot}")
+    ckpt_session = generate_session("chat", opts.seed + 3, opts.checkpoint_turns)
+    ckpt = checkpoint_bytes(ckpt_session, systems, calibrate(ckpt_session, opts.tuning))
+    _log(f"checkpoints: {ckpt}")
+    results = {
+        "options": opts,
+        "systems": systems,
+        "skipped": skipped,
+        "retention": retention,
+        "misbehaving": misbehaving,
+        "bloat": bloat,
+        "hot": hot,
+        "checkpoints": ckpt,
+        "versions": _versions(),
+        "machine": _machine(),
+        "seconds": time.perf_counter() - started,
+        "command": "python -m bench" + (" --quick" if opts.quick else ""),
+    }
+    opts.out.mkdir(parents=True, exist_ok=True)
+    results["plot"] = write_plot(results, opts.out / "survival.png")
+    write_results(results, opts.out / "RESULTS.md")
+    _log(f"wrote {opts.out / 'RESULTS.md'} in {results['seconds']:.0f}s")
+    return results
+
+
+def _pct(x: float | None) -> str:
+    return "  n/a" if x is None else f"{100 * x:5.1f}%"
+
+
+def quick_options(out: Path) -> Options:
+    """A smoke run that takes seconds."""
+    return Options(
+        turns=50,
+        kinds=("coding", "chat"),
+        behaviours=("drifting",),
+        misbehaviours=("malformed", "raises"),
+        misbehaviour_turns=30,
+        bloat_commits=12,
+        hot_sizes=(50, 200),
+        checkpoint_turns=20,
+        tuning=Tuning(chunk_tokens=600, chunk_messages=10, keep_messages=6),
+        at=5,
+        out=out,
+        quick=True,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smoke run (seconds)")
+    parser.add_argument("--out", type=Path, default=HERE, help="directory for RESULTS.md")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--turns", type=int, default=240)
+    args = parser.parse_args(argv)
+    for name in ("langgraph", "wm_langgraph", "langchain"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    opts = (
+        quick_options(args.out)
+        if args.quick
+        else Options(out=args.out, seed=args.seed, turns=args.turns)
+    )
+    if not args.quick:
+        opts.seed, opts.turns = args.seed, args.turns
+    run_benchmark(opts)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,335 @@
+"""The systems compared, each as a real agent graph around the same replayed agent.
+
+* ``wm_langgraph`` — ``create_agent`` with ``WorkingMemoryMiddleware`` (guards on);
+* ``wm_no_guards`` — the same with the section guards switched off (ablation);
+* ``langmem`` — ``create_react_agent`` with LangMem's ``SummarizationNode`` as pre-model hook;
+* ``langchain`` — ``create_agent`` with LangChain's ``SummarizationMiddleware``;
+* ``plain`` — ``create_agent`` without any memory (checkpoint-growth baseline only).
+
+The agent's own model is :class:`ReplayAgent`: it replays the session's scripted assistant
+messages (tool calls, then the answer) and records the exact messages it is given — the
+assembled context each system builds — which is what the benchmark measures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware.summarization import SummarizationMiddleware
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
+from pydantic import PrivateAttr, create_model
+
+from bench.data import Session, Turn
+from bench.models import ScriptedSummariser
+
+__all__ = [
+    "PEERS",
+    "SYSTEMS",
+    "ReplayAgent",
+    "SystemRun",
+    "Tuning",
+    "build_system",
+    "langmem_available",
+    "make_tools",
+]
+
+SYSTEMS: tuple[str, ...] = ("wm_langgraph", "wm_no_guards", "langmem", "langchain")
+PEERS: tuple[str, ...] = ("langmem", "langchain")
+
+
+def langmem_available() -> bool:
+    """Whether LangMem is installed (optional extra ``bench``)."""
+    try:
+        import langmem.short_term  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------
+# the agent: replays the scripted assistant turns and records what it was shown
+
+
+class ReplayAgent(BaseChatModel):
+    """Replays a session's assistant messages; records every input it receives."""
+
+    _turn: Turn | None = PrivateAttr(default=None)
+    _step: int = PrivateAttr(default=0)
+    _inputs: list[tuple[int, int, list[BaseMessage]]] = PrivateAttr(default_factory=list)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _record: bool = PrivateAttr(default=True)
+
+    @property
+    def _llm_type(self) -> str:
+        return "bench-replay-agent"
+
+    def begin_turn(self, turn: Turn, *, record: bool = True) -> None:
+        """Play ``turn`` on the next calls."""
+        self._turn, self._step, self._record = turn, 0, record
+
+    @property
+    def inputs(self) -> list[tuple[int, int, list[BaseMessage]]]:
+        """(turn, step, messages) for every recorded call."""
+        return self._inputs
+
+    def first_input(self, turn: int) -> list[BaseMessage] | None:
+        """The messages the agent saw on the first call of ``turn``."""
+        for t, step, messages in self._inputs:
+            if t == turn and step == 0:
+                return messages
+        return None
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Tools are accepted; the replay decides which ones are called."""
+        return self  # type: ignore[return-value]
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        with self._lock:
+            turn = self._turn
+            if turn is None:
+                raise RuntimeError("ReplayAgent: begin_turn() was not called")
+            step = self._step
+            self._step += 1
+            if self._record:
+                self._inputs.append((turn.index, step, list(messages)))
+        if step < len(turn.steps):
+            calls = [
+                {"name": s.name, "args": dict(s.args), "id": s.call_id} for s in turn.steps[step]
+            ]
+            message = AIMessage(content="", tool_calls=calls, id=f"ai-{turn.index}-{step}")
+        else:
+            message = AIMessage(content=turn.answer, id=f"ai-{turn.index}-{step}")
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def make_tools(session: Session) -> list[BaseTool]:
+    """The coding agent's tools; each returns the scripted result of its call."""
+    results = {s.call_id: s.result for t in session.turns for st in t.steps for s in st}
+    names = sorted({s.name for t in session.turns for st in t.steps for s in st})
+    docs = {
+        "read_file": "Read a file of the repository.",
+        "edit_file": "Apply a described change to a file.",
+        "run_tests": "Run a test target.",
+        "run_command": "Run a shell command.",
+    }
+
+    def make(name: str) -> BaseTool:
+        def run(tool_call_id: Annotated[str, InjectedToolCallId], **_: Any) -> str:
+            return results.get(tool_call_id, "(no output)")
+
+        arg = {"read_file": "path", "edit_file": "path", "run_tests": "target"}.get(name, "command")
+        fields: dict[str, Any] = {
+            arg: (str, ...),
+            "tool_call_id": (Annotated[str, InjectedToolCallId], ...),
+        }
+        if name == "edit_file":
+            fields["change"] = (str, ...)
+        schema = create_model(f"{name}_args", **fields)
+        return StructuredTool.from_function(
+            func=run, name=name, description=docs.get(name, name), args_schema=schema
+        )
+
+    return [make(n) for n in names]
+
+
+# ------------------------------------------------------------------------------------------
+# one system ready to run
+
+
+@dataclass
+class Tuning:
+    """Compaction settings, chosen so that every system compacts about equally often.
+
+    Attributes:
+        chunk_tokens: New tokens between two compactions (wm_langgraph: pending tokens outside
+            the recent window; LangMem: max_tokens_before_summary).
+        keep_messages: Recent messages kept verbatim (wm_langgraph keep window; LangChain keep).
+        chunk_messages: LangChain's trigger, in messages on top of ``keep_messages`` (its
+            token trigger counts the summary too, so it would fire ever more often as the
+            summary grows; a message trigger keeps the cadence comparable).
+        token_budget: wm_langgraph's context budget (its WM layer gets min(15% of it, 8,000)).
+        every_turn: Compact after every turn (bloat runs).
+    """
+
+    chunk_tokens: int = 1200
+    keep_messages: int = 10
+    chunk_messages: int = 24
+    token_budget: int = 80_000
+    every_turn: bool = False
+
+
+@dataclass
+class SystemRun:
+    """A compiled agent for one system, with accessors for what the benchmark reads."""
+
+    name: str
+    graph: Any
+    agent: ReplayAgent
+    summariser: ScriptedSummariser | None
+    config: RunnableConfig
+    compactions: Callable[[], int]
+    memory_text: Callable[[], str]
+    guards: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def play(self, turn: Turn, *, record: bool = True) -> str | None:
+        """Run one turn through the graph; returns an error text instead of raising."""
+        self.agent.begin_turn(turn, record=record)
+        with _guards(self.guards):
+            try:
+                self.graph.invoke(
+                    {"messages": [HumanMessage(turn.user, id=f"u-{turn.index}")]}, self.config
+                )
+            except Exception as exc:  # a peer whose summariser raised: record, go on
+                return f"{type(exc).__name__}: {exc}"
+        return None
+
+
+@contextlib.contextmanager
+def _guards(enabled: bool) -> Iterator[None]:
+    """Switch the section guards off for the ablation.
+
+    The engine has no configuration flag for this (yet); ``merge_working_memory`` has a
+    ``guards`` keyword, so the commit module's reference to it is swapped for the run.
+    """
+    if enabled:
+        yield
+        return
+    from wm_langgraph.engine import commit as commit_module
+
+    original = commit_module.merge_working_memory
+    commit_module.merge_working_memory = functools.partial(original, guards=False)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        commit_module.merge_working_memory = original
+
+
+def build_system(
+    name: str,
+    session: Session,
+    summariser: ScriptedSummariser | None,
+    tuning: Tuning,
+    *,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    store: BaseStore | None = None,
+    thread_id: str = "bench",
+) -> SystemRun:
+    """Compile the agent graph of system ``name`` for ``session``."""
+    agent = ReplayAgent()
+    tools = make_tools(session)
+    saver = checkpointer if checkpointer is not None else InMemorySaver()
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}, "recursion_limit": 100}
+
+    def ok_calls() -> int:
+        assert summariser is not None
+        return sum(1 for r in summariser.records if r.outcome != "raised")
+
+    if name in {"wm_langgraph", "wm_no_guards"}:
+        from wm_langgraph.adapters.middleware import WorkingMemoryMiddleware
+        from wm_langgraph.engine.config import WorkingMemoryConfig
+
+        wm_store = store if store is not None else InMemoryStore()
+        ratio = 0.0 if tuning.every_turn else tuning.chunk_tokens / tuning.token_budget
+        cfg = WorkingMemoryConfig(
+            token_budget=tuning.token_budget,
+            commit_token_threshold_ratio=ratio,
+            commit_keep_recent_count=tuning.keep_messages,
+            background=False,
+        )
+        mw = WorkingMemoryMiddleware(model=summariser, config=cfg, store=wm_store)
+        graph = create_agent(agent, tools, middleware=[mw], checkpointer=saver, store=wm_store)
+        memory = mw.memory
+        return SystemRun(
+            name,
+            graph,
+            agent,
+            summariser,
+            config,
+            compactions=lambda: len(memory.list_archives(config)),
+            memory_text=lambda: memory.get_working_memory(config),
+            guards=name == "wm_langgraph",
+            extra={"memory": memory, "store": wm_store},
+        )
+    if name == "langchain":
+        keep = tuning.keep_messages
+        trigger = keep + (1 if tuning.every_turn else tuning.chunk_messages)
+        mw_lc = SummarizationMiddleware(
+            model=summariser,  # type: ignore[arg-type]
+            trigger=("messages", trigger),
+            keep=("messages", keep),
+            trim_tokens_to_summarize=None,
+        )
+        graph = create_agent(agent, tools, middleware=[mw_lc], checkpointer=saver)
+
+        def lc_summary() -> str:
+            for m in graph.get_state(config).values.get("messages", []):
+                if m.additional_kwargs.get("lc_source") == "summarization":
+                    return str(m.text)
+            return ""
+
+        return SystemRun(name, graph, agent, summariser, config, ok_calls, lc_summary)
+    if name == "langmem":
+        from langgraph.prebuilt import create_react_agent
+        from langgraph.prebuilt.chat_agent_executor import AgentState
+        from langmem.short_term import SummarizationNode
+
+        class LangMemState(AgentState):  # type: ignore[misc]
+            context: dict[str, Any]
+
+        chunk = 120 if tuning.every_turn else tuning.chunk_tokens
+        node = SummarizationNode(
+            model=summariser,  # type: ignore[arg-type]
+            max_tokens=60_000,
+            max_tokens_before_summary=chunk,
+            max_summary_tokens=2_000,
+            output_messages_key="llm_input_messages",
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            graph = create_react_agent(
+                agent,
+                tools,
+                pre_model_hook=node,
+                state_schema=LangMemState,
+                checkpointer=saver,
+            )
+
+        def lm_summary() -> str:
+            ctx = graph.get_state(config).values.get("context") or {}
+            rs = ctx.get("running_summary")
+            return str(rs.summary) if rs is not None else ""
+
+        return SystemRun(name, graph, agent, summariser, config, ok_calls, lm_summary)
+    if name == "plain":
+        graph = create_agent(agent, tools, checkpointer=saver)
+        return SystemRun(name, graph, agent, None, config, lambda: 0, lambda: "")
+    raise ValueError(f"unknown system {name!r}; expected one of {(*SYSTEMS, 'plain')}")
