@@ -363,6 +363,10 @@ def test_sync_call_with_a_generous_timeout_returns_normally() -> None:
     )
     assert "Redis 7" in out
     assert tracer.named("wm.create").error is None
+    unbounded = generate_create(
+        ScriptedChatModel(replies=[GOOD_WM]), prior="", messages_text="x", timeout=float("inf")
+    )
+    assert unbounded == out
     with pytest.raises(GenerationError, match="boom"):
         generate_create(
             ScriptedChatModel(replies=[RuntimeError("boom")]),

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import math
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -93,7 +94,7 @@ def _traced(
 
 
 def _call_with_timeout(call: Callable[[], _T], timeout: float | None, what: str) -> _T:
-    if timeout is None:
+    if timeout is None or math.isinf(timeout):
         return call()
     context = contextvars.copy_context()
     outcome: dict[str, Any] = {}
