@@ -67,7 +67,7 @@ class WMWriter:
                 return "I would rather chat."
             if self.mode == "garbage_args":
                 bad = '{"sections": {"Key Facts & Decisions": {"op": "APPEND", "items": ["'
-                bad += '", "'.join(f"{f} noted" for f in facts)
+                bad += '", "'.join(f"{f} noted" for f in facts) + '"'  # braces never closed
                 return {
                     "content": "",
                     "invalid_tool_calls": [

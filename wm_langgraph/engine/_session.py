@@ -40,6 +40,19 @@ from wm_langgraph.engine.window import (
 __all__ = ["Session"]
 
 _STORE_META = "state"
+_TASK_ID_KEY = "__pregel_task_id"
+_CHECKPOINTER_KEY = "__pregel_checkpointer"
+
+
+def _require_checkpointer(config: RunnableConfig | None) -> None:
+    """Inside a graph run, the graph must persist its state between invocations."""
+    configurable = (config or {}).get("configurable") or {}
+    if _TASK_ID_KEY in configurable and configurable.get(_CHECKPOINTER_KEY) is None:
+        raise ValueError(
+            "Working Memory hooks need a checkpointer: compile the graph (or create_react_agent) "
+            "with checkpointer=... (e.g. InMemorySaver() or open_sqlite(path)), otherwise the "
+            "archived messages would come back on the next invocation"
+        )
 
 
 @dataclass
@@ -219,6 +232,7 @@ class Session:
     # -- the hooks ---------------------------------------------------------------------------
     def after_turn(self, state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
         """Account the turn; commit (keep the recent window) when over the threshold."""
+        _require_checkpointer(config)
         turn = self._load(state, config)
         if turn.meta["pending_tokens"] >= self._config.commit_threshold_tokens:
             return self._commit(
@@ -238,6 +252,7 @@ class Session:
     ) -> dict[str, Any]:
         """after_turn for ``create_react_agent``: commits only once the model has answered
         (no pending tool calls) and always keeps that answer live (the agent routes on it)."""
+        _require_checkpointer(config)
         turn = self._load(state, config)
         last = turn.messages[-1] if turn.messages else None
         answered = isinstance(last, AIMessage) and not last.tool_calls
@@ -257,6 +272,7 @@ class Session:
             The state update (None when nothing was done), the live messages after it, and the
             timeline's archive ids.
         """
+        _require_checkpointer(config)
         turn = self._load(state, config)
         budgets = compute_budgets(
             self._config.token_budget,

@@ -1,0 +1,199 @@
+"""The commit subgraph: branches, the SPEC §5 fallback chain, O(delta) prompts, the artifact
+trail, the circuit breaker and tracing."""
+
+from uuid import uuid4
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tracers.base import BaseTracer
+
+from tests.engine._support import WMWriter, is_update_call, prior_text, wm_document
+from tests.fakes import ScriptedChatModel
+from wm_langgraph.core.sections import SECTIONS, parse_working_memory
+from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.engine.memory import WorkingMemory
+
+CONFIG = WorkingMemoryConfig(token_budget=8000, background=False, max_tool_output_tokens=50)
+
+
+def _cfg(name):
+    return {"configurable": {"thread_id": name}}
+
+
+def _turn(i, extra=""):
+    return [
+        HumanMessage(f"turn {i}: FACT-{i:03d} {extra}", id=f"h{i}-{uuid4().hex[:6]}"),
+        AIMessage(f"ack {i}", id=f"a{i}-{uuid4().hex[:6]}"),
+    ]
+
+
+def _compact(wm, cfg, messages):
+    return wm.compact({"messages": messages}, cfg)
+
+
+def test_graph_has_create_update_and_guard_merge_nodes():
+    wm = WorkingMemory(WMWriter().model, config=CONFIG)
+    nodes = set(wm.commit_graph.get_graph().nodes)
+    assert {"prepare", "create", "update", "guard_merge", "save"} <= nodes
+
+
+def test_first_commit_creates_then_updates_with_only_the_delta():
+    writer = WMWriter()
+    wm = WorkingMemory(writer.model, config=CONFIG)
+    cfg = _cfg("delta")
+    _compact(wm, cfg, _turn(1, "alpha-marker"))
+    _compact(wm, cfg, _turn(2, "beta-marker"))
+    create_call, update_call = writer.model.calls
+    assert not is_update_call(create_call.tools)
+    assert is_update_call(update_call.tools)
+    assert update_call.tool_choice is not None
+    prompt = update_call.prompt_text
+    assert "beta-marker" in prompt
+    assert "alpha-marker" not in prompt.split("<messages>")[-1]  # old messages are not re-sent
+    assert "FACT-001" in prior_text(prompt)  # but the prior WM is
+    assert {"FACT-001", "FACT-002"} <= set(wm.get_working_memory(cfg).split()) | {
+        w.strip(",") for w in wm.get_working_memory(cfg).split()
+    }
+
+
+def test_no_tool_call_falls_back_to_create_with_the_prior_wm():
+    writer = WMWriter()
+    wm = WorkingMemory(writer.model, config=CONFIG)
+    cfg = _cfg("no-call")
+    _compact(wm, cfg, _turn(1))
+    writer.mode = "no_tool_call"
+    _compact(wm, cfg, _turn(2))
+    calls = writer.model.calls
+    assert is_update_call(calls[1].tools)
+    assert not is_update_call(calls[2].tools)
+    assert "FACT-001" in prior_text(calls[2].prompt_text)
+    wm_text = wm.get_working_memory(cfg)
+    assert "FACT-001" in wm_text
+    assert "FACT-002" in wm_text
+    assert wm.list_archives(cfg)[1].metadata["fallback"] == "no_tool_call"
+
+
+def test_unparseable_arguments_are_recovered():
+    writer = WMWriter()
+    wm = WorkingMemory(writer.model, config=CONFIG)
+    cfg = _cfg("garbage")
+    _compact(wm, cfg, _turn(1))
+    before = parse_working_memory(wm.get_working_memory(cfg))
+    writer.mode = "garbage_args"  # truncated JSON, one section only
+    _compact(wm, cfg, _turn(2))
+    after = parse_working_memory(wm.get_working_memory(cfg))
+    assert "FACT-002" in after["Key Facts & Decisions"]
+    for name in SECTIONS:
+        if name not in ("Key Facts & Decisions", "Files & Context"):
+            assert after[name] == before[name]  # missing sections mean KEEP
+
+
+def test_a_raising_model_keeps_the_old_wm_and_the_archive_pending():
+    writer = WMWriter()
+    wm = WorkingMemory(writer.model, config=CONFIG)
+    cfg = _cfg("raise")
+    _compact(wm, cfg, _turn(1))
+    good = wm.get_working_memory(cfg)
+    writer.mode = "raise"
+    _compact(wm, cfg, _turn(2))
+    assert wm.get_working_memory(cfg) == good
+    failed = wm.list_archives(cfg)[1]
+    assert failed.status == "failed"
+    assert "model down" in failed.metadata["error"]
+    context = wm.build_context([HumanMessage("now?", id="q")], cfg)
+    assert any("FACT-002" in m.text for m in context.messages)
+
+
+def test_artifact_trail_and_tool_rendering():
+    def forgetful(messages, tools, tool_choice):
+        return wm_document(["FACT-001"])  # never mentions a file
+
+    model = ScriptedChatModel(replies=forgetful)
+    wm = WorkingMemory(model, config=CONFIG)
+    cfg = _cfg("trail")
+    call = {
+        "name": "edit",
+        "args": {"path": "src/engine/core.py", "cmd": "sed -i s/a/b/"},
+        "id": "c1",
+    }
+    messages = [
+        HumanMessage("fix it", id="h"),
+        AIMessage("", tool_calls=[call], id="a"),
+        ToolMessage("line\n" * 2000 + "saved docs/notes.md", tool_call_id="c1", id="t"),
+        AIMessage("fixed", id="a2"),
+    ]
+    _compact(wm, cfg, messages)
+    prompt = model.calls[0].prompt_text
+    assert "sed -i s/a/b/" in prompt  # tool inputs are shown
+    assert "truncated" in prompt  # long outputs are capped in the prompt ...
+    assert len(prompt) < 6000
+    archived = wm.list_archives(cfg)[0].messages[2]
+    assert archived.text.count("line") == 2000  # ... and kept whole in the archive
+    files = parse_working_memory(wm.get_working_memory(cfg))["Files & Context"]
+    assert "src/engine/core.py" in files
+    assert "docs/notes.md" in files
+
+
+def test_circuit_breaker_pauses_and_resume_retries():
+    writer = WMWriter()
+    wm = WorkingMemory(writer.model, config=CONFIG.replace(max_consecutive_failures=3))
+    cfg = _cfg("breaker")
+    _compact(wm, cfg, _turn(1))
+    writer.mode = "raise"
+    for i in range(2, 5):
+        _compact(wm, cfg, _turn(i))
+    assert wm.phase2_status(cfg)["paused"]
+    calls = len(writer.model.calls)
+    for i in range(5, 8):  # commits still archive, but the dead model is not called
+        _compact(wm, cfg, _turn(i))
+    assert len(writer.model.calls) == calls
+    assert len(wm.list_archives(cfg)) == 7
+    writer.mode = "ok"
+    wm.resume(cfg, wait=True)
+    assert all(a.status == "done" for a in wm.list_archives(cfg))
+    text = wm.get_working_memory(cfg)
+    assert all(f"FACT-{i:03d}" in text for i in range(1, 8))
+    assert not wm.phase2_status(cfg)["paused"]
+
+
+def test_cooldown_lets_one_probe_through():
+    writer = WMWriter()
+    cfg_obj = CONFIG.replace(max_consecutive_failures=1, failure_cooldown_seconds=0.0)
+    wm = WorkingMemory(writer.model, config=cfg_obj)
+    cfg = _cfg("probe")
+    writer.mode = "raise"
+    _compact(wm, cfg, _turn(1))
+    writer.mode = "ok"
+    _compact(wm, cfg, _turn(2))  # cool-down over: the probe runs and succeeds
+    assert [a.status for a in wm.list_archives(cfg)] == ["done", "done"]
+
+
+class _Recorder(BaseTracer):
+    def __init__(self):
+        super().__init__()
+        self.runs = []
+
+    def _persist_run(self, run):
+        pass
+
+    def _start_trace(self, run):
+        super()._start_trace(run)
+        self.runs.append(run)
+
+
+def test_commit_runs_are_named_tagged_and_carry_guard_decisions():
+    writer = WMWriter()
+    wm = WorkingMemory(writer.model, config=CONFIG)
+    cfg = _cfg("trace")
+    tracer = _Recorder()
+    _compact(wm, {**cfg, "callbacks": [tracer]}, _turn(1))
+    _compact(wm, {**cfg, "callbacks": [tracer]}, _turn(2))
+    names = [r.name for r in tracer.runs]
+    assert names.count("wm.commit") == 2
+    assert "wm.create" in names
+    assert "wm.update" in names
+    commit = next(r for r in tracer.runs if r.name == "wm.commit")
+    assert {"wm_langgraph", "nostream"} <= set(commit.tags)
+    assert commit.extra["metadata"]["thread_id"] == "trace"
+    guards = [r for r in tracer.runs if r.name == "wm.guards"]
+    decisions = guards[-1].extra["metadata"]["guard_decisions"]
+    assert [d["section"] for d in decisions] == list(SECTIONS)
