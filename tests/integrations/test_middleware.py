@@ -145,7 +145,8 @@ def test_user_system_prompt_is_kept_after_the_addition():
     assert system.text.index("You are the billing bot.") > 0  # the addition comes first
 
 
-def test_mid_turn_overflow_commits_inline_keeping_the_newest_turn():
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_mid_turn_overflow_commits_inline_keeping_the_newest_turn(mode):
     config = WorkingMemoryConfig(
         token_budget=3_000,
         commit_token_threshold_ratio=1.0,  # after_turn alone would never commit here
@@ -154,12 +155,20 @@ def test_mid_turn_overflow_commits_inline_keeping_the_newest_turn():
     )
     agent, mw, model, _ = build(config, tools=[fetch], calls_per_turn=4)
     thread = cfg("t-overflow")
+
+    def run(text: str) -> None:
+        payload = {"messages": [HumanMessage(text)]}
+        if mode == "sync":
+            agent.invoke(payload, thread)
+        else:
+            asyncio.run(agent.ainvoke(payload, thread))
+
     for n in range(3):
-        agent.invoke({"messages": [HumanMessage(f"note FACT-{n}: " + "context " * 120)]}, thread)
+        run(f"note FACT-{n}: " + "context " * 120)
     assert mw.memory.list_archives(thread) == []
     calls_before = len(model.calls)
 
-    agent.invoke({"messages": [HumanMessage("now use fetch for the big reports")]}, thread)
+    run("now use fetch for the big reports")
 
     archives = mw.memory.list_archives(thread)
     assert archives, "the tool loop outgrew the budget but nothing was committed"
@@ -280,3 +289,40 @@ def test_a_fork_sees_its_own_branch_memory_not_the_abandoned_one():
     assert "FACT-0" in summary.text
     assert "FACT-1" not in summary.text  # turns 2 and 3 never happened on this branch
     assert "FACT-2" not in summary.text
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_archive_tools_through_create_agent_stay_in_their_thread(mode):
+    config = WorkingMemoryConfig(
+        commit_token_threshold_ratio=0.0, commit_keep_recent_count=0, background=False
+    )
+    agent, mw, _, _ = build(config, tools=[lookup])
+
+    def run(text: str, thread: str) -> None:
+        payload = {"messages": [HumanMessage(text)]}
+        if mode == "sync":
+            agent.invoke(payload, cfg(thread))
+        else:
+            asyncio.run(agent.ainvoke(payload, cfg(thread)))
+
+    for n in range(2):
+        run(f"B private FACT-20{n}", "B")
+    run("A note FACT-1", "A")
+
+    def tool_result(thread: str, text: str) -> str:
+        run(text, thread)
+        newest = mw.memory.list_archives(cfg(thread))[-1]  # keep 0: the turn is archived
+        (result,) = [m for m in newest.messages if isinstance(m, ToolMessage)]
+        return str(result.text)
+
+    foreign = tool_result("A", 'call archive_expand {"archive_id": "archive_002"}')
+    assert foreign.startswith("Refused")
+    assert "private" not in foreign
+    malformed = tool_result("A", 'call archive_expand {"archive_id": "archive 1; DROP"}')
+    assert malformed.startswith("Refused")
+    own = tool_result("A", 'call archive_search {"query": "fact-1"}')
+    assert "[archive_001 · message 1/2 · user]\nA note FACT-1" in own
+    assert tool_result("A", 'call archive_search {"query": "private"}').startswith("No match")
+    assert "B private FACT-201" in tool_result(
+        "B", 'call archive_expand {"archive_id": "archive_002"}'
+    )
