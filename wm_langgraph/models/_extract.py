@@ -9,19 +9,27 @@ deterministic: every item is a sentence (or a tool record) taken from the transc
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
 from wm_langgraph.core.text import extract_paths
+from wm_langgraph.models._files import (
+    FileNote,
+    call_paths,
+    command_of,
+    first_path,
+    note,
+    tool_action,
+    worth_listing,
+)
 from wm_langgraph.models._lang import (
     Language,
     detect_language,
     first_sentence,
     keywords,
+    repeats,
     sentences,
     shorten,
-    similar,
 )
 from wm_langgraph.models._transcript import ToolCallRecord, Turn
 
@@ -44,14 +52,15 @@ _NUMBER_FACT_RE = re.compile(
     _I,
 )
 _GOAL_RE = re.compile(
-    r"\b(add|implement|build|create|write|make|fix|support|refactor|migrate|rename|remove|"
+    r"(?<![\w-])(add|implement|build|create|write|make|fix|support|refactor|migrate|rename|remove|"
     r"deploy|set up|setup|need|needs|want|goal|also|next|extend|port|convert|optimi[sz]e)\b"
     r"|实现|添加|增加|构建|创建|编写|修复|支持|重构|迁移|需要|希望|目标|帮我|请",
     _I,
 )
 _ACK_RE = re.compile(
     r"^\s*(ok(ay)?|thanks?( you)?|thank you|yes|yep|sure|go ahead|sounds good|great|perfect|"
-    r"lgtm|continue|好的?|谢谢|可以|行|继续|没问题)[\s.!。！]*$",
+    r"lgtm|continue|good|nice|cool|right|alright|awesome|excellent|好的?|谢谢|可以|行|继续|没问题)"
+    r"[\s.!。！]*$",
     _I,
 )
 _CORRECTION_RE = re.compile(
@@ -61,8 +70,17 @@ _CORRECTION_RE = re.compile(
     _I,
 )
 _QUESTION_RE = re.compile(r"[?？]\s*$")
+# A question that is really a request ("Can you fix that too?"): a goal, not an open issue.
+_REQUEST_RE = re.compile(r"^\s*(can|could|would|will) you\b|^\s*please\b|能不能|能否|请", _I)
+# Assistants say "I'll read the file because…" all the time; only firmer statements are facts.
+_ASSISTANT_FACT_RE = re.compile(
+    r"\b(because|decided|decision:|chose|agreed|instead of|must|never|always|constraint)\b"
+    r"|因为|决定|选择|采用|必须|不要|禁止|永远|总是",
+    _I,
+)
 _TODO_RE = re.compile(
-    r"\bTODO\b|\bstill need(s)? to\b|\bnot yet\b|\bfollow[- ]up\b|\bremaining\b|\bblocked\b|"
+    r"\bTODO\b|\bstill needs?\b|\bstill open\b|\bstill to do\b|\bpending\b|\bnot yet\b|"
+    r"\bfollow[- ]up\b|\bremaining\b|\bblocked\b|"
     r"\bopen question\b|\bunresolved\b|\blater\b|待办|待定|待处理|待解决|待确认|待完成|"
     r"未解决|还需要|尚未|以后再|之后再",
     _I,
@@ -82,45 +100,6 @@ _ERROR_LINE_RE = re.compile(
     r".*错误.*|.*报错.*)$",
     re.MULTILINE,
 )
-_ACTIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("edited", re.compile(r"edit|replace|patch|modify|update|insert|apply|str_replace", _I)),
-    ("created", re.compile(r"write|create|new|save|touch", _I)),
-    ("deleted", re.compile(r"delete|remove|\brm\b|unlink", _I)),
-    ("read", re.compile(r"read|cat|view|open|get|load|show|head", _I)),
-    ("searched", re.compile(r"search|grep|find|glob|list|\bls\b", _I)),
-    ("ran", re.compile(r"run|bash|shell|exec|command|terminal|test|pytest|python|sh\b", _I)),
-)
-_ACTION_ZH = {
-    "edited": "编辑",
-    "created": "创建",
-    "deleted": "删除",
-    "read": "读取",
-    "searched": "搜索",
-    "ran": "运行",
-    "mentioned": "提及",
-    "seen in output": "出现在输出中",
-    "used": "使用",
-}
-_COMMAND_KEYS = ("command", "cmd", "script", "shell")
-
-
-@dataclass(slots=True)
-class FileNote:
-    """One path and how the session touched it (in first-seen order)."""
-
-    path: str
-    actions: list[str] = field(default_factory=list)
-    tools: list[str] = field(default_factory=list)
-
-    def describe(self, language: Language) -> str:
-        """A Files & Context line: the path and what was done with it."""
-        actions = self.actions or ["mentioned"]
-        if language == "zh":
-            done = "、".join(_ACTION_ZH.get(a, a) for a in actions)
-        else:
-            done = ", ".join(actions)
-        via = f" (via {', '.join(self.tools)})" if self.tools else ""
-        return f"`{self.path}` — {done}{via}"
 
 
 @dataclass(slots=True)
@@ -140,6 +119,7 @@ class Findings:
     commands: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     unresolved_errors: list[str] = field(default_factory=list)
+    open_failures: list[str] = field(default_factory=list)
     open_items: list[str] = field(default_factory=list)
     resolution_texts: list[str] = field(default_factory=list)
 
@@ -173,44 +153,25 @@ def _title_from(request: str, language: Language) -> str:
     return " ".join(words[:9]).strip()
 
 
-def _tool_action(call: ToolCallRecord, key: str) -> str:
-    if key in _COMMAND_KEYS:
-        return "ran"
-    for action, pattern in _ACTIONS:
-        if pattern.search(call.name):
-            return action
-    return "used"
-
-
-def _note(notes: dict[str, FileNote], path: str, action: str, tool: str) -> None:
-    note = notes.setdefault(path, FileNote(path))
-    if action not in note.actions:
-        note.actions.append(action)
-    if tool and tool not in note.tools:
-        note.tools.append(tool)
-
-
-def _call_paths(call: ToolCallRecord) -> list[tuple[str, str]]:
-    """(path, argument key) for every path in a tool call's arguments."""
-    found: list[tuple[str, str]] = []
-    for key, value in call.args.items():
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        found.extend((path, key) for path in extract_paths(text))
-    return found
-
-
-def _command_of(call: ToolCallRecord) -> str:
-    for key in _COMMAND_KEYS:
-        value = call.args.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip().splitlines()[0]
-    return ""
-
-
 def _error_summary(turn: Turn) -> str:
     lines = [m.group(0).strip() for m in _ERROR_LINE_RE.finditer(turn.text)]
     detail = lines[-1] if lines else first_sentence(turn.text)
     return shorten(detail, max_words=24, max_cjk=60)
+
+
+def _goal_of(text: str) -> str:
+    """The sentence of a user message that asks for work (with the sentence before it when the
+    request alone is too short to stand), or ``""``."""
+    parts = sentences(text)
+    for index, sentence in enumerate(parts):
+        if _QUESTION_RE.search(sentence) and not _REQUEST_RE.search(sentence):
+            continue
+        if _GOAL_RE.search(sentence) and not _ACK_RE.match(sentence):
+            goal = _strip_openers(sentence)
+            if index and len(goal.split()) < 6 and not _ACK_RE.match(parts[index - 1]):
+                goal = f"{parts[index - 1]} {goal}"
+            return shorten(goal, max_words=30, max_cjk=70)
+    return ""
 
 
 def _is_correction(text: str) -> bool:
@@ -224,12 +185,31 @@ def _fact_sentences(turn: Turn, language: Language) -> list[str]:
         if _QUESTION_RE.search(sentence) or _TODO_RE.search(sentence) or len(sentence) < 8:
             continue
         corrected_value = correction and re.search(r"\d", sentence)
-        if _FACT_RE.search(sentence) or _NUMBER_FACT_RE.search(sentence) or corrected_value:
+        if turn.role == "assistant":
+            firm = _ASSISTANT_FACT_RE.search(sentence) or _NUMBER_FACT_RE.search(sentence)
+        else:
+            firm = _FACT_RE.search(sentence) or _NUMBER_FACT_RE.search(sentence)
+        if firm or corrected_value:
             item = shorten(sentence)
             if turn.role == "user":
                 item = ("用户：" if language == "zh" else "User: ") + item
             facts.append(item)
     return facts
+
+
+def _failure_item(what: str, summary: str, action: str, language: Language) -> str:
+    """An Open Issues line for a failure that no later step fixed."""
+    if language == "zh":
+        return (
+            f"让 {what} 通过（{summary}）"
+            if action == "ran"
+            else f"解决 {what} 的错误（{summary}）"
+        )
+    return (
+        f"Make {what} pass ({summary})"
+        if action == "ran"
+        else f"Resolve the {what} error ({summary})"
+    )
 
 
 def _output_failed(turn: Turn, action: str) -> bool:
@@ -247,10 +227,15 @@ _GENERIC = frozenset({"todo", "need", "still", "question", "new", "open", "later
 
 
 def relates(item: str, text: str) -> bool:
-    """True when ``text`` is about ``item`` (they share enough meaningful keywords)."""
+    """True when ``text`` is about ``item``: the same backticked command or path, or enough
+    shared meaningful keywords (one is enough when ``text`` names the TODO / issue itself)."""
+    code = set(re.findall(r"`([^`\n]+)`", item)) & set(re.findall(r"`([^`\n]+)`", text))
+    if code:
+        return True
     item_words = [w for w in keywords(item) if w not in _GENERIC]
     shared = len(set(item_words) & set(keywords(text)))
-    return shared >= 2 or (shared >= 1 and len(item_words) <= 2)
+    explicit = re.search(r"\b(todo|issue|question)\b|待办|问题", text, _I) is not None
+    return shared >= 2 or (shared >= 1 and (len(item_words) <= 2 or explicit))
 
 
 def resolves(item: str, sentence: str) -> bool:
@@ -284,8 +269,8 @@ def _fix_after(
     for turn in turns[start + 1 :]:
         if turn.role == "assistant":
             for call in turn.tool_calls:
-                for path, key in _call_paths(call):
-                    if _tool_action(call, key) in {"edited", "created"} and path not in edited:
+                for path, key in call_paths(call):
+                    if tool_action(call, key) in {"edited", "created"} and path not in edited:
                         edited.append(path)
         elif turn.role == "tool" and turn.tool_name == tool:
             if _output_failed(turn, "ran"):
@@ -304,7 +289,7 @@ def _fix_after(
 
 
 def _add(items: list[str], item: str) -> None:
-    if item and not any(similar(item, old, threshold=0.8) for old in items):
+    if item and not any(repeats(item, old) for old in items):
         items.append(item)
 
 
@@ -317,13 +302,14 @@ def extract_findings(turns: list[Turn]) -> Findings:
     requests = [t for t in requests if not _ACK_RE.match(t.text)]
     if requests:
         found.title = _title_from(requests[0].text, language)
-        found.latest_request = shorten(first_sentence(requests[-1].text), max_words=30)
+        latest = [s for s in sentences(requests[-1].text) if not _ACK_RE.match(s)]
+        found.latest_request = shorten(_strip_openers(latest[0]) if latest else "", max_words=30)
         first = _strip_openers(first_sentence(requests[0].text))
         found.first_request = shorten(first, max_words=30, max_cjk=70)
     for turn in requests:
-        head = _strip_openers(first_sentence(turn.text))
-        if not _is_correction(turn.text) and _GOAL_RE.search(head):
-            _add(found.goals, shorten(head, max_words=30, max_cjk=70))
+        goal = "" if _is_correction(turn.text) else _goal_of(turn.text)
+        if goal:
+            _add(found.goals, goal)
     notes: dict[str, FileNote] = {}
     calls_by_name: dict[str, ToolCallRecord] = {}
     open_candidates: list[tuple[int, str]] = []
@@ -331,18 +317,19 @@ def extract_findings(turns: list[Turn]) -> Findings:
         if turn.role == "assistant":
             for call in turn.tool_calls:
                 calls_by_name[call.name] = call
-                for path, key in _call_paths(call):
-                    _note(notes, path, _tool_action(call, key), call.name)
-                command = _command_of(call)
+                for path, key in call_paths(call):
+                    note(notes, path, tool_action(call, key), call.name)
+                command = command_of(call)
                 if command and command not in found.commands:
                     found.commands.append(command)
-                found.last_action = f"{call.name} {command or _first_path(call)}".strip()
+                found.last_action = f"{call.name} {command or first_path(call)}".strip()
                 found.last_status = ""
         if turn.role in {"user", "assistant"}:
             for fact in _fact_sentences(turn, language):
                 _add(found.facts, fact)
             for path in extract_paths(turn.text):
-                _note(notes, path, "mentioned", "")
+                if worth_listing(path) or path in notes:
+                    note(notes, path, "mentioned", "")
             _collect_open(turns, index, open_candidates)
             found.resolution_texts.extend(s for s in sentences(turn.text) if _RESOLVED_RE.search(s))
         if turn.role == "assistant" and turn.text.strip():
@@ -355,11 +342,11 @@ def extract_findings(turns: list[Turn]) -> Findings:
             _add(found.errors, label + said + (f" → {after}" if after else ""))
         if turn.role == "tool":
             result_of = calls_by_name.get(turn.tool_name)
-            action = _tool_action(result_of, "") if result_of else "used"
-            command = _command_of(result_of) if result_of else ""
+            action = tool_action(result_of, "") if result_of else "used"
+            command = command_of(result_of) if result_of else ""
             output_paths = extract_paths(turn.text[:4000])
-            for path in output_paths[:5]:
-                _note(notes, path, "seen in output", turn.tool_name)
+            for path in [p for p in output_paths if worth_listing(p) or p in notes][:5]:
+                note(notes, path, "seen in output", turn.tool_name)
             if result_of is not None and _output_failed(turn, action):
                 what = f"`{command}`" if command else f"{turn.tool_name or 'tool'}"
                 summary = _error_summary(turn)
@@ -371,21 +358,17 @@ def extract_findings(turns: list[Turn]) -> Findings:
                 _add(found.errors, item)
                 if not passed:
                     _add(found.unresolved_errors, f"{what} {verb}: {summary}")
+                    _add(found.open_failures, _failure_item(what, summary, action, language))
             if result_of is not None and found.last_action.startswith(result_of.name):
                 found.last_status = "error" if _output_failed(turn, action) else "ok"
             if command and not _output_failed(turn, action):
-                found.resolution_texts.append(f"{command} passed, resolved")
+                found.resolution_texts.append(f"`{command}` passed, resolved")
     found.files = list(notes.values())
     for index, item in open_candidates:
         later = [s for t in turns[index + 1 :] for s in sentences(t.text) if t.role != "tool"]
         if not any(resolves(item, s) for s in later):
             _add(found.open_items, item)
     return found
-
-
-def _first_path(call: ToolCallRecord) -> str:
-    paths = _call_paths(call)
-    return paths[0][0] if paths else ""
 
 
 def _collect_open(turns: list[Turn], index: int, out: list[tuple[int, str]]) -> None:
@@ -405,6 +388,10 @@ def _collect_open(turns: list[Turn], index: int, out: list[tuple[int, str]]) -> 
             replies.append(later.text)
     for sentence in sentences(turn.text):
         question = bool(_QUESTION_RE.search(sentence))
+        if _RESOLVED_RE.search(sentence) and not question:
+            continue  # "the wiring TODO is done" closes an item, it does not open one
+        if question and turn.role == "user" and _REQUEST_RE.search(sentence):
+            continue  # a request phrased as a question is a goal
         if turn.role == "assistant" and question and replies:
             continue
         if turn.role == "user" and question and any(relates(sentence, r) for r in replies):

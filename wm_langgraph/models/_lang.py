@@ -8,10 +8,12 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from wm_langgraph.core.text import extract_anchors, missing_anchors
+
 Language = Literal["en", "zh"]
 
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_WORD_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./#+-]*")
+_WORD_RE = re.compile(r"[A-Za-z0-9_]+")
 # English sentence ends only before blank space (so "v2.3.1" and "app.py" stay whole);
 # CJK sentence ends need no space after them.
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？；])|\n+")
@@ -81,7 +83,11 @@ def keywords(text: str) -> list[str]:
     """Meaningful lower-case words (stopwords dropped) plus CJK character bigrams, in order."""
     found: list[str] = []
     for word in _WORD_RE.findall(text):
-        low = word.lower().strip("./#+-")
+        low = word.lower()
+        if low in STOPWORDS:
+            continue
+        if len(low) > 3 and low.endswith("s") and not low.endswith("ss"):
+            low = low[:-1]  # a crude plural stem: "limits" and "limit" compare equal
         if len(low) >= 2 and low not in STOPWORDS and low not in found:
             found.append(low)
     for run in re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]+", text):
@@ -102,6 +108,14 @@ def similar(a: str, b: str, *, threshold: float = 0.6) -> bool:
     if not ka or not kb:
         return a.strip().casefold() == b.strip().casefold()
     return len(ka & kb) / min(len(ka), len(kb)) >= threshold
+
+
+def repeats(item: str, old: str, *, threshold: float = 0.8) -> bool:
+    """True when ``item`` adds nothing to ``old``: similar wording and no anchor (name, number,
+    path, date…) that ``old`` lacks. Dedup never drops a detail."""
+    if not similar(item, old, threshold=threshold):
+        return False
+    return not missing_anchors(extract_anchors(item, include_markers=False), old)
 
 
 def overlap(a: str, b: str) -> int:

@@ -19,7 +19,7 @@ from wm_langgraph.core.sections import SECTIONS, section_items
 from wm_langgraph.core.text import extract_anchors, extract_paths, missing_anchors
 from wm_langgraph.core.tokens import count_tokens
 from wm_langgraph.models._extract import Findings, resolves
-from wm_langgraph.models._lang import keywords, shorten, similar
+from wm_langgraph.models._lang import keywords, repeats, shorten, similar
 
 __all__ = ["apply_ops", "plan_ops", "warned_sections"]
 
@@ -54,7 +54,7 @@ def _fresh(candidates: list[str], old_items: list[str], threshold: float = 0.8) 
     """Candidates that say something the old items do not (near-duplicates dropped)."""
     out: list[str] = []
     for item in candidates:
-        if not any(similar(item, old, threshold=threshold) for old in [*old_items, *out]):
+        if not any(repeats(item, old, threshold=threshold) for old in [*old_items, *out]):
             out.append(item)
     return out
 
@@ -155,8 +155,7 @@ def _open_op(old: str, found: Findings) -> tuple[Op, list[str]]:
             # an item added as [new] last round is no longer new
             out_lines.append(f"- {core}" if text.casefold().startswith(_NEW_PREFIX) else line)
             still_open.append(core)
-    label = "未解决错误：" if found.language == "zh" else "Unresolved error: "
-    candidates = [*found.open_items, *(label + e for e in found.unresolved_errors)]
+    candidates = [*found.open_items, *found.open_failures]
     for item in _fresh(candidates, [*section_items(old)], threshold=0.7):
         out_lines.append(f"- {_NEW_PREFIX} {item}")
         still_open.append(item)

@@ -1,0 +1,135 @@
+"""Which files a transcript touched, and how: the Files & Context material of the offline model.
+
+Private to ``wm_langgraph.models``. Path detection is :func:`wm_langgraph.core.text.extract_paths`
+(the one the guards and the artifact trail use); this module only decides what each tool call
+did to a path (read / edited / created / ran …) and which paths seen in prose or tool output are
+worth listing at all.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from wm_langgraph.core.text import extract_paths
+from wm_langgraph.models._lang import Language
+from wm_langgraph.models._transcript import ToolCallRecord
+
+__all__ = [
+    "FileNote",
+    "call_paths",
+    "command_of",
+    "first_path",
+    "note",
+    "tool_action",
+    "worth_listing",
+]
+
+_I = re.IGNORECASE
+_ACTIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("edited", re.compile(r"edit|replace|patch|modify|update|insert|apply", _I)),
+    ("created", re.compile(r"write|create|new|save|touch", _I)),
+    ("deleted", re.compile(r"delete|remove|\brm\b|unlink", _I)),
+    ("read", re.compile(r"read|cat|view|open|get|load|show|head", _I)),
+    ("searched", re.compile(r"search|grep|find|glob|list|\bls\b", _I)),
+    ("ran", re.compile(r"run|bash|shell|exec|command|terminal|test|pytest|python|sh\b", _I)),
+)
+_ACTION_ZH = {
+    "edited": "编辑",
+    "created": "创建",
+    "deleted": "删除",
+    "read": "读取",
+    "searched": "搜索",
+    "ran": "运行",
+    "mentioned": "提及",
+    "seen in output": "出现在输出中",
+    "used": "使用",
+    "referenced": "引用",
+}
+_COMMAND_KEYS = ("command", "cmd", "script", "shell")
+# Argument names that say "this is the file the tool works on" (other arguments, such as a
+# file's new content, only reference paths).
+_TARGET_KEY_RE = re.compile(
+    r"^(path|paths|file|files|filename|file_path|filepath|target|dir|"
+    r"directory|src|dest|destination|source|url|uri)$",
+    _I,
+)
+
+
+@dataclass(slots=True)
+class FileNote:
+    """One path and how the session touched it (in first-seen order)."""
+
+    path: str
+    actions: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+
+    def describe(self, language: Language) -> str:
+        """A Files & Context line: the path and what was done with it."""
+        actions = self.actions or ["mentioned"]
+        if language == "zh":
+            done = "、".join(_ACTION_ZH.get(a, a) for a in actions)
+        else:
+            done = ", ".join(actions)
+        via = f" (via {', '.join(self.tools)})" if self.tools else ""
+        return f"`{self.path}` — {done}{via}"
+
+
+def tool_action(call: ToolCallRecord, key: str) -> str:
+    """What a tool call did to a path found in its argument ``key``."""
+    if key in _COMMAND_KEYS:
+        return "ran"
+    if key and not _TARGET_KEY_RE.match(key):
+        return "referenced"
+    for action, pattern in _ACTIONS:
+        if pattern.search(call.name):
+            return action
+    return "used"
+
+
+def note(notes: dict[str, FileNote], path: str, action: str, tool: str) -> None:
+    """Record ``action`` on ``path`` (by ``tool``) in ``notes``, keeping first-seen order."""
+    entry = notes.setdefault(path, FileNote(path))
+    if action not in entry.actions:
+        entry.actions.append(action)
+    if tool and tool not in entry.tools:
+        entry.tools.append(tool)
+
+
+def call_paths(call: ToolCallRecord) -> list[tuple[str, str]]:
+    """(path, argument key) for every path in a tool call's arguments."""
+    found: list[tuple[str, str]] = []
+    for key, value in call.args.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        found.extend((path, key) for path in extract_paths(text))
+    return found
+
+
+def command_of(call: ToolCallRecord) -> str:
+    """The shell command a tool call ran (first line), or ``""``."""
+    for key in _COMMAND_KEYS:
+        value = call.args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip().splitlines()[0]
+    return ""
+
+
+def first_path(call: ToolCallRecord) -> str:
+    """The first path in a tool call's arguments, or ``""``."""
+    paths = call_paths(call)
+    return paths[0][0] if paths else ""
+
+
+def worth_listing(path: str) -> bool:
+    """Whether a path seen only in prose or tool output is worth a Files & Context line.
+
+    URLs and paths with a directory part and a file name are; a lone ``/route`` or ``.attr``
+    (an HTTP route or an attribute access in code output) is not.
+    """
+    if "://" in path:
+        return True
+    inner = path.strip("/")
+    if path.startswith(".") and "/" not in inner:
+        return False
+    return "/" in inner and not inner.rsplit("/", 1)[-1].isdigit()
