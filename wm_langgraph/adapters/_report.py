@@ -1,0 +1,176 @@
+"""Plain-text progress and commit reports for the CLI (``demo`` and ``replay``).
+
+Private helper. Prints a progress bar line per turn, then every archive that appeared since
+the previous turn: its size, how the Working Memory was produced (create / update branch), the
+guard interventions recorded for it, the paths the engine's artifact trail added, and the WM
+after it. ASCII decoration only, so any terminal encoding can show it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+
+from wm_langgraph.engine.archives import ArchiveRecord
+from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.engine.memory import WorkingMemory
+
+__all__ = ["ReportSummary", "Reporter", "interventions", "progress_bar"]
+
+_BAR_WIDTH = 24
+
+
+def progress_bar(done: int, total: int, width: int = _BAR_WIDTH) -> str:
+    """``[#########.......]`` for ``done`` of ``total``."""
+    filled = 0 if total <= 0 else min(width, round(width * done / total))
+    return "[" + "#" * filled + "." * (width - filled) + "]"
+
+
+def interventions(record: ArchiveRecord) -> list[str]:
+    """Human-readable guard interventions of one archive's Phase 2 (empty when none)."""
+    lines: list[str] = []
+    for decision in record.metadata.get("decisions") or []:
+        if not isinstance(decision, dict):
+            continue
+        requested, applied = decision.get("requested", ""), decision.get("applied", "")
+        reason = decision.get("reason", "")
+        if requested != applied or reason:
+            change = requested if requested == applied else f"{requested} -> {applied}"
+            lines.append(
+                f"{decision.get('section', '?')}: {change}" + (f" ({reason})" if reason else "")
+            )
+    return lines
+
+
+@dataclass(slots=True)
+class ReportSummary:
+    """What the report saw: archives in order, the final WM, interventions, prompt sizes."""
+
+    archive_ids: list[str] = field(default_factory=list)
+    final_wm: str = ""
+    interventions: int = 0
+
+
+def _indent(text: str, prefix: str = "    | ") -> str:
+    return "\n".join(prefix + line if line else prefix.rstrip() for line in text.splitlines())
+
+
+class Reporter:
+    """Writes the per-turn progress and per-commit details of one thread to ``out``."""
+
+    def __init__(
+        self,
+        out: TextIO,
+        memory: WorkingMemory,
+        config: RunnableConfig,
+        *,
+        show_each_wm: bool = True,
+    ) -> None:
+        """Report on the thread of ``config`` in ``memory``.
+
+        Args:
+            out: The text stream to write to.
+            memory: The engine that owns the thread.
+            config: The thread's run config.
+            show_each_wm: Print the WM after every commit, not only at the end.
+        """
+        self._out = out
+        self._memory = memory
+        self._config = config
+        self._show_each_wm = show_each_wm
+        self._summary = ReportSummary()
+        self._reported: set[str] = set()
+
+    def _print(self, text: str = "") -> None:
+        print(text, file=self._out, flush=True)
+
+    def header(
+        self,
+        session: Sequence[BaseMessage],
+        config: WorkingMemoryConfig,
+        thread_id: str,
+        db: str | None,
+    ) -> None:
+        """The opening lines: what is played, with which settings, where it is kept."""
+        tokens = self._memory.count_tokens(list(session))
+        self._print(
+            f"wm-langgraph demo: a recorded coding-agent session, {len(session)} messages, "
+            f"{tokens:,} tokens"
+        )
+        self._print(
+            "agent: langchain create_agent + WorkingMemoryMiddleware; agent model: scripted "
+            "replay of the session; tools: return the recorded results"
+        )
+        self._print(f"working-memory model: {type(self._memory.model).__name__}")
+        self._print(
+            f"settings: token_budget={config.token_budget:,}, commit at "
+            f"{config.commit_token_threshold_ratio:.0%} ({config.commit_threshold_tokens:,.0f} "
+            f"pending tokens), keep {config.commit_keep_recent_count} recent messages"
+        )
+        where = f"SQLite {db}" if db else "in memory"
+        self._print(f"thread: {thread_id} ({where})")
+        self._print()
+
+    def turn(self, number: int, total: int, detail: str = "") -> None:
+        """One progress line, then any archive that appeared since the previous call."""
+        self._print(f"{progress_bar(number, total)} turn {number:>2}/{total}  {detail}".rstrip())
+        self._report_archives()
+
+    def line(self, text: str = "") -> None:
+        """A free-form line."""
+        self._print(text)
+
+    def note(self, text: str) -> None:
+        """A free-form line, then any archive that appeared since the last report."""
+        self._print(text)
+        self._report_archives()
+
+    def _report_archives(self) -> None:
+        for record in self._memory.list_archives(self._config):
+            if record.id in self._reported:
+                continue
+            self._reported.add(record.id)
+            self._summary.archive_ids.append(record.id)
+            meta = record.metadata
+            branch = meta.get("branch") or "?"
+            fallback = f", fallback {meta['fallback']}" if meta.get("fallback") else ""
+            self._print(
+                f"  commit {record.id}: {record.message_count} messages, "
+                f"{record.token_count:,} tokens archived; Phase 2 {record.status} "
+                f"(branch {branch}{fallback})"
+            )
+            found = interventions(record)
+            self._summary.interventions += len(found)
+            self._print("    guard interventions: " + ("; ".join(found) if found else "none"))
+            trail: list[Any] = meta.get("artifact_trail") or []
+            if trail:
+                added = ", ".join(str(p) for p in trail)
+                self._print(f"    artifact trail: the engine added paths the model missed: {added}")
+            if self._show_each_wm and record.overview:
+                self._print(f"    Working Memory after {record.id}:")
+                self._print(_indent(record.overview.rstrip()))
+
+    def finish(self, *, show_wm: bool = True) -> ReportSummary:
+        """Wait for Phase 2, report the last archives, print the final WM; return the summary.
+
+        Args:
+            show_wm: Print the final Working Memory (the ``replay`` command writes it itself).
+        """
+        self._memory.wait(self._config)
+        self._report_archives()
+        wm = self._memory.get_working_memory(self._config)
+        self._summary.final_wm = wm
+        if show_wm:
+            self._print()
+            self._print("== final Working Memory ==")
+            self._print(wm.rstrip() if wm else "(none yet: nothing was committed)")
+            self._print()
+        self._print(
+            f"done: {len(self._summary.archive_ids)} commits, "
+            f"{self._summary.interventions} guard interventions"
+        )
+        return self._summary

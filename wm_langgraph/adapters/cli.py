@@ -1,0 +1,227 @@
+"""The ``wm-langgraph`` command line (also ``python -m wm_langgraph``).
+
+Commands:
+
+- ``demo``: play a recorded coding-agent session through ``create_agent`` with
+  ``WorkingMemoryMiddleware`` and show every commit, the WM after it, guard interventions and the
+  tokens the assembled prompt saved. Offline by default.
+- ``replay FILE``: run your own transcript (JSONL, one OpenAI-style chat message per line)
+  through the engine and print (or ``--out``) the final Working Memory. Bad lines are reported
+  with their line number and reason; the valid ones are still processed.
+- ``inspect --db PATH``: threads of a SQLite database, their WM, archives and pending state.
+
+Exit status: 0 on success; 1 when ``replay`` skipped bad lines (the valid ones were processed);
+2 on a usage error or an unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from langchain_core.language_models import BaseChatModel
+
+from wm_langgraph.engine.config import WorkingMemoryConfig
+
+__all__ = ["build_parser", "main"]
+
+_DESCRIPTION = (
+    "Structured, loss-guarded Working Memory for LangGraph agents. Without OPENAI_API_KEY the "
+    "Working Memory is written by OfflineWorkingMemoryModel, a deterministic heuristic "
+    "extractive summariser (no LLM, no network)."
+)
+
+
+_DEFAULTS = WorkingMemoryConfig()
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+def _ratio(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with the ``demo``, ``replay`` and ``inspect`` subcommands."""
+    parser = argparse.ArgumentParser(prog="wm-langgraph", description=_DESCRIPTION)
+    from wm_langgraph import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser(
+        "demo",
+        help="play a recorded coding-agent session through an agent with the middleware",
+        description="Play a recorded 13-turn coding-agent session (file reads and edits, "
+        "failing tests and fixes, a user correction, decisions, TODOs) through "
+        "langchain create_agent + WorkingMemoryMiddleware. Shows progress, each commit, the WM "
+        "after it, guard interventions and the tokens the prompt saved; ends with the final WM.",
+    )
+    demo.add_argument("--db", metavar="PATH", help="keep the run in this SQLite file")
+    demo.add_argument(
+        "--model",
+        choices=("offline", "auto"),
+        default="offline",
+        help="WM model: 'offline' (default, heuristic summariser) or 'auto' (ChatOpenAI when "
+        "OPENAI_API_KEY is set)",
+    )
+    demo.add_argument(
+        "--brief", action="store_true", help="print the WM only at the end, not after each commit"
+    )
+    demo.add_argument(
+        "--no-compact",
+        action="store_true",
+        help="do not compact at the end (the newest messages then stay outside the WM)",
+    )
+
+    replay = commands.add_parser(
+        "replay",
+        help="run a JSONL chat transcript through the engine and print the final WM",
+        description="Run a transcript (JSONL, one OpenAI-style chat message per line: role, "
+        "content, tool_calls, tool_call_id) through the Working Memory engine, one turn per user "
+        "message. Bad lines are reported with line number and reason; valid lines are still "
+        "processed. The final WM goes to stdout or --out; the report goes to stderr.",
+    )
+    replay.add_argument("file", metavar="FILE", help="the JSONL transcript")
+    replay.add_argument("--out", metavar="PATH", help="write the final WM to this file")
+    replay.add_argument("--db", metavar="PATH", help="persist the thread in this SQLite file")
+    replay.add_argument(
+        "--thread", metavar="ID", default="replay", help="thread id (default: replay)"
+    )
+    replay.add_argument(
+        "--budget",
+        type=_positive_int,
+        default=_DEFAULTS.token_budget,
+        help="token budget of the model's context (default: %(default)s)",
+    )
+    replay.add_argument(
+        "--threshold",
+        type=_ratio,
+        default=_DEFAULTS.commit_token_threshold_ratio,
+        help="commit when pending tokens reach budget x this ratio, 0..1 (default: %(default)s)",
+    )
+    replay.add_argument(
+        "--keep",
+        type=_non_negative_int,
+        default=_DEFAULTS.commit_keep_recent_count,
+        help="messages kept live by each commit (default: %(default)s)",
+    )
+    replay.add_argument(
+        "--no-compact",
+        action="store_true",
+        help="do not compact at the end (by default everything is folded into the final WM)",
+    )
+    replay.add_argument(
+        "--model",
+        choices=("offline", "auto"),
+        default="auto",
+        help="WM model: 'auto' (default: ChatOpenAI when OPENAI_API_KEY is set, else offline) "
+        "or 'offline'",
+    )
+
+    inspect = commands.add_parser(
+        "inspect",
+        help="show threads, their WM, archives and pending state in a SQLite database",
+        description="List the threads of a wm-langgraph SQLite database; with --thread, show "
+        "that thread's pending state, archives (status, size) and Working Memory.",
+    )
+    inspect.add_argument("--db", metavar="PATH", required=True, help="the SQLite file")
+    inspect.add_argument("--thread", metavar="ID", help="show this thread in detail")
+    inspect.add_argument("--json", action="store_true", help="print JSON instead of text")
+    return parser
+
+
+def _model(choice: str) -> BaseChatModel | None:
+    if choice == "offline":
+        from wm_langgraph.models.offline import OfflineWorkingMemoryModel
+
+        return OfflineWorkingMemoryModel()
+    return None
+
+
+def _demo(args: argparse.Namespace, out: TextIO) -> int:
+    from wm_langgraph.adapters.demo import run_demo
+
+    result = run_demo(
+        out=out,
+        db=args.db,
+        model=_model(args.model),
+        show_each_wm=not args.brief,
+        compact_at_end=not args.no_compact,
+    )
+    if args.db:
+        print(
+            f"\nkept in {args.db}; look inside with: wm-langgraph inspect --db {args.db} "
+            f"--thread {result.thread_id}",
+            file=out,
+        )
+    return 0
+
+
+def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from wm_langgraph.adapters._replay import replay_file
+
+    config = WorkingMemoryConfig(
+        token_budget=args.budget,
+        commit_token_threshold_ratio=args.threshold,
+        commit_keep_recent_count=args.keep,
+        background=False,
+    )
+    return replay_file(
+        args.file,
+        config=config,
+        model=_model(args.model),
+        db=args.db,
+        thread_id=args.thread,
+        out_path=args.out,
+        compact=not args.no_compact,
+        out=out,
+        err=err,
+    )
+
+
+def _inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from wm_langgraph.adapters._inspect import inspect_db
+
+    status: int = inspect_db(args.db, thread_id=args.thread, as_json=args.json, out=out, err=err)
+    return status
+
+
+def main(
+    argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Run the command line.
+
+    Args:
+        argv: The arguments (default: ``sys.argv[1:]``).
+        out: Where results go (default: ``sys.stdout``).
+        err: Where reports and errors go (default: ``sys.stderr``).
+
+    Returns:
+        The exit status (see the module docstring).
+    """
+    stdout = out if out is not None else sys.stdout
+    stderr = err if err is not None else sys.stderr
+    args = build_parser().parse_args(argv)
+    if args.command == "demo":
+        return _demo(args, stdout)
+    if args.command == "replay":
+        return _replay(args, stdout, stderr)
+    return _inspect(args, stdout, stderr)

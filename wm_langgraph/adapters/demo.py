@@ -1,0 +1,269 @@
+"""The ``demo`` command: a recorded coding-agent session played through a real agent graph.
+
+The session (``demo_session.jsonl``, shipped with the package) is a long conversation of a
+coding agent adding rate limiting to a service: user requests, file reads and edits, failing
+tests and their fixes, a user correction, decisions with reasons, constraints and open TODOs.
+It is replayed through ``langchain.agents.create_agent`` with :class:`WorkingMemoryMiddleware`:
+
+- the agent's model is :class:`ScriptedAgentModel`, which answers each call with the next
+  recorded assistant message (text and tool calls) and records how large its prompt was;
+- the agent's tools are real tools that return the recorded tool results;
+- the Working Memory is written by the offline heuristic summariser (no key, no network),
+  unless another model is given.
+
+After every turn the demo reports progress, each commit (archive size, create/update branch,
+guard interventions, the WM after it) and how many tokens the assembled prompt saved compared
+with sending the whole history.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, TextIO, cast
+
+from langchain.agents import create_agent
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import ConfigDict, PrivateAttr
+
+from wm_langgraph.adapters._chat_jsonl import parse_chat_lines, split_turns
+from wm_langgraph.adapters._report import Reporter
+from wm_langgraph.adapters._runtime import free_thread_id, persistence
+from wm_langgraph.adapters.middleware import WorkingMemoryMiddleware
+from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.engine.render import message_tokens
+from wm_langgraph.models.offline import OfflineWorkingMemoryModel
+
+__all__ = ["DEMO_CONFIG", "DemoResult", "ScriptedAgentModel", "load_demo_session", "run_demo"]
+
+DEMO_CONFIG = WorkingMemoryConfig(
+    token_budget=6_000,
+    commit_token_threshold_ratio=0.2,
+    commit_keep_recent_count=6,
+    background=False,
+)
+"""Demo settings: a small budget so that the 9k-token session commits several times."""
+
+_SESSION_FILE = "demo_session.jsonl"
+
+
+def load_demo_session() -> list[BaseMessage]:
+    """The shipped demo session as LangChain messages (validated like a ``replay`` file)."""
+    text = resources.files("wm_langgraph.adapters").joinpath(_SESSION_FILE).read_text("utf-8")
+    transcript = parse_chat_lines(text.splitlines())
+    if transcript.bad_lines:  # pragma: no cover - the shipped file is tested
+        raise RuntimeError(f"demo session is corrupt: {transcript.bad_lines[0]}")
+    return transcript.messages
+
+
+class ScriptedAgentModel(BaseChatModel):
+    """The demo agent's model: replays recorded assistant messages, one per call, in order.
+
+    Every reply is a fresh ``AIMessage`` with the recorded text and tool calls (same call ids,
+    so the tools can return the recorded results). The size of each prompt it receives is
+    recorded in :attr:`prompt_tokens`.
+
+    Attributes:
+        replies: The recorded assistant messages.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    replies: list[AIMessage]
+
+    _cursor: int = PrivateAttr(default=0)
+    _prompt_tokens: list[int] = PrivateAttr(default_factory=list)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "wm-demo-scripted-agent"
+
+    @property
+    def prompt_tokens(self) -> list[int]:
+        """Tokens of the prompt (system + messages) of every call so far."""
+        with self._lock:
+            return list(self._prompt_tokens)
+
+    @property
+    def calls(self) -> int:
+        """Number of calls answered so far."""
+        with self._lock:
+            return self._cursor
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Accept the agent's tools; the recorded replies already name the tools they call."""
+        return cast("Runnable[LanguageModelInput, AIMessage]", self.bind(**kwargs))
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        with self._lock:
+            if self._cursor >= len(self.replies):
+                raise RuntimeError(
+                    f"the scripted agent has no reply left (called {self._cursor + 1} times)"
+                )
+            recorded = self.replies[self._cursor]
+            self._cursor += 1
+            self._prompt_tokens.append(sum(message_tokens(m) for m in messages))
+        reply = AIMessage(content=recorded.content, tool_calls=list(recorded.tool_calls))
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def _recorded_tools(messages: Sequence[BaseMessage]) -> list[BaseTool]:
+    """One real tool per tool name of the session, returning the recorded results in order."""
+    results: dict[str, deque[str]] = {}
+    names: list[str] = []
+    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+    for message in messages:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                calls[str(call["id"])] = (call["name"], call["args"])
+                if call["name"] not in names:
+                    names.append(call["name"])
+        elif isinstance(message, ToolMessage) and message.tool_call_id in calls:
+            name, args = calls[message.tool_call_id]
+            key = _call_key(name, args)
+            results.setdefault(key, deque()).append(str(message.content))
+    lock = threading.Lock()
+
+    def make(name: str) -> BaseTool:
+        def run(**kwargs: Any) -> str:
+            with lock:
+                queue = results.get(_call_key(name, kwargs))
+                if not queue:
+                    return f"Error: no recorded result for {name}({json.dumps(kwargs)})"
+                return queue.popleft()
+
+        return StructuredTool.from_function(
+            func=run,
+            name=name,
+            description=f"{name} (replays the recorded result of the demo session)",
+            args_schema={"type": "object", "properties": {}, "additionalProperties": True},
+        )
+
+    return [make(name) for name in names]
+
+
+def _call_key(name: str, args: dict[str, Any]) -> str:
+    return name + json.dumps(args, sort_keys=True, ensure_ascii=False)
+
+
+@dataclass(slots=True)
+class DemoResult:
+    """What a demo run did (also printed)."""
+
+    thread_id: str
+    turns: int
+    commits: int
+    final_working_memory: str
+    archive_ids: list[str] = field(default_factory=list)
+    guard_interventions: int = 0
+    last_prompt_tokens: int = 0
+    full_history_tokens: int = 0
+
+
+def run_demo(
+    *,
+    out: TextIO,
+    db: str | None = None,
+    config: WorkingMemoryConfig = DEMO_CONFIG,
+    model: BaseChatModel | None = None,
+    show_each_wm: bool = True,
+    compact_at_end: bool = True,
+) -> DemoResult:
+    """Play the demo session through ``create_agent`` + ``WorkingMemoryMiddleware``.
+
+    Args:
+        out: Where the report is written.
+        db: A SQLite file to keep the run in (checkpointer + store); ``None`` keeps it in memory.
+            An existing file gets a new thread (``demo-2``, ``demo-3``…).
+        config: Engine settings (the default commits several times over the session).
+        model: The model that writes the Working Memory; ``None``: the offline summariser.
+        show_each_wm: Print the Working Memory after every commit (always printed at the end).
+        compact_at_end: Finish with an explicit compact, so that the final WM covers the whole
+            session (otherwise the newest messages stay live, outside the WM).
+
+    Returns:
+        A summary of the run.
+    """
+    session = load_demo_session()
+    turns = split_turns(session)
+    replies = [m for m in session if isinstance(m, AIMessage)]
+    history = [0]
+    for message in session:
+        history.append(history[-1] + message_tokens(message))
+    reply_positions = [i for i, m in enumerate(session) if isinstance(m, AIMessage)]
+    agent_model = ScriptedAgentModel(replies=replies)
+    with persistence(db) as (checkpointer, store):
+        middleware = WorkingMemoryMiddleware(
+            model if model is not None else OfflineWorkingMemoryModel(), config=config, store=store
+        )
+        agent = create_agent(
+            agent_model,
+            _recorded_tools(session),
+            middleware=[middleware],
+            checkpointer=checkpointer,
+            store=store,
+        )
+        thread_id = free_thread_id(checkpointer, "demo")
+        run_config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        reporter = Reporter(out, middleware.memory, run_config, show_each_wm=show_each_wm)
+        reporter.header(session, config, thread_id, db)
+        last_prompt = last_full = 0
+        for number, turn in enumerate(turns, start=1):
+            first = turn[0]
+            request = first if isinstance(first, HumanMessage) else HumanMessage(first.content)
+            agent.invoke({"messages": [HumanMessage(content=request.content)]}, run_config)
+            middleware.memory.wait(run_config)
+            calls = agent_model.calls
+            prompt = agent_model.prompt_tokens[-1] if calls else 0
+            full = history[reply_positions[calls - 1]] if calls else 0
+            saved = max(0, full - prompt)
+            share = f"{saved / full:.0%}" if full else "0%"
+            reporter.turn(
+                number,
+                len(turns),
+                f"prompt {prompt:,} tokens vs full history {full:,} (saved {saved:,}, {share})",
+            )
+            last_prompt, last_full = prompt, full
+        if compact_at_end:
+            # An explicit compact (SPEC §7): archive the live tail and fold it in, so the final
+            # WM covers the whole session. The update goes through the graph's reducers.
+            values = agent.get_state(run_config).values
+            update = middleware.memory.compact(values, run_config)
+            agent.update_state(run_config, update, as_node=f"{middleware.name}.after_agent")
+            reporter.note("compact: every live message archived and folded into the WM")
+        result = reporter.finish()
+        reporter.line(
+            f"last prompt {last_prompt:,} tokens instead of {last_full:,} for the full history"
+        )
+        return DemoResult(
+            thread_id=thread_id,
+            turns=len(turns),
+            commits=len(result.archive_ids),
+            final_working_memory=result.final_wm,
+            archive_ids=result.archive_ids,
+            guard_interventions=result.interventions,
+            last_prompt_tokens=last_prompt,
+            full_history_tokens=last_full,
+        )
