@@ -245,3 +245,10 @@ def test_sentence_initial_verbs_and_common_nouns_are_not_proper_nouns():
     assert extract_anchors("Reading is near London. We visited Reading") == {"reading", "london"}
     assert extract_anchors("LangGraph rocks") == {"langgraph"}
     assert extract_anchors("Runs 3 times a week") == {"3 times"}
+
+
+def test_attribute_chains_are_not_dotfiles():
+    text = "r = client.get('/orders/1').status_code; ', '.join(x).strip(); p.read_text()"
+    assert extract_paths(text) == ["/orders/1"]
+    assert extract_paths("call .join(parts)") == []
+    assert extract_paths("copy .env.example to .env") == [".env.example", ".env"]

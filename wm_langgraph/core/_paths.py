@@ -65,11 +65,11 @@ def normalise_path(path: str) -> str:
 def _has_extension(segment: str) -> bool:
     if segment.casefold() in _KNOWN_FILES:
         return True
+    if re.fullmatch(r"\.[a-z][a-z0-9_\-]*(?:\.[a-z0-9_\-]+)*", segment):
+        return True  # a dotfile such as .env, .gitignore, .env.example
     stem, dot, ext = segment.rpartition(".")
-    if not dot:
+    if not dot or not stem:
         return False
-    if not stem:  # a dotfile such as .env or .gitignore
-        return bool(re.fullmatch(r"[a-z][a-z0-9_\-]*(?:\.[a-z0-9]+)*", ext))
     return ext.casefold() in PATH_EXTENSIONS and bool(re.search(r"[\w]", stem))
 
 
@@ -102,6 +102,16 @@ def is_path_like(token: str) -> bool:
     return False
 
 
+def _is_attribute(text: str, match: re.Match[str]) -> bool:
+    """A dotfile-shaped token that is really an attribute or method (``f().join``, ``.x(``)."""
+    token = match.group().rstrip(_TRAILING_PUNCT)
+    if not token.startswith(".") or token.startswith(("./", "../")):
+        return False
+    before = text[match.start() - 1] if match.start() else ""
+    after = text[match.start() + len(token) : match.start() + len(token) + 1]
+    return before in {")", "]", "}"} or after == "("
+
+
 def extract_paths(text: str) -> list[str]:
     """Path-like tokens and URLs in ``text``, in order of first appearance, unique.
 
@@ -125,7 +135,7 @@ def extract_paths(text: str) -> list[str]:
     for match in _TOKEN_RE.finditer(text):
         if any(start <= match.start() < end for start, end in spans):
             continue
-        if is_path_like(match.group()):
+        if is_path_like(match.group()) and not _is_attribute(text, match):
             hits.append((match.start(), match.group()))
     for _, candidate in sorted(hits, key=lambda hit: hit[0]):
         _add(candidate)
