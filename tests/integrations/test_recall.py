@@ -251,3 +251,15 @@ def test_tools_read_the_thread_under_tool_node_in_a_graph(source):
     assert isinstance(out_a, ToolMessage)
     assert out_a.content.startswith("No match")
     assert "secret plans of thread B" in out_b.content
+
+
+def test_search_excerpt_is_centred_on_the_match_even_after_case_changing_text():
+    text = "ß" * 3000 + " Straße NEEDLE here " + "x" * 3000
+    source = Source({"A": [Record("archive_001", 1, "done", [HumanMessage(text)])]})
+    _, search = make_archive_tools(source)
+    out = search.invoke({"query": "needle"}, config=cfg("A"))
+    body = out.split("\n\n")[1].split("\n", 1)[1]
+    assert "NEEDLE" in body
+    assert len(body) <= MAX_HIT_CHARS
+    assert body.startswith("…")
+    assert body.endswith("…")

@@ -230,21 +230,23 @@ def archive_search_text(
         if isinstance(found, str):
             return found
         archives = [found]
-    lowered = needle.casefold()
+    # A case-insensitive regex of the escaped text: literal, and its match positions are
+    # positions in the original text (casefold() can change lengths, e.g. "ß" -> "ss").
+    pattern = re.compile(re.escape(needle), re.IGNORECASE)
     hits: list[str] = []
     more = False
     for record in sorted(archives, key=lambda r: r.seq, reverse=True):
         messages = list(record.messages)
         for index, message in enumerate(messages):
             text = _render(message)
-            position = text.casefold().find(lowered)
-            if position < 0:
+            match = pattern.search(text)
+            if match is None:
                 continue
             if len(hits) == MAX_SEARCH_HITS:
                 more = True
                 break
             label = f"[{record.id} · message {index + 1}/{len(messages)} · {_role(message)}]"
-            hits.append(f"{label}\n{_excerpt(text, position, len(needle))}")
+            hits.append(f"{label}\n{_excerpt(text, match.start(), match.end() - match.start())}")
         if more:
             break
     scope = f"archive {archives[0].id}" if archive_id else "this conversation's archives"
