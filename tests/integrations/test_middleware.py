@@ -251,6 +251,8 @@ def test_names_are_configurable_and_must_differ():
 def test_bad_arguments_fail_at_once():
     with pytest.raises(ValueError, match="name"):
         WorkingMemoryMiddleware(name="  ")
+    with pytest.raises(ValueError, match="node names"):
+        WorkingMemoryMiddleware(name="wm:1")
     with pytest.raises(TypeError):
         WorkingMemoryMiddleware(config={"token_budget": 10})  # type: ignore[arg-type]
     with pytest.raises(TypeError):

@@ -98,7 +98,8 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
                 ``token_counter``).
 
         Raises:
-            ValueError: Empty name, or ``memory`` combined with engine arguments.
+            ValueError: An empty name or one with ``|`` / ``:``, or ``memory`` combined with
+                engine arguments.
             TypeError: A non-string name, or ``memory`` that is not a ``WorkingMemory``.
         """
         super().__init__()
@@ -106,6 +107,10 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
             raise TypeError(f"name must be a str, got {type(name).__name__}")
         if not name.strip():
             raise ValueError("name must be a non-empty string (it names the agent's hook nodes)")
+        if "|" in name or ":" in name:
+            raise ValueError(
+                f"name must not contain '|' or ':' (LangGraph node names), got {name!r}"
+            )
         if memory is not None:
             if not isinstance(memory, WorkingMemory):
                 raise TypeError(f"memory must be a WorkingMemory, got {type(memory).__name__}")
