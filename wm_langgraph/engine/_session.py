@@ -92,15 +92,19 @@ class Session:
         Raises:
             ValueError: The state has no ``messages`` list.
         """
+        Session.messages_of_check(state)
+        return convert_to_messages(list(state["messages"]))
+
+    @staticmethod
+    def messages_of_check(state: Mapping[str, Any]) -> None:
+        """Raise the errors of :meth:`messages_of` without converting anything."""
         if not isinstance(state, Mapping):
             raise TypeError(f"state must be a mapping, got {type(state).__name__}")
-        messages = state.get("messages")
-        if not isinstance(messages, list | tuple):
+        if not isinstance(state.get("messages"), list | tuple):
             raise ValueError(
                 "Working Memory hooks need a state with a 'messages' list "
                 "(use WorkingMemoryState or a schema with messages: Annotated[list, add_messages])"
             )
-        return convert_to_messages(list(messages))
 
     def _stored(self, thread_id: str) -> dict[str, Any]:
         return self._archives.get_meta(thread_id, _STORE_META) or {}
@@ -123,20 +127,35 @@ class Session:
             self._timelines[thread_id] = timeline
         return list(timeline)
 
+    def _messages_for(
+        self, state: Mapping[str, Any], meta: WorkingMemoryMeta
+    ) -> tuple[list[BaseMessage], bool]:
+        """The state's messages with ids. Messages up to the last accounted one were checked
+        when they were accounted, so only the new tail is checked (O(new messages))."""
+        raw = state.get("messages")
+        index = meta["last_counted_index"]
+        if isinstance(raw, list) and 0 <= index < len(raw):
+            anchor = raw[index]
+            if (
+                isinstance(anchor, BaseMessage)
+                and anchor.id == meta["last_counted_id"]
+                and all(isinstance(m, BaseMessage) and m.id for m in raw[index + 1 :])
+            ):
+                return raw, False
+        return ensure_message_ids(self.messages_of(state))
+
     def _load(self, state: Mapping[str, Any], config: RunnableConfig | None) -> _Turn:
         thread_id = thread_id_from_config(config)
-        messages, assigned = ensure_message_ids(self.messages_of(state))
+        self.messages_of_check(state)
         keep = self._config.commit_keep_recent_count
         raw = state.get(META_KEY)
         in_state = isinstance(raw, Mapping)
-        unfinished: list[str] = []
+        stored: dict[str, Any] = {}
         if not in_state:
             stored = self._stored(thread_id)
             raw = stored.get("meta")
             if raw is None:  # first turn: continue the thread's timeline, if it has one
                 raw = {"archives": self._archives.timeline(thread_id)}
-            present = {m.id for m in messages}
-            unfinished = [i for i in stored.get("removed_ids") or [] if i in present]
         meta = clamp_meta(raw if isinstance(raw, Mapping) else None, keep)
         if meta["keep_recent_count"] != keep:  # the setting changed: recount from scratch
             meta = {
@@ -147,6 +166,11 @@ class Session:
                 "last_counted_id": None,
                 "last_counted_index": -1,
             }
+        messages, assigned = self._messages_for(state, meta)
+        unfinished: list[str] = []
+        if stored.get("removed_ids"):
+            present = {m.id for m in messages}
+            unfinished = [i for i in stored["removed_ids"] if i in present]
         if unfinished:  # a commit whose removal never reached the checkpoint: finish it
             gone = set(unfinished)
             messages = [m for m in messages if m.id not in gone]
