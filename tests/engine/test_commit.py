@@ -197,3 +197,24 @@ def test_commit_runs_are_named_tagged_and_carry_guard_decisions():
     guards = [r for r in tracer.runs if r.name == "wm.guards"]
     decisions = guards[-1].extra["metadata"]["guard_decisions"]
     assert [d["section"] for d in decisions] == list(SECTIONS)
+
+
+def test_background_commits_trace_as_their_own_runs_linked_by_thread_id():
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from tests.engine._support import agent_model, build_agent, user
+
+    writer = WMWriter()
+    wm = WorkingMemory(writer.model, config=CONFIG.replace(token_budget=3000, background=True))
+    graph = build_agent(wm, agent_model(), checkpointer=InMemorySaver())
+    tracer = _Recorder()
+    cfg = {"configurable": {"thread_id": "bg-trace"}}
+    for i in range(1, 40):
+        graph.invoke({"messages": [user(i)]}, {**cfg, "callbacks": [tracer]})
+    assert wm.wait(cfg, timeout=30)
+    commits = [r for r in tracer.runs if r.name == "wm.commit"]
+    assert commits
+    assert all(r.parent_run_id is None for r in commits)  # not inside the finished turn
+    assert all(r.extra["metadata"]["thread_id"] == "bg-trace" for r in commits)
+    model_runs = [r for r in tracer.runs if r.name in ("wm.create", "wm.update")]
+    assert {r.trace_id for r in model_runs} <= {r.trace_id for r in commits}

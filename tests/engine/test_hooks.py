@@ -3,7 +3,13 @@
 import asyncio
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 from tests.engine._support import WMWriter, user
@@ -149,3 +155,51 @@ def test_count_tokens_counts_messages():
     one = wm.count_tokens([HumanMessage("hello world")])
     assert one > 0
     assert wm.count_tokens([HumanMessage("hello world")] * 3) == 3 * one
+
+
+def test_overflow_guard_is_none_when_the_live_messages_fit():
+    wm, writer = _memory()
+    assert wm.overflow_guard({"messages": _conversation(2)}, CFG) is None
+    assert writer.model.calls == []
+
+
+def test_overflow_guard_commits_inline_and_keeps_the_newest_turn_tool_pairs_whole():
+    wm, _ = _memory(commit_keep_recent_count=10_000)
+    calls = [
+        {"name": "read_file", "args": {"path": f"src/m{i}.py"}, "id": f"c{i}"} for i in range(3)
+    ]
+    newest = [
+        HumanMessage("now refactor FACT-999", id="newest"),
+        AIMessage("", tool_calls=calls, id="ai-tools"),
+        *[ToolMessage("x " * 50, tool_call_id=f"c{i}", id=f"t{i}") for i in range(3)],
+    ]
+    messages = [*_conversation(60), *newest]
+    update = wm.overflow_guard({"messages": messages}, CFG)
+    assert update is not None
+    removed = {m.id for m in update["messages"]}
+    assert removed == {m.id for m in messages[:-5]}
+    assert wm.list_archives(CFG)[0].status == "done"  # Phase 2 was waited for
+
+
+def test_tools_are_the_archive_recall_tools():
+    wm, _ = _memory()
+    assert sorted(t.name for t in wm.tools) == ["archive_expand", "archive_search"]
+
+
+def test_default_model_is_resolved_on_first_use_and_logged(monkeypatch, caplog):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    wm = WorkingMemory(config=WorkingMemoryConfig(background=False))
+    with caplog.at_level("INFO", logger="wm_langgraph"):
+        wm.compact({"messages": _conversation(2)}, CFG)
+    assert type(wm.model).__name__ == "OfflineWorkingMemoryModel"
+    assert any("OfflineWorkingMemoryModel" in r.getMessage() for r in caplog.records)
+    assert "## Key Facts & Decisions" in wm.get_working_memory(CFG)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_compact_runs_phase2_inline_in_both_modes(mode):
+    wm, writer = _memory(background=True)
+    update = _run("compact", wm, {"messages": _conversation(3)}, CFG, mode)
+    assert len(update["messages"]) == 6
+    assert "FACT-003" in wm.get_working_memory(CFG)
+    assert len(writer.model.calls) == 1

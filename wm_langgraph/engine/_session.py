@@ -117,15 +117,9 @@ class Session:
         return self.timeline_for_thread(thread_id)
 
     def timeline_for_thread(self, thread_id: str) -> list[str]:
-        """The thread's latest timeline, for config-only calls."""
-        with self._lock:
-            cached = self._timelines.get(thread_id)
-        if cached is not None:
-            return list(cached)
-        timeline = self._archives.timeline(thread_id)
-        with self._lock:
-            self._timelines[thread_id] = timeline
-        return list(timeline)
+        """The thread's latest timeline, for config-only calls (read from the store, so other
+        processes serving the thread are seen)."""
+        return self._archives.timeline(thread_id)
 
     def _messages_for(
         self, state: Mapping[str, Any], meta: WorkingMemoryMeta
