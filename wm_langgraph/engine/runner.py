@@ -146,8 +146,10 @@ class Phase2Runner:
             try:
                 with jobs.lock:
                     self._run(job)
-            except Exception:
-                logger.exception("wm_langgraph: Phase 2 job for a thread crashed")
+            except Exception as exc:
+                # Exception texts can quote message content: type at ERROR, details at DEBUG.
+                logger.error("wm_langgraph: Phase 2 job for a thread crashed (%s)", _kind(exc))
+                logger.debug("wm_langgraph: Phase 2 job traceback", exc_info=True)
             finally:
                 with self._cond:
                     jobs.outstanding -= 1
@@ -240,7 +242,8 @@ class Phase2Runner:
                     commit_run_config(job.thread_id, pending, job.callbacks),
                 )
             except Exception as exc:
-                logger.exception("wm_langgraph: the commit pipeline raised")
+                logger.error("wm_langgraph: the commit pipeline raised %s", _kind(exc))
+                logger.debug("wm_langgraph: commit pipeline traceback", exc_info=True)
                 result = {"outcome": "failed", "error": f"commit pipeline raised: {exc!r}"}
             round_outcome = result.get("outcome", "noop")
             if round_outcome == "noop":
@@ -248,10 +251,21 @@ class Phase2Runner:
             error = result.get("error")
             self._record(job.thread_id, round_outcome, error)
             if round_outcome == "failed":
-                logger.warning("wm_langgraph: Phase 2 failed; the previous WM stays: %s", error)
+                # The error can quote the model's reply (a refusal echoing the conversation):
+                # it goes to the archive metadata and DEBUG, never to INFO and above.
+                logger.warning(
+                    "wm_langgraph: Phase 2 failed; the previous WM stays and the archives stay "
+                    "pending (the error is in the archive metadata and at DEBUG)"
+                )
+                logger.debug("wm_langgraph: Phase 2 error: %s", error)
                 return "failed"
             outcome = "done"
 
     def _pending(self, job: _Job) -> list[str]:
         current = self._archives.current_wm(job.thread_id, job.timeline)
         return job.timeline[len(current.covers) if current else 0 :]
+
+
+def _kind(exc: BaseException) -> str:
+    """The exception's type name (its message may quote conversation text)."""
+    return type(exc).__qualname__
