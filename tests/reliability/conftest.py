@@ -8,24 +8,8 @@ printed (examples fuzzed, scenarios injected, threads x turns driven).
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from _rel_stats import FUZZ_EXAMPLES, snapshot
-
-POSTGRES_URL_ENV = "WM_TEST_POSTGRES_URL"
-
-
-@pytest.fixture
-def postgres_url() -> str:
-    """The test server's URL, or skip with the reason (no server configured)."""
-    url = os.environ.get(POSTGRES_URL_ENV, "")
-    if not url:
-        pytest.skip(
-            f"{POSTGRES_URL_ENV} is not set: start a loopback server with "
-            "`source .ci/postgres.sh` (CI does this; needs Debian's postgresql package)"
-        )
-    return url
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
