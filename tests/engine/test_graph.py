@@ -156,3 +156,20 @@ def test_restart_on_sqlite_continues_the_thread_and_resumes_an_interrupted_phase
 
 def test_simulated_crash_is_a_base_exception():
     assert not issubclass(SimulatedCrash, Exception)
+
+
+def test_commits_stay_out_of_message_streaming():
+    writer = WMWriter()
+    wm = WorkingMemory(writer.model, config=SMALL.replace(background=False))
+    graph = build_agent(wm, agent_model(), checkpointer=InMemorySaver())
+    cfg = {"configurable": {"thread_id": "stream"}}
+    streamed = []
+    for i in range(1, 50):
+        chunks = graph.stream({"messages": [user(i)]}, cfg, stream_mode="messages", subgraphs=True)
+        for _namespace, (message, _meta) in chunks:
+            streamed.append(message)
+    assert writer.model.calls  # commits happened during the streamed turns
+    assert streamed
+    wm_replies = {c.reply.id for c in writer.model.calls if c.reply is not None}
+    assert not wm_replies & {m.id for m in streamed}  # the WM writer's output is never streamed
+    assert not any(getattr(m, "tool_calls", None) for m in streamed)
