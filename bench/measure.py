@@ -7,6 +7,7 @@ LangMem's summary system message) and the verbatim part (everything else).
 
 from __future__ import annotations
 
+import gc
 import json
 import statistics
 import time
@@ -136,11 +137,19 @@ def kinds_present(results: Sequence[Survival]) -> list[str]:
     return [k for k in NEEDLE_KINDS if k in seen]
 
 
-def median_seconds(fn: Callable[[], Any], *, repeat: int = 5) -> float:
+def median_seconds(fn: Callable[[], Any], *, repeat: int = 7) -> float:
     """Median wall time of ``fn`` over ``repeat`` runs."""
     times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()  # a collection of an unrelated big heap must not land in one system's figure
+    try:
+        fn()  # warm-up
+        for _ in range(repeat):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+    finally:
+        if was_enabled:
+            gc.enable()
     return statistics.median(times)

@@ -138,6 +138,7 @@ def _cost_rows(runs: list[Any]) -> list[list[Any]]:
                 f"{prompt / max(inputs, 1):.2f}",
                 f"{early:.0f} → {late:.0f}",
                 max(c.prompt_tokens for c in recs),
+                sum(c.new_tokens for c in recs),
             ]
         )
     return rows
@@ -192,11 +193,11 @@ def write_results(results: dict[str, Any], path: Path) -> None:
     ]
     lines += _table(header, _survival_rows(runs, kinds, at))
     lines += ["### Targets (issue 6)", "", *_targets(runs, at), ""]
-    lost = [r for r in runs if r.system == "wm_langgraph" and r.behaviour == "drifting"]
-    for r in lost:
-        if r.final.lost:
+    lines += ["### What wm_langgraph lost", ""]
+    for r in [*runs, *results["misbehaving"]]:
+        if r.system == "wm_langgraph" and r.final.lost:
             lines += [
-                f"wm_langgraph, drifting, {r.kind}: lost at the end ({len(r.final.lost)}): "
+                f"- {r.behaviour}, {r.kind}: lost at the end ({len(r.final.lost)}): "
                 + "; ".join(f"`{x}`" for x in r.final.lost[:12]),
                 "",
             ]
@@ -206,7 +207,8 @@ def write_results(results: dict[str, Any], path: Path) -> None:
         "Calls of the summariser model (drifting runs). *prompt* is the mean prompt size in "
         "tokens; *WM + new* is the mean size of the prior memory (WM or previous summary) plus "
         "the new messages being folded in; *early → late* compares the mean prompt of the first "
-        "and last five compactions (flat = O(delta), independent of history length).",
+        "and last five compactions; *history folded* is the sum of the new-message tokens of "
+        "all calls (the whole conversation the prompts never had to re-send).",
         "",
     ]
     lines += _table(
@@ -220,6 +222,7 @@ def write_results(results: dict[str, Any], path: Path) -> None:
             "ratio",
             "early → late",
             "max prompt",
+            "history folded",
         ],
         _cost_rows([r for r in runs if r.behaviour == "drifting"]),
     )
@@ -371,9 +374,12 @@ def _hot_section(hot: dict[str, dict[int, float]]) -> list[str]:
         "",
         "Median microseconds per call of the hook each system runs every turn (wm_langgraph "
         "`after_turn` with a new turn of 6 messages; LangChain "
-        "`SummarizationMiddleware.before_model`; "
-        "LangMem `SummarizationNode`), below the compaction threshold, at N live messages. The "
-        "last column is the ratio largest/smallest N within this run.",
+        "`SummarizationMiddleware.before_model`; LangMem `SummarizationNode`), below the "
+        "compaction threshold, at N live messages; garbage collection paused while timing. "
+        "The last column is the ratio largest/smallest N within this run. `wm_assemble` is "
+        "wm_langgraph's assemble (`build_context`, run before each model call): it renders the "
+        "N live messages it returns, so it grows with N by nature — in normal operation the "
+        "commits keep N small.",
         "",
         *_table(["system", *(f"N={n}" for n in sizes), "ratio"], rows),
     ]
