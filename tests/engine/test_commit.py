@@ -147,6 +147,9 @@ def test_circuit_breaker_pauses_and_resume_retries():
         _compact(wm, cfg, _turn(i))
     assert len(writer.model.calls) == calls
     assert len(wm.list_archives(cfg)) == 7
+    restarted = WorkingMemory(writer.model, config=wm.config, store=wm.store)
+    assert restarted.phase2_status(cfg)["paused"]  # the counters live in the store
+    assert restarted.phase2_status(cfg)["consecutive_failures"] == 3
     writer.mode = "ok"
     wm.resume(cfg, wait=True)
     assert all(a.status == "done" for a in wm.list_archives(cfg))
