@@ -53,7 +53,7 @@ _NUMBER_FACT_RE = re.compile(
 )
 _GOAL_RE = re.compile(
     r"(?<![\w-])(add|implement|build|create|write|make|fix|support|refactor|migrate|rename|remove|"
-    r"deploy|set up|setup|need|needs|want|goal|also|next|extend|port|convert|optimi[sz]e)\b"
+    r"deploy|set up|setup|need|needs|want|goal|also|next|extend|convert|optimi[sz]e)\b"
     r"|实现|添加|增加|构建|创建|编写|修复|支持|重构|迁移|需要|希望|目标|帮我|请",
     _I,
 )
@@ -149,8 +149,9 @@ def _title_from(request: str, language: Language) -> str:
         while cut < len(clause) and clause[cut].isascii() and clause[cut].isalnum():
             cut += 1  # never cut inside a Latin word or a number
         return clause[:cut].strip()
-    words = [w.strip(",;:") for w in text.rstrip(".!?").split()]
-    return " ".join(words[:9]).strip()
+    clause = re.split(r"[,;:(]| — | - ", text)[0]
+    words = [w.strip(",;:") for w in (clause if len(clause.split()) >= 3 else text).split()]
+    return " ".join(words[:10]).rstrip(".!?").strip()
 
 
 def _error_summary(turn: Turn) -> str:
@@ -166,6 +167,8 @@ def _goal_of(text: str) -> str:
     for index, sentence in enumerate(parts):
         if _QUESTION_RE.search(sentence) and not _REQUEST_RE.search(sentence):
             continue
+        if re.match(r"(fyi|note|btw)\b|顺便|备注", sentence, _I):
+            continue  # information, not a request
         if _GOAL_RE.search(sentence) and not _ACK_RE.match(sentence):
             goal = _strip_openers(sentence)
             if index and len(goal.split()) < 6 and not _ACK_RE.match(parts[index - 1]):

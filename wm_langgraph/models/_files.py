@@ -124,12 +124,12 @@ def first_path(call: ToolCallRecord) -> str:
 def worth_listing(path: str) -> bool:
     """Whether a path seen only in prose or tool output is worth a Files & Context line.
 
-    URLs and paths with a directory part and a file name are; a lone ``/route`` or ``.attr``
-    (an HTTP route or an attribute access in code output) is not.
+    URLs and file names with an extension (``src/app.py``, ``/var/log/app.log``) are; a route
+    (``/healthz``), a slash phrase (``day/month/year``) or an attribute (``.status_code``) is not.
+    A path the tools worked on is always listed (see :func:`call_paths`).
     """
     if "://" in path:
         return True
-    inner = path.strip("/")
-    if path.startswith(".") and "/" not in inner:
-        return False
-    return "/" in inner and not inner.rsplit("/", 1)[-1].isdigit()
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    stem, _, ext = name.rpartition(".")
+    return bool(stem) and bool(ext)
