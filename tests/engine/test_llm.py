@@ -231,11 +231,17 @@ def test_update_prompt_carries_section_size_warnings() -> None:
     assert warnings.strip() in _prompt(model)
 
 
+def test_update_prompt_shows_an_empty_warnings_block_when_nothing_is_oversized() -> None:
+    model = ScriptedChatModel(replies=[_update_reply(UPDATE_ARGS)])
+    generate_update(model, working_memory=GOOD_WM, messages_text="x")
+    assert "<section_size_warnings></section_size_warnings>" in _prompt(model)
+
+
 def test_update_uses_an_overriding_prompt_template() -> None:
     model = ScriptedChatModel(replies=[_update_reply(UPDATE_ARGS)])
     template = "{{working_memory}}|{{messages}}|{{section_size_warnings}}"
     generate_update(model, working_memory="WM", messages_text="MSGS", prompt=template)
-    assert _prompt(model).startswith("WM|MSGS|")
+    assert _prompt(model) == "WM|MSGS|<section_size_warnings></section_size_warnings>"
 
 
 def test_update_repairs_raw_arguments_from_invalid_tool_calls() -> None:

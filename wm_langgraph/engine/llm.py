@@ -39,7 +39,6 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from wm_langgraph.core.protocol import (
     UPDATE_TOOL_NAME,
     parse_update_arguments,
-    section_size_warnings,
 )
 from wm_langgraph.core.sections import (
     is_working_memory,
@@ -47,7 +46,7 @@ from wm_langgraph.core.sections import (
     parse_working_memory,
     section_items,
 )
-from wm_langgraph.engine.prompts import load_prompt, render_prompt
+from wm_langgraph.engine.prompts import render_create_prompt, render_update_prompt
 from wm_langgraph.engine.render import content_text
 from wm_langgraph.models import bind_update_tool
 
@@ -64,7 +63,6 @@ __all__ = [
 TRACE_TAGS: tuple[str, ...] = ("wm_langgraph", "nostream")
 """Tags on both model runs."""
 
-_NO_PRIOR = "(none)"
 # A headerless reply shorter than this cannot be a Working Memory (SPEC §5: not a WM at all).
 _MIN_HEADERLESS_CHARS = 200
 _FENCE_RE = re.compile(r"```[ \t]*(?P<lang>[\w+-]*)[ \t]*\n(?P<body>.*?)(?:\n[ \t]*```|\Z)", re.S)
@@ -171,8 +169,7 @@ def _create_inputs(
     prompt: str | None,
     metadata: Mapping[str, Any] | None,
 ) -> tuple[Runnable[LanguageModelInput, BaseMessage], list[BaseMessage]]:
-    template = load_prompt("create") if prompt is None else prompt
-    text = render_prompt(template, prior_summary=prior.strip() or _NO_PRIOR, messages=messages_text)
+    text = render_create_prompt(prior_summary=prior, messages=messages_text, template=prompt)
     return _traced(model, "wm.create", metadata), [HumanMessage(content=text)]
 
 
@@ -256,12 +253,8 @@ def _update_inputs(
     prompt: str | None,
     metadata: Mapping[str, Any] | None,
 ) -> tuple[Runnable[LanguageModelInput, BaseMessage], list[BaseMessage]]:
-    template = load_prompt("update") if prompt is None else prompt
-    text = render_prompt(
-        template,
-        working_memory=working_memory,
-        messages=messages_text,
-        section_size_warnings=section_size_warnings(working_memory),
+    text = render_update_prompt(
+        working_memory=working_memory, messages=messages_text, template=prompt
     )
     return _traced(bind_update_tool(model), "wm.update", metadata), [HumanMessage(content=text)]
 
