@@ -221,3 +221,18 @@ def test_background_commits_trace_as_their_own_runs_linked_by_thread_id():
     assert all(r.extra["metadata"]["thread_id"] == "bg-trace" for r in commits)
     model_runs = [r for r in tracer.runs if r.name in ("wm.create", "wm.update")]
     assert {r.trace_id for r in model_runs} <= {r.trace_id for r in commits}
+
+
+def test_a_missing_archive_record_does_not_block_the_lineage():
+    writer = WMWriter()
+    wm = WorkingMemory(writer.model, config=CONFIG)
+    cfg = _cfg("missing")
+    writer.mode = "raise"
+    _compact(wm, cfg, _turn(1))
+    wm.store.delete(("wm_langgraph", "missing", "archives"), "archive_001")  # lost by hand
+    writer.mode = "ok"
+    _compact(wm, cfg, _turn(2))
+    assert "FACT-002" in wm.get_working_memory(cfg)
+    _compact(wm, cfg, _turn(3))
+    assert "FACT-003" in wm.get_working_memory(cfg)
+    assert [a.status for a in wm.list_archives(cfg)] == ["done", "done"]

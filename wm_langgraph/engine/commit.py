@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,6 +48,8 @@ __all__ = [
     "build_commit_graph",
     "commit_run_config",
 ]
+
+logger = logging.getLogger("wm_langgraph")
 
 COMMIT_RUN_NAME = "wm.commit"
 COMMIT_TAGS = ["wm_langgraph", "nostream"]
@@ -114,6 +117,16 @@ def _select_batch(records: list[ArchiveRecord], limit: int) -> list[ArchiveRecor
     return batch
 
 
+def _missing(thread_id: str, archive_id: str, offset: int) -> ArchiveRecord:
+    """A stand-in for an archive record that is gone from the store (deleted by hand, or a
+    store restored from an older backup): it is covered with no messages, so the lineage moves
+    on instead of retrying forever."""
+    logger.warning("wm_langgraph: archive record %s is missing from the store", archive_id)
+    return ArchiveRecord(
+        id=archive_id, seq=offset, status="pending", metadata={"missing": True}, thread_id=thread_id
+    )
+
+
 def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the commit pipeline for one WorkingMemory (never checkpointed itself)."""
     cfg = deps.config
@@ -126,7 +139,9 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
         thread_id, timeline = state["thread_id"], list(state.get("timeline") or [])
         current = deps.archives.current_wm(thread_id, timeline)
         covers = current.covers if current else []
-        pending = deps.archives.get_archives(thread_id, timeline[len(covers) :])
+        pending_ids = timeline[len(covers) :]
+        found = {r.id: r for r in deps.archives.get_archives(thread_id, pending_ids)}
+        pending = [found.get(i) or _missing(thread_id, i, n) for n, i in enumerate(pending_ids)]
         if not pending:
             return {"outcome": "noop", "covers": covers, "batch": []}
         batch = _select_batch(pending, cfg.max_prompt_messages_tokens)

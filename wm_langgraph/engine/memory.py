@@ -345,14 +345,17 @@ class WorkingMemory:
         if not user_id:
             logger.warning("wm_langgraph: long_term_memory is on but the run has no user_id")
             return
-        write_key_facts(
-            self.store,
-            self.config.long_term_namespace,
-            str(user_id),
-            state["text"],
-            thread_id=state["thread_id"],
-            archive_id=state["batch"][-1],
-        )
+        try:
+            write_key_facts(
+                self.store,
+                self.config.long_term_namespace,
+                str(user_id),
+                state["text"],
+                thread_id=state["thread_id"],
+                archive_id=state["batch"][-1],
+            )
+        except Exception:  # long-term memory must not undo a completed WM
+            logger.exception("wm_langgraph: writing long-term facts failed")
 
 
 def _with_status(record: ArchiveRecord, status: str) -> ArchiveRecord:
