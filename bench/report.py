@@ -160,8 +160,9 @@ def write_results(results: dict[str, Any], path: Path) -> None:
         "Versions: " + ", ".join(f"{k} {v}" for k, v in results["versions"].items()) + ".",
         "",
         f"Seeds: sessions seed {opts.seed} (retention), {opts.seed + 1} (misbehaving models), "
-        f"{opts.seed + 2} (bloat), {opts.seed + 3} (checkpoints); summariser loss process seeded "
-        "from the session seed, identical for every system.",
+        f"{opts.seed + 2} (bloat), {opts.seed + 3} (checkpoints), extra retention seeds "
+        f"{', '.join(map(str, opts.extra_seeds)) or 'none'}; the summariser's loss process is "
+        "seeded from the session seed, identical for every system.",
         "",
     ]
     if results["skipped"]:
@@ -193,6 +194,7 @@ def write_results(results: dict[str, Any], path: Path) -> None:
     ]
     lines += _table(header, _survival_rows(runs, kinds, at))
     lines += ["### Targets (issue 6)", "", *_targets(runs, at), ""]
+    lines += _robustness_section(runs, results.get("robustness", []), at)
     lines += ["### What wm_langgraph lost", ""]
     for r in [*runs, *results["misbehaving"]]:
         if r.system == "wm_langgraph" and r.final.lost:
@@ -417,4 +419,43 @@ def _checkpoint_section(ckpt: dict[str, dict[str, int]], turns: int) -> list[str
             ],
             rows,
         ),
+    ]
+
+
+def _robustness_section(runs: list[Any], extra: list[Any], at: int) -> list[str]:
+    if not extra:
+        return []
+    every = [r for r in [*runs, *extra] if r.behaviour in {"drifting", "sloppy"}]
+    systems = [
+        s for s in ("wm_langgraph", "langmem", "langchain") if any(r.system == s for r in every)
+    ]
+    keys = sorted({(r.kind, r.behaviour) for r in every})
+    rows = []
+    for kind, behaviour in keys:
+        for system in systems:
+            rates = []
+            for r in every:
+                if (r.kind, r.behaviour, r.system) == (kind, behaviour, system):
+                    s = r.at(at)
+                    rates.append(s.rate() if s is not None else None)
+            got = [x for x in rates if x is not None]
+            if not got:
+                continue
+            rows.append(
+                [
+                    kind,
+                    behaviour,
+                    system,
+                    ", ".join(_pct(x) for x in rates),
+                    _pct(statistics.mean(got)),
+                    _pct(min(got)),
+                ]
+            )
+    return [
+        "### Across seeds",
+        "",
+        f"Overall survival after {at} compactions for the first seed and the extra seeds "
+        "(new sessions and a new loss draw each).",
+        "",
+        *_table(["session", "summariser", "system", "per seed", "mean", "min"], rows),
     ]

@@ -44,6 +44,7 @@ class Options:
     kinds: tuple[str, ...] = ("coding", "chat")
     behaviours: tuple[str, ...] = ("faithful", "drifting", "sloppy")
     misbehaviours: tuple[str, ...] = ("title", "update_not_append", "malformed", "empty", "raises")
+    extra_seeds: tuple[int, ...] = (8, 9)
     misbehaviour_turns: int = 160
     bloat_commits: int = 100
     hot_sizes: tuple[int, ...] = (100, 1_000, 10_000)
@@ -341,6 +342,20 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
                     f"{kind:6} {behaviour:9} {system:13} compactions={r.compactions:3} "
                     f"final={_pct(r.final.rate())} {r.seconds:.1f}s"
                 )
+    robustness: list[RunResult] = []
+    for seed in opts.extra_seeds:
+        for kind in opts.kinds:
+            session = generate_session(kind, seed, opts.turns)
+            tuning = calibrate(session, opts.tuning)
+            for behaviour in ("drifting", "sloppy"):
+                for system in systems:
+                    if system == "wm_no_guards":
+                        continue
+                    r = run_one(system, session, behaviour, tuning)
+                    robustness.append(r)
+                    at = r.at(opts.at)
+                    rate = _pct(at.rate() if at else None)
+                    _log(f"seed {seed} {kind:6} {behaviour:9} {system:13} @{opts.at}={rate}")
     misbehaving: list[RunResult] = []
     session = generate_session("coding", opts.seed + 1, opts.misbehaviour_turns)
     tuning = calibrate(session, opts.tuning)
@@ -366,6 +381,7 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
         "systems": systems,
         "skipped": skipped,
         "retention": retention,
+        "robustness": robustness,
         "misbehaving": misbehaving,
         "bloat": bloat,
         "hot": hot,
@@ -398,6 +414,7 @@ def quick_options(out: Path) -> Options:
         hot_sizes=(50, 200),
         checkpoint_turns=20,
         tuning=Tuning(chunk_tokens=600, chunk_messages=10, keep_messages=6),
+        extra_seeds=(),
         at=5,
         out=out,
         quick=True,
