@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from wm_langgraph.core.sections import item_key, section_items
 from wm_langgraph.core.text import (
@@ -43,6 +43,7 @@ __all__ = [
     "GuardOutcome",
     "OpKind",
     "SectionOp",
+    "SectionSize",
     "guard_errors_corrections",
     "guard_files_context",
     "guard_key_facts",
@@ -107,15 +108,26 @@ def has_content(body: str) -> bool:
     return bool(section_items(body))
 
 
-def section_size(body: str, counter: TokenCounter = count_tokens) -> tuple[int, int]:
+class SectionSize(NamedTuple):
+    """How big a section body is: item count (template lines ignored) and tokens."""
+
+    bullets: int
+    tokens: int
+
+    @property
+    def oversized(self) -> bool:
+        """More than ``OVERSIZE_BULLETS`` items or more than ``OVERSIZE_TOKENS`` tokens."""
+        return self.bullets > OVERSIZE_BULLETS or self.tokens > OVERSIZE_TOKENS
+
+
+def section_size(body: str, counter: TokenCounter = count_tokens) -> SectionSize:
     """``(bullets, tokens)`` of a section body; template lines do not count as bullets."""
-    return len(section_items(body)), counter(body)
+    return SectionSize(len(section_items(body)), counter(body))
 
 
 def is_oversized(body: str, counter: TokenCounter = count_tokens) -> bool:
     """More than 25 bullets or more than 1,500 tokens (SPEC §2)."""
-    bullets, tokens = section_size(body, counter)
-    return bullets > OVERSIZE_BULLETS or tokens > OVERSIZE_TOKENS
+    return section_size(body, counter).oversized
 
 
 def is_emergency(body: str, counter: TokenCounter = count_tokens) -> bool:

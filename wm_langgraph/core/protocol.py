@@ -18,11 +18,11 @@ when it has more than ``BULLET_THRESHOLD`` items or more than ``TOKEN_THRESHOLD`
 from __future__ import annotations
 
 import copy
-from typing import Any, NamedTuple
+from typing import Any
 
 from wm_langgraph.core._arguments import parse_update_arguments
-from wm_langgraph.core.sections import SECTIONS, parse_working_memory, section_items
-from wm_langgraph.core.tokens import count_tokens
+from wm_langgraph.core.guards import OVERSIZE_BULLETS, OVERSIZE_TOKENS, SectionSize, section_size
+from wm_langgraph.core.sections import SECTIONS, parse_working_memory
 
 __all__ = [
     "APPEND_ONLY_SECTIONS",
@@ -40,9 +40,9 @@ __all__ = [
 
 UPDATE_TOOL_NAME = "update_working_memory"
 
-BULLET_THRESHOLD = 25
-"""A section with more items than this is oversized (SPEC §2, §4.3)."""
-TOKEN_THRESHOLD = 1500
+BULLET_THRESHOLD = OVERSIZE_BULLETS
+"""A section with more items than this is oversized (SPEC §2, §4.3); same as the guards'."""
+TOKEN_THRESHOLD = OVERSIZE_TOKENS
 """A section with more tokens (``count_tokens`` of its body) than this is oversized."""
 APPEND_ONLY_SECTIONS: frozenset[str] = frozenset({"Errors & Corrections"})
 """Sections that only grow; they never get a consolidation warning."""
@@ -155,23 +155,6 @@ def update_tool_schema(*, strict: bool = False) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- size warnings
-
-
-class SectionSize(NamedTuple):
-    """How big a section body is: item count (template lines ignored) and tokens."""
-
-    bullets: int
-    tokens: int
-
-    @property
-    def oversized(self) -> bool:
-        """More than ``BULLET_THRESHOLD`` items or more than ``TOKEN_THRESHOLD`` tokens."""
-        return self.bullets > BULLET_THRESHOLD or self.tokens > TOKEN_THRESHOLD
-
-
-def section_size(body: str) -> SectionSize:
-    """Measure a section body: ``section_items`` count and ``count_tokens`` of the body."""
-    return SectionSize(len(section_items(body)), count_tokens(body))
 
 
 def section_size_warnings(wm: str) -> str:

@@ -154,8 +154,10 @@ def render_working_memory(sections: Mapping[str, str]) -> str:
     return "\n".join(parts).rstrip("\n") + "\n"
 
 
-def is_working_memory(text: str) -> bool:
-    """True when ``text`` is a v2 Working Memory: it has at least one of the seven headers."""
+def is_working_memory(text: object) -> bool:
+    """True when ``text`` is a v2 Working Memory: it has at least one of the seven headers.
+
+    Anything that is not a string is not a Working Memory (``False``, never an error)."""
     if not isinstance(text, str):
         return False
     for line in text.splitlines():

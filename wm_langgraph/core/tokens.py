@@ -43,7 +43,7 @@ def _get_encoding() -> Any:
                     _encoding = tiktoken.get_encoding(_OFFLINE_ENCODING)
                 else:
                     _unavailable = True
-            except Exception:  # noqa: BLE001 - any failure means: count approximately
+            except Exception:
                 _unavailable = True
             if _unavailable:
                 logger.warning(
