@@ -7,9 +7,11 @@ without a ``working_memory`` channel (``create_react_agent`` hooks) keep the met
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
@@ -21,7 +23,12 @@ from langgraph.store.memory import InMemoryStore
 from wm_langgraph.core.tokens import TokenCounter, count_tokens
 from wm_langgraph.engine._hooks import NodeHook
 from wm_langgraph.engine._session import Session
-from wm_langgraph.engine.archives import ArchiveRecord, ArchiveStore, thread_id_from_config
+from wm_langgraph.engine.archives import (
+    ArchiveRecord,
+    ArchiveStatus,
+    ArchiveStore,
+    thread_id_from_config,
+)
 from wm_langgraph.engine.assemble import AssembledContext, assemble_context
 from wm_langgraph.engine.commit import CommitDeps, CommitState, build_commit_graph
 from wm_langgraph.engine.config import WorkingMemoryConfig
@@ -183,8 +190,6 @@ class WorkingMemory:
         self, state: Mapping[str, Any], config: RunnableConfig
     ) -> dict[str, Any] | None:
         """Async twin of :meth:`overflow_guard`."""
-        import asyncio
-
         return await asyncio.to_thread(self.overflow_guard, state, config)
 
     # -- assemble ----------------------------------------------------------------------------
@@ -274,10 +279,9 @@ class WorkingMemory:
         covered = set(current.covers) if current else set()
         records = []
         for record in self._archives.get_archives(thread_id, timeline):
-            if record.id in covered:
-                status = "done"
-            else:
-                status = "failed" if record.status == "failed" else "pending"
+            status: ArchiveStatus = "done" if record.id in covered else "pending"
+            if status == "pending" and record.status == "failed":
+                status = "failed"
             records.append(_with_status(record, status))
         return records
 
@@ -358,9 +362,5 @@ class WorkingMemory:
             logger.exception("wm_langgraph: writing long-term facts failed")
 
 
-def _with_status(record: ArchiveRecord, status: str) -> ArchiveRecord:
-    if record.status == status:
-        return record
-    from dataclasses import replace
-
-    return replace(record, status=status)  # type: ignore[arg-type]
+def _with_status(record: ArchiveRecord, status: ArchiveStatus) -> ArchiveRecord:
+    return record if record.status == status else replace(record, status=status)
