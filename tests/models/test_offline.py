@@ -260,3 +260,109 @@ def test_plain_transcript_without_tags_is_summarised(model):
     wm = parse_working_memory(reply.text)
     assert wm["Session Title"].startswith("Migrate the cron jobs to systemd timers")
     assert "2025-01-31" in wm["Key Facts & Decisions"]
+
+
+def _wm(**bodies: str) -> str:
+    from wm_langgraph.core.sections import render_working_memory
+
+    return render_working_memory({name: bodies.get(_KEYS[name], "") for name in SECTIONS})
+
+
+_KEYS = {
+    "Session Title": "title",
+    "Current State": "state",
+    "Task & Goals": "goals",
+    "Key Facts & Decisions": "facts",
+    "Files & Context": "files",
+    "Errors & Corrections": "errors",
+    "Open Issues": "issues",
+}
+
+
+def test_a_corrected_fact_is_rewritten_and_the_old_value_recorded_as_superseded(model):
+    wm = _wm(
+        title="Staging database setup",
+        state="Configuring staging.",
+        goals="- Set up the staging database",
+        facts="- User: The staging database runs on port 5433.\n"
+        "- User: Backups run nightly at 02:00 because traffic is lowest then.\n"
+        "- Owner of the cluster is Priya.",
+        files="- `deploy/staging.yaml` — read",
+    )
+    messages: list[BaseMessage] = [
+        HumanMessage("No, the staging database is on port 5432, not 5433."),
+        AIMessage("Understood, staging uses port 5432."),
+    ]
+    ops = _update(model, wm, messages)
+    assert ops["Key Facts & Decisions"]["op"] == "UPDATE"
+    facts = section_items(ops["Key Facts & Decisions"]["content"])
+    assert "User: The staging database runs on port 5433." not in facts
+    assert any("port 5432" in item for item in facts)
+    assert any("Priya" in item for item in facts)
+    errors = ops["Errors & Corrections"]["items"]
+    assert any(
+        e.startswith("Superseded: User: The staging database runs on port 5433.") for e in errors
+    )
+    result = merge_working_memory(wm, ops)
+    assert all(d.requested == d.applied and not d.reason for d in result.decisions)
+    assert "[restored]" not in result.text
+
+
+def test_files_and_open_issues_are_consolidated_when_warned(model):
+    files = "\n".join(f"- `src/pkg{i % 3}/mod{i}.py` — read" for i in range(30))
+    resolved = "\n".join(f"- [resolved] question {i} about the schema" for i in range(14))
+    opened = "\n".join(f"- still open item {i} on release {i}.0" for i in range(14))
+    wm = _wm(title="Big session", files=files, issues=f"{resolved}\n{opened}")
+    messages: list[BaseMessage] = [HumanMessage("Keep going."), AIMessage("Working on it.")]
+    ops = _update(model, wm, messages)
+    files_op, issues_op = ops["Files & Context"], ops["Open Issues"]
+    assert files_op["op"] == "UPDATE"
+    assert len(section_items(files_op["content"])) <= 25
+    for i in range(30):
+        assert f"src/pkg{i % 3}/mod{i}.py" in files_op["content"]
+    assert issues_op["op"] == "UPDATE"
+    issues = section_items(issues_op["content"])
+    assert len(issues) == 15
+    assert all(f"release {i}.0" in issues_op["content"] for i in range(14))
+    result = merge_working_memory(wm, ops)
+    assert all(d.requested == d.applied and not d.reason for d in result.decisions)
+
+
+def test_the_heuristics_alone_need_no_guard_correction_on_a_normal_session(model):
+    from wm_langgraph.models._extract import extract_findings
+    from wm_langgraph.models._plan import plan_ops
+    from wm_langgraph.models._transcript import parse_transcript
+
+    wm = _create(model, ROUND_1)
+    found = extract_findings(parse_transcript(render_messages(ROUND_2)))
+    old = parse_working_memory(wm)
+    raw = plan_ops(old, found, self_check=False)
+    assert raw == plan_ops(old, found)
+    result = merge_working_memory(wm, raw)
+    assert all(d.requested == d.applied and not d.reason for d in result.decisions)
+
+
+def test_prompt_prose_that_mentions_the_tags_does_not_confuse_the_reader(model):
+    prompt = (
+        "Read the <messages> block and the <prior_summary> block below.\n"
+        "<prior_summary>\n(none)\n</prior_summary>\n"
+        "<messages>\n" + render_messages(ROUND_1) + "\n</messages>\n"
+        "Answer with the document only; never echo <messages>."
+    )
+    wm = parse_working_memory(model.invoke(prompt).text)
+    assert wm["Session Title"] == "Add retry logic to the HTTP client in src/client.py"
+
+
+def test_a_hand_written_role_transcript_is_understood(model):
+    transcript = (
+        "user: Please migrate the billing cron jobs to systemd timers.\n"
+        "assistant: Done for invoices.timer because cron drifted by 5 minutes.\n"
+        "user: Actually, keep the cron job for refunds until March."
+    )
+    reply = model.invoke(
+        f"<prior_summary>(none)</prior_summary>\n<messages>\n{transcript}\n</messages>"
+    )
+    wm = parse_working_memory(reply.text)
+    assert wm["Session Title"].startswith("Migrate the billing cron jobs")
+    assert "because cron drifted by 5 minutes" in wm["Key Facts & Decisions"]
+    assert "User correction: Actually, keep the cron job for refunds" in wm["Errors & Corrections"]

@@ -120,6 +120,7 @@ class Findings:
     errors: list[str] = field(default_factory=list)
     unresolved_errors: list[str] = field(default_factory=list)
     open_failures: list[str] = field(default_factory=list)
+    corrections: list[str] = field(default_factory=list)
     open_items: list[str] = field(default_factory=list)
     resolution_texts: list[str] = field(default_factory=list)
 
@@ -338,6 +339,7 @@ def extract_findings(turns: list[Turn]) -> Findings:
         if turn.role == "assistant" and turn.text.strip():
             found.latest_reply = shorten(" ".join(sentences(turn.text)[:2]), max_words=40)
         if turn.role == "user" and _is_correction(turn.text):
+            found.corrections.extend(sentences(turn.text))
             said_parts = [s for s in sentences(turn.text) if not _TODO_RE.search(s)][:2]
             said = shorten(" ".join(said_parts), max_words=30, max_cjk=70)
             after = _followup(turns, index, language)

@@ -10,14 +10,20 @@ kept) when the size warnings name it.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from wm_langgraph.core.guards import SectionOp, guard_section
 from wm_langgraph.core.sections import SECTIONS, section_items
-from wm_langgraph.core.text import extract_anchors, extract_paths, missing_anchors
-from wm_langgraph.core.tokens import count_tokens
+from wm_langgraph.core.text import extract_paths
+from wm_langgraph.models._consolidate import (
+    MAX_BULLETS,
+    consolidate_facts,
+    consolidate_files,
+    consolidate_goals,
+    consolidate_issues,
+)
 from wm_langgraph.models._extract import Findings, resolves
 from wm_langgraph.models._lang import keywords, repeats, shorten, similar
 
@@ -25,15 +31,13 @@ __all__ = ["apply_ops", "plan_ops", "warned_sections"]
 
 Op = dict[str, Any]
 _KEEP: Op = {"op": "KEEP"}
-_MAX_BULLETS = 25
-_MAX_TOKENS = 1_500
 _RESOLVED_PREFIX = "[resolved]"
 _NEW_PREFIX = "[new]"
-_UNTOPICAL = frozenset(
-    (
-        *("because", "decided", "decision", "chose", "agreed", "user", "never", "always"),
-        *("prefer", "since", "keeps", "runs", "uses", "use", "used", "using", "need", "want"),
-    )
+# "not 5433", "instead of per IP", "不是 5433": the value a correction retires.
+_NEGATED_RE = re.compile(
+    r"\b(?:not|instead of|rather than)\s+(?:the\s+|a\s+|an\s+)?([\w.:/-]+(?:\s+[A-Z]{2,}\b)?)"
+    r"|不是\s*([^\s，。,.；;]+)",
+    re.IGNORECASE,
 )
 
 
@@ -92,7 +96,7 @@ def _title_op(old: str, found: Findings) -> Op:
     return {"op": "UPDATE", "content": title} if title else _KEEP
 
 
-def _goals_op(old: str, found: Findings) -> Op:
+def _goals_op(old: str, found: Findings, warned: bool) -> Op:
     old_items = section_items(old)
     goals = list(found.goals)
     if (
@@ -102,21 +106,54 @@ def _goals_op(old: str, found: Findings) -> Op:
     ):
         goals.insert(0, found.first_request)
     new = _fresh(goals, old_items, threshold=0.6)
+    if warned and len(old_items) > MAX_BULLETS // 2:
+        return {"op": "UPDATE", "content": _bullets(consolidate_goals([*old_items, *new]))}
     if not new:
         return _KEEP
     content = "\n".join(part for part in (old.strip(), _bullets(new)) if part)
     return {"op": "UPDATE", "content": content}
 
 
-def _facts_op(old: str, found: Findings, warned: bool) -> Op:
+def _superseded(old_items: list[str], corrections: list[str]) -> dict[int, str]:
+    """Old facts a user correction retires: index -> the correcting sentence.
+
+    A fact is retired when the correction negates a value it holds ("port 5432, not 5433")
+    and the two talk about the same thing (a shared keyword besides the value).
+    """
+    retired: dict[int, str] = {}
+    for correction in corrections:
+        for match in _NEGATED_RE.finditer(correction):
+            value = (match.group(1) or match.group(2) or "").strip(" .,")
+            if not value:
+                continue
+            pattern = re.compile(r"(?<![\w.])" + re.escape(value) + r"(?![\w])", re.IGNORECASE)
+            context = set(keywords(correction)) - set(keywords(value))
+            for index, item in enumerate(old_items):
+                if index not in retired and pattern.search(item) and context & set(keywords(item)):
+                    retired[index] = correction
+    return retired
+
+
+def _facts_ops(old: str, found: Findings, warned: bool) -> tuple[Op, list[str]]:
+    """The Key Facts op, and the superseded-fact lines for Errors & Corrections."""
     old_items = section_items(old)
     new = _fresh(found.facts, old_items)
+    retired = _superseded(old_items, found.corrections)
+    zh = found.language == "zh"
+    notes = [
+        f"{'已被更正' if zh else 'Superseded'}: {old_items[i]} → {correction}"
+        for i, correction in retired.items()
+    ]
     if warned and old_items:
-        return {"op": "UPDATE", "content": consolidate([*old_items, *new], len(old_items))}
-    return {"op": "APPEND", "items": new} if new else _KEEP
+        kept = [item for i, item in enumerate(old_items) if i not in retired]
+        return {"op": "UPDATE", "content": consolidate_facts([*kept, *new], len(old_items))}, notes
+    if retired:
+        kept = [item for i, item in enumerate(old_items) if i not in retired]
+        return {"op": "UPDATE", "content": _bullets([*kept, *new])}, notes
+    return ({"op": "APPEND", "items": new} if new else _KEEP), notes
 
 
-def _files_op(old: str, found: Findings) -> Op:
+def _files_op(old: str, found: Findings, warned: bool) -> Op:
     known = {p.casefold() for p in extract_paths(old)}
     items: list[str] = []
     for note in found.files:
@@ -127,15 +164,17 @@ def _files_op(old: str, found: Findings) -> Op:
     for command in found.commands:
         if command not in old and not any(command in item for item in items):
             items.append(f"{label} `{shorten(command, max_words=20)}`")
+    if warned and section_items(old):
+        return {"op": "UPDATE", "content": consolidate_files(old, items)}
     return {"op": "APPEND", "items": items} if items else _KEEP
 
 
-def _errors_op(old: str, found: Findings) -> Op:
-    new = _fresh(found.errors, section_items(old))
+def _errors_op(old: str, found: Findings, superseded: list[str]) -> Op:
+    new = _fresh([*superseded, *found.errors], section_items(old))
     return {"op": "APPEND", "items": new} if new else _KEEP
 
 
-def _open_op(old: str, found: Findings) -> tuple[Op, list[str]]:
+def _open_op(old: str, found: Findings, warned: bool) -> tuple[Op, list[str]]:
     """The Open Issues op and the items still open after it."""
     old_lines = [line for line in old.splitlines() if line.strip()]
     changed = False
@@ -160,37 +199,74 @@ def _open_op(old: str, found: Findings) -> tuple[Op, list[str]]:
         out_lines.append(f"- {_NEW_PREFIX} {item}")
         still_open.append(item)
         changed = True
+    if warned:
+        folded = consolidate_issues(out_lines)
+        changed = changed or folded != out_lines
+        out_lines = folded
     if not changed:
         return _KEEP, still_open
     return {"op": "UPDATE", "content": "\n".join(out_lines)}, still_open
 
 
-def plan_ops(old: Mapping[str, str], found: Findings, warnings: str = "") -> dict[str, Op]:
+def plan_ops(
+    old: Mapping[str, str], found: Findings, warnings: str = "", *, self_check: bool = True
+) -> dict[str, Op]:
     """The seven section ops for folding ``found`` into the document ``old``.
 
     Args:
         old: Section name -> body of the current Working Memory (missing names = empty).
         found: What the new messages contain.
         warnings: The text of the ``<section_size_warnings>`` block (may be empty).
+        self_check: Run the guards over the ops first and adopt what they would let through
+            (the update prompt's self-check). Off only to test the heuristics on their own.
     """
     body = {name: old.get(name, "") for name in SECTIONS}
     warned = warned_sections(warnings)
-    open_op, still_open = _open_op(body["Open Issues"], found)
+    open_op, still_open = _open_op(body["Open Issues"], found, "Open Issues" in warned)
+    facts_op, superseded = _facts_ops(
+        body["Key Facts & Decisions"], found, "Key Facts & Decisions" in warned
+    )
     ops: dict[str, Op] = {
         "Session Title": _title_op(body["Session Title"], found),
         "Current State": _KEEP,
-        "Task & Goals": _goals_op(body["Task & Goals"], found),
-        "Key Facts & Decisions": _facts_op(
-            body["Key Facts & Decisions"], found, "Key Facts & Decisions" in warned
-        ),
-        "Files & Context": _files_op(body["Files & Context"], found),
-        "Errors & Corrections": _errors_op(body["Errors & Corrections"], found),
+        "Task & Goals": _goals_op(body["Task & Goals"], found, "Task & Goals" in warned),
+        "Key Facts & Decisions": facts_op,
+        "Files & Context": _files_op(body["Files & Context"], found, "Files & Context" in warned),
+        "Errors & Corrections": _errors_op(body["Errors & Corrections"], found, superseded),
         "Open Issues": open_op,
     }
     state = _state(found, len(still_open), still_open[0] if still_open else "")
     if state:
         ops["Current State"] = {"op": "UPDATE", "content": state}
-    return ops
+    return _self_check(body, ops) if self_check else ops
+
+
+def _as_op(op: Op) -> SectionOp:
+    if op["op"] == "UPDATE":
+        return SectionOp("UPDATE", content=str(op["content"]))
+    if op["op"] == "APPEND":
+        return SectionOp("APPEND", items=tuple(str(i) for i in op["items"]))
+    return SectionOp("KEEP")
+
+
+def _self_check(old: Mapping[str, str], ops: dict[str, Op]) -> dict[str, Op]:
+    """The update prompt's silent self-check: an op the section's guard would change is
+    replaced by what the guard would let through (so the guards have nothing to undo)."""
+    new_doc = apply_ops(old, ops)
+    checked: dict[str, Op] = {}
+    for name in SECTIONS:
+        op = ops[name]
+        elsewhere = "\n".join(new_doc[other] for other in SECTIONS if other != name)
+        outcome = guard_section(name, old.get(name, ""), _as_op(op), elsewhere=elsewhere)
+        if not outcome.reason:
+            checked[name] = op
+        elif outcome.op.kind == "UPDATE":
+            checked[name] = {"op": "UPDATE", "content": outcome.op.content}
+        elif outcome.op.kind == "APPEND":
+            checked[name] = {"op": "APPEND", "items": list(outcome.op.items)}
+        else:
+            checked[name] = _KEEP
+    return checked
 
 
 def apply_ops(old: Mapping[str, str], ops: Mapping[str, Op]) -> dict[str, str]:
@@ -205,70 +281,3 @@ def apply_ops(old: Mapping[str, str], ops: Mapping[str, Op]) -> dict[str, str]:
             body = "\n".join(part for part in (body, _bullets(list(op["items"]))) if part)
         out[name] = body
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Consolidation of Key Facts (only when the size warnings name the section)
-# --------------------------------------------------------------------------------------------
-
-
-def _compact(item: str) -> str:
-    """Shorten an item, re-attaching any anchor the shortening would lose."""
-    short = shorten(item, max_words=28, max_cjk=70)
-    if short == item:
-        return item
-    lost = sorted(missing_anchors(extract_anchors(item, include_markers=False), short))
-    return f"{short} ({', '.join(lost)})" if lost else short
-
-
-def _topic(items: list[str]) -> str:
-    """The keyword most of a group's items share (the group's label)."""
-    counts: dict[str, int] = {}
-    for item in items:
-        for word in keywords(item.removeprefix("User: ").removeprefix("用户：")):
-            if word not in _UNTOPICAL and not word.isdigit():
-                counts[word] = counts.get(word, 0) + 1
-    if not counts:
-        return ""
-    best = max(counts.items(), key=lambda kv: (kv[1], len(kv[0])))
-    return best[0] if best[1] > 1 else ""
-
-
-def consolidate(items: list[str], old_count: int) -> str:
-    """Group the items by topic into at most 25 bullets within ~1,500 tokens, every anchor kept.
-
-    Near-duplicates whose anchors another item already carries are merged away; items that
-    share keywords are grouped into one bullet; groups are joined smallest-first until the
-    bullet target is met. The target never drops below 15% of the old bullet count plus one
-    (a stronger shrink would look like data loss to the Key Facts guard).
-    """
-    target = max(min(_MAX_BULLETS, old_count), math.ceil(0.15 * old_count) + 1)
-    kept: list[str] = []
-    for item in items:
-        twin = next((k for k in kept if similar(item, k, threshold=0.85)), None)
-        if twin is not None and not missing_anchors(extract_anchors(item), twin):
-            continue
-        kept.append(item)
-    groups = [[item] for item in kept]
-    words = [set(keywords(item)) for item in kept]
-    while len(groups) > target:
-        # merge the two most related nearby groups (related facts tend to sit close together)
-        best: tuple[int, int, int, int] | None = None
-        for i in range(len(groups)):
-            for j in range(i + 1, min(len(groups), i + 8)):
-                score = (len(words[i] & words[j]), -(len(groups[i]) + len(groups[j])), -i, j)
-                if best is None or score > best:
-                    best = score
-        assert best is not None
-        i, j = -best[2], best[3]
-        groups[i] += groups.pop(j)
-        words[i] |= words.pop(j)
-    compact = count_tokens("\n".join(kept)) > _MAX_TOKENS
-    lines: list[str] = []
-    for group in groups:
-        parts = [_compact(i) if compact else i for i in group]
-        label = _topic(group)
-        text = "; ".join(p.rstrip(".。") for p in parts)
-        labelled = label and len(group) > 1 and not text.casefold().startswith(label)
-        lines.append(f"{label.capitalize()}: {text}" if labelled else text)
-    return _bullets(lines)
