@@ -14,6 +14,7 @@ a fork that would reuse a number of another branch gets a suffix (``archive_003_
 from __future__ import annotations
 
 import base64
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -74,6 +75,45 @@ def thread_id_from_config(config: RunnableConfig | Mapping[str, Any] | None) -> 
     return str(thread_id)
 
 
+_BYTES_KEY = "__wm_bytes_b64__"
+
+
+def _json_plain(value: Any) -> Any:
+    """Make archived message dicts storable by every store (SQLite and Postgres keep JSON).
+
+    A message the checkpointer accepts may carry values JSON cannot hold (bytes in
+    ``additional_kwargs``, a provider object): without this, the archive write raised on every
+    turn and the thread could never commit again. Bytes are kept reversibly (restored by
+    :func:`_restore`); dates become ISO text; other objects their ``repr``; non-finite floats
+    text (Postgres ``jsonb`` rejects them).
+    """
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, bytes | bytearray):
+        return {_BYTES_KEY: base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, Mapping):
+        return {str(k): _json_plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_plain(v) for v in value]
+    isoformat = getattr(value, "isoformat", None)
+    if callable(isoformat):
+        return str(isoformat())
+    return repr(value)
+
+
+def _restore(value: Any) -> Any:
+    """Undo the reversible part of :func:`_json_plain` (bytes)."""
+    if isinstance(value, Mapping):
+        if len(value) == 1 and isinstance(value.get(_BYTES_KEY), str):
+            return base64.b64decode(value[_BYTES_KEY])
+        return {k: _restore(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore(v) for v in value]
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class ArchiveRecord:
     """One archive: messages moved out of the live state, kept verbatim.
@@ -110,7 +150,7 @@ class ArchiveRecord:
             "id": self.id,
             "seq": self.seq,
             "status": self.status,
-            "messages": messages_to_dict(self.messages),
+            "messages": _json_plain(messages_to_dict(self.messages)),
             "message_count": self.message_count,
             "token_count": self.token_count,
             "abstract": self.abstract,
@@ -129,7 +169,7 @@ class ArchiveRecord:
             id=str(value["id"]),
             seq=int(value.get("seq", 0)),
             status=status if status in ("pending", "done", "failed") else "pending",
-            messages=messages_from_dict(value.get("messages") or []),
+            messages=messages_from_dict(_restore(value.get("messages") or [])),
             message_count=int(value.get("message_count", 0)),
             token_count=int(value.get("token_count", 0)),
             abstract=str(value.get("abstract", "")),
@@ -189,9 +229,7 @@ class ArchiveStore:
             return []
         ns = self.namespace(thread_id, "archives")
         items = self.store.batch([GetOp(ns, archive_id) for archive_id in ids])
-        return [
-            ArchiveRecord.from_value(item.value) for item in items if isinstance(item, Item)
-        ]
+        return [ArchiveRecord.from_value(item.value) for item in items if isinstance(item, Item)]
 
     def update_archives(self, thread_id: str, ids: Sequence[str], **changes: Any) -> None:
         """Set fields on stored records (``metadata`` is merged, ``updated_at`` refreshed)."""
