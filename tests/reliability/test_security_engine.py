@@ -8,7 +8,7 @@ import logging
 from typing import Any
 
 import pytest
-from _rel_harness import Conversation, MarkerModel, build_agent, check_thread
+from _rel_harness import Conversation, MarkerModel, build_agent, check_thread, expected_turn_ids
 from _rel_stats import add, count, fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
@@ -313,3 +313,34 @@ def test_odd_but_valid_messages_are_committed_verbatim(fresh):
     document = wm.get_working_memory(_CFG)
     assert document.startswith("# Working Memory")
     assert "working_memory" in update
+
+
+def test_a_message_json_cannot_hold_does_not_wedge_the_thread(tmp_path):
+    """The checkpointer stores bytes (msgpack), the SQLite/Postgres store keeps JSON: a message
+    with bytes in additional_kwargs used to make every commit of its thread raise (TypeError in
+    the archive write), so the thread could never commit again. Now it is archived (bytes
+    verbatim) and the thread goes on."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from wm_langgraph.engine.persistence import open_sqlite
+
+    odd = {"signature": b"\x00\xffsig", "score": float("nan")}
+    with open_sqlite(tmp_path / "odd.sqlite") as (checkpointer, store):
+        assert isinstance(checkpointer, SqliteSaver)
+        wm = WorkingMemory(MarkerModel().model, config=CONFIG, store=store)
+        graph = build_agent(wm, checkpointer=checkpointer, store=store)
+        conv = Conversation("odd")
+        try:
+            message = HumanMessage(id="odd-u0", content="odd MARK[odd-u0]", additional_kwargs=odd)
+            graph.invoke({"messages": [message]}, conv.config, durability="sync")
+            conv.sent.extend(expected_turn_ids("odd", 0))
+            conv.turns = 1
+            for _ in range(3):
+                conv.turn(graph)
+            archived = {m.id: m for r in wm.list_archives(conv.config) for m in r.messages}
+            kept = archived["odd-u0"].additional_kwargs
+            assert kept["signature"] == b"\x00\xffsig"  # verbatim
+            assert kept["score"] == "nan"  # JSON (and Postgres jsonb) cannot hold a NaN
+            check_thread(wm, graph, ArchiveStore(store), conv, folded_all=True)
+        finally:
+            wm.close()
