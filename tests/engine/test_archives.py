@@ -96,3 +96,24 @@ def test_update_archives_merges_metadata():
     (record,) = store.get_archives("t", ["archive_001"])
     assert record.status == "failed"
     assert record.metadata == {"error": "x", "tries": 2}
+
+
+def test_values_json_cannot_hold_are_stored_and_bytes_come_back():
+    from datetime import UTC, datetime
+
+    store = ArchiveStore(InMemoryStore())
+    odd = AIMessage(
+        "x",
+        id="odd",
+        additional_kwargs={
+            "blob": b"\x00\xffbinary",
+            "when": datetime(2026, 1, 2, tzinfo=UTC),
+            "score": float("nan"),
+        },
+    )
+    _record(store, "t", [], [odd])
+    (record,) = store.get_archives("t", ["archive_001"])
+    kwargs = record.messages[0].additional_kwargs
+    assert kwargs["blob"] == b"\x00\xffbinary"
+    assert kwargs["when"].startswith("2026-01-02")
+    assert kwargs["score"] == "nan"
