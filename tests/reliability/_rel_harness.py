@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from _rel_stats import add
 from fakes import ScriptedChatModel, tool_reply
 from langchain_core.messages import (
     AIMessage,
@@ -249,6 +250,16 @@ def check_thread(
         calls = {c["id"] for m in record.messages for c in getattr(m, "tool_calls", None) or []}
         results = {m.tool_call_id for m in record.messages if isinstance(m, ToolMessage)}
         assert calls == results, f"a tool pair is split at {record.id}: {calls ^ results}"
+    # 5. Accounting: pending_tokens equals a rebuild from the live messages (when the meta has
+    # accounted the newest message; after a failed turn it catches up on the next one).
+    values = graph.get_state(config).values
+    meta = values.get("working_memory") or {}
+    convo = [m for m in values.get("messages", []) if not isinstance(m, SystemMessage)]
+    if convo and meta.get("last_counted_id") == convo[-1].id:
+        head = convo[: max(0, len(convo) - int(meta["keep_recent_count"]))]
+        rebuilt = sum(wm.count_tokens([m]) for m in head)
+        assert meta["pending_tokens"] == rebuilt, "pending_tokens differs from a rebuild"
+        add("invariant checks: pending_tokens == rebuild")
     # 7 + 2. The WM: seven sections, markers == folded archives' markers in order.
     current = archives.current_wm(thread_id, timeline)
     document = current.text if current else ""
