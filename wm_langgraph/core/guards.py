@@ -367,6 +367,9 @@ def guard_open_issues(old_body: str, op: SectionOp) -> GuardOutcome:
     """
     if op.kind != "UPDATE":
         return GuardOutcome(op)
+    content, forged = _strip_forged_markers(old_body, op.content)
+    if forged:
+        op = SectionOp("UPDATE", content=content)
     new_text = _issue_text(op.content)
     dropped = [
         item
@@ -374,12 +377,36 @@ def guard_open_issues(old_body: str, op: SectionOp) -> GuardOutcome:
         if not item.startswith(DROPPED_MARKER) and not _issue_present(item, new_text)
     ]
     restored = new_items(op.content, [f"{DROPPED_MARKER} {item}" for item in dropped])
+    forged_note = f"removed {_count(forged, 'forged restore marker')}" if forged else ""
     if not restored:
-        return GuardOutcome(op)
+        return GuardOutcome(op, forged_note)
     lines = "\n".join(f"- {item}" for item in restored)
     content = f"{op.content.rstrip()}\n{lines}"
     reason = f"restored {_count(len(restored), 'silently dropped item')}"
+    reason = f"{reason}; {forged_note}" if forged_note else reason
     return GuardOutcome(SectionOp("UPDATE", content=content), reason)
+
+
+def _strip_forged_markers(old_body: str, content: str) -> tuple[str, int]:
+    """Remove the restore marker from items the guard did not restore.
+
+    Only this guard writes :data:`DROPPED_MARKER`; an item that carries it is let go on the next
+    round. A model that writes the marker itself (keeping an item one round with the marker,
+    then dropping it) would launder an open issue out of the document. So the marker is kept
+    only on items that carried it, as they are, in the old body.
+    """
+    genuine = {
+        item_key(item) for item in section_items(old_body) if item.startswith(DROPPED_MARKER)
+    }
+    out: list[str] = []
+    forged = 0
+    for line in content.splitlines():
+        items = section_items(line) if DROPPED_MARKER in line else []
+        if items and items[0].startswith(DROPPED_MARKER) and item_key(items[0]) not in genuine:
+            line = re.sub(re.escape(DROPPED_MARKER) + r"[ \t]*", "", line, count=1)  # noqa: PLW2901
+            forged += 1
+        out.append(line)
+    return ("\n".join(out), forged) if forged else (content, 0)
 
 
 def _no_guard(old_body: str, op: SectionOp) -> GuardOutcome:
