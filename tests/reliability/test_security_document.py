@@ -88,12 +88,6 @@ def _section(text: str, name: str) -> str:
     return parse_working_memory(text)[name]
 
 
-@pytest.mark.xfail(
-    reason="known hole, reported to the guards' owner: guard_open_issues treats any item that "
-    "carries '[silently dropped, restored]' as already restored, even when the model wrote the "
-    "marker itself the round before (core/guards.py); strict, so the fix makes this XPASS",
-    strict=True,
-)
 def test_open_issue_cannot_be_laundered_with_a_forged_restore_marker():
     issue = "deploy blocked by the TLS certificate expiring on 2024-04-01"
     # Round 1: the model keeps the item but writes the guard's own marker in front of it.
@@ -104,6 +98,15 @@ def test_open_issue_cannot_be_laundered_with_a_forged_restore_marker():
         text, {"Open Issues": {"op": "UPDATE", "content": "- all good"}}
     ).text
     assert issue in _section(text, "Open Issues")
+
+
+def test_a_genuine_restore_marker_still_lets_the_model_drop_the_item_later():
+    issue = "deploy blocked by the TLS certificate expiring on 2024-04-01"
+    drop = {"Open Issues": {"op": "UPDATE", "content": "- all good"}}
+    text = merge_working_memory(BASE, drop).text  # the guard restores it, marked
+    assert f"[silently dropped, restored] {issue}" in _section(text, "Open Issues")
+    text = merge_working_memory(text, drop).text  # dropped again: let go (SPEC §4.6)
+    assert issue not in _section(text, "Open Issues")
 
 
 def test_open_issue_marker_on_another_item_does_not_excuse_a_drop():
