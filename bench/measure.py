@@ -104,8 +104,9 @@ def measure_survival(
 ) -> Survival:
     """Survival of the needles introduced before ``before_turn`` in one assembled context.
 
-    An updated fact counts as kept only when its new value is present and its old value is not
-    presented as current anywhere in the summary part.
+    An updated fact counts as kept only when its new value is present and, once the correction
+    is no longer verbatim in the context, its old value is not presented as current anywhere in
+    the summary part.
     """
     summary, raw = context_parts(messages)
     summary_l, raw_l = summary.lower(), raw.lower()
@@ -115,7 +116,8 @@ def measure_survival(
         check = n.check.lower()
         in_raw = check in raw_l
         in_summary = check in summary_l
-        stale = _is_stale(n, lines)
+        # while the correction itself is still verbatim in the context, the model sees it
+        stale = not in_raw and _is_stale(n, lines)
         ok = (in_raw or in_summary) and not stale
         out.total[n.kind] = out.total.get(n.kind, 0) + 1
         out.found[n.kind] = out.found.get(n.kind, 0) + int(ok)

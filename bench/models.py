@@ -268,7 +268,9 @@ class ScriptedSummariser(BaseChatModel):
         b = self.behaviour
         if b.misbehaviour != kind:
             return False
-        return kind in {"title", "update_not_append"} or call % b.period == 0
+        if kind == "title":
+            return call > 1  # the first call writes the real title; every later one rewrites it
+        return kind == "update_not_append" or call % b.period == 0
 
     def _answer(self, messages: list[BaseMessage], tools: list[Any], call: int) -> AIMessage:
         prompt = "\n".join(m.text for m in messages)
@@ -325,7 +327,7 @@ class ScriptedSummariser(BaseChatModel):
             if self._strikes(call, "update_not_append"):
                 memory = _only_new(memory, added)
             if self._strikes(call, "title"):
-                memory[TITLE] = [f"Assorted scribbles, batch {call}"]
+                memory[TITLE] = [_stray_title(call)]
             if kind == "wm_create":
                 text = render_working_memory({s: _bullets(memory[s]) for s in SECTIONS})
             else:
@@ -417,7 +419,7 @@ class ScriptedSummariser(BaseChatModel):
             lines, new = memory[sec], added[sec]
             if sec == TITLE:
                 if self._strikes(call, "title"):
-                    ops[sec] = {"op": "UPDATE", "content": f"Assorted scribbles, batch {call}"}
+                    ops[sec] = {"op": "UPDATE", "content": _stray_title(call)}
                 elif not prior[TITLE] and lines:
                     ops[sec] = {"op": "UPDATE", "content": lines[0]}
                 else:
@@ -444,6 +446,19 @@ class ScriptedSummariser(BaseChatModel):
         return AIMessage(
             content="", tool_calls=[{"name": UPDATE_TOOL, "args": args, "id": f"wm_{call}"}]
         )
+
+
+_STRAY_TITLES = (
+    "Weekend grocery list",
+    "Random thoughts about gardening",
+    "Holiday photo captions",
+    "Misc reminders for later",
+)
+
+
+def _stray_title(call: int) -> str:
+    """An unrelated title (the 'rewrites the title' misbehaviour)."""
+    return _STRAY_TITLES[call % len(_STRAY_TITLES)]
 
 
 def _bullets(lines: list[str]) -> str:

@@ -278,7 +278,7 @@ def _setup_section(opts: Any) -> list[str]:
                 ["sloppy", "carry loss 0.30, capture miss 0.20"],
                 [
                     "title",
-                    "faithful, but rewrites the session title on every call (an unrelated title)",
+                    "faithful, but from the 2nd call on rewrites the title (unrelated words)",
                 ],
                 [
                     "update_not_append",
