@@ -155,7 +155,7 @@ def write_results(results: dict[str, Any], path: Path) -> None:
         f"Command: `{results['command']}` (from the repository root). Generated "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} in {results['seconds']:.0f} s.",
         "",
-        f"Machine: {results['machine']}.",
+        f"Machine: {results['machine']}. Code: {results.get('revision', 'unknown')}.",
         "",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in results["versions"].items()) + ".",
         "",

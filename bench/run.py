@@ -306,6 +306,30 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _revision() -> str:
+    """The commit benchmarked, and whether the package had uncommitted changes."""
+    import subprocess
+
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=HERE.parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "wm_langgraph", "prompts"],
+            cwd=HERE.parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return f"{head}" + (" with uncommitted changes in wm_langgraph/ or prompts/" if dirty else "")
+
+
 def _machine() -> str:
     cpu = platform.processor() or platform.machine()
     return (
@@ -388,6 +412,7 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
         "checkpoints": ckpt,
         "versions": _versions(),
         "machine": _machine(),
+        "revision": _revision(),
         "seconds": time.perf_counter() - started,
         "command": "python -m bench" + (" --quick" if opts.quick else ""),
     }
