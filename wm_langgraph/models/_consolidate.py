@@ -12,9 +12,8 @@ import math
 import re
 
 from wm_langgraph.core.sections import section_items
-from wm_langgraph.core.text import extract_anchors, missing_anchors
 from wm_langgraph.core.tokens import count_tokens
-from wm_langgraph.models._lang import keywords, shorten, similar
+from wm_langgraph.models._lang import item_anchors, keywords, lost_anchors, shorten, similar
 
 __all__ = ["consolidate_facts", "consolidate_files", "consolidate_goals", "consolidate_issues"]
 
@@ -37,7 +36,7 @@ def _compact(item: str) -> str:
     short = shorten(item, max_words=28, max_cjk=70)
     if short == item:
         return item
-    lost = sorted(missing_anchors(extract_anchors(item, include_markers=False), short))
+    lost = sorted(lost_anchors(item_anchors(item), short))
     return f"{short} ({', '.join(lost)})" if lost else short
 
 
@@ -66,7 +65,7 @@ def consolidate_facts(items: list[str], old_count: int) -> str:
     kept: list[str] = []
     for item in items:
         twin = next((k for k in kept if similar(item, k, threshold=0.85)), None)
-        if twin is not None and not missing_anchors(extract_anchors(item), twin):
+        if twin is not None and not lost_anchors(item_anchors(item), twin):
             continue
         kept.append(item)
     groups = [[item] for item in kept]
@@ -109,14 +108,22 @@ def consolidate_files(body: str, new_items: list[str]) -> str:
     return _bullets(lines)
 
 
-def consolidate_issues(lines: list[str]) -> list[str]:
-    """Fold every ``[resolved]`` item into one line; open items stay one per line."""
-    resolved = [line for line in lines if line.lstrip("- ").casefold().startswith("[resolved]")]
-    if len(resolved) < 2:
-        return lines
-    rest = [line for line in lines if line not in resolved]
-    merged = "; ".join(line.lstrip("- ").strip().rstrip(".") for line in resolved)
-    return [f"- {merged}", *rest]
+def consolidate_issues(lines: list[str], keep_open: int = 12) -> list[str]:
+    """Fold every ``[resolved]`` item into one line, and the older open items (all but the
+    newest ``keep_open``) into one "still open" line; each item's text is kept whole."""
+    items = [line.lstrip("-* ").strip() for line in lines if line.strip()]
+    resolved = [item for item in items if item.casefold().startswith("[resolved]")]
+    still = [item for item in items if item not in resolved]
+    out: list[str] = []
+    if len(resolved) >= 2:
+        out.append("; ".join(item.rstrip(".") for item in resolved))
+    else:
+        out.extend(resolved)
+    if len(still) > keep_open + 1:
+        older, still = still[:-keep_open], still[-keep_open:]
+        out.append("Still open (older): " + "; ".join(item.rstrip(".") for item in older))
+    out.extend(still)
+    return [f"- {item}" for item in out]
 
 
 def consolidate_goals(items: list[str], keep_recent: int = 8) -> list[str]:

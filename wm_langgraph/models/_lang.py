@@ -6,9 +6,10 @@ Private to ``wm_langgraph.models``. Pure functions, deterministic, English and C
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Literal
 
-from wm_langgraph.core.text import extract_anchors, missing_anchors
+from wm_langgraph.core.text import anchor_in_text, extract_anchors
 
 Language = Literal["en", "zh"]
 
@@ -80,22 +81,26 @@ def shorten(text: str, *, max_words: int = 40, max_cjk: int = 90) -> str:
 
 
 def keywords(text: str) -> list[str]:
-    """Meaningful lower-case words (stopwords dropped) plus CJK character bigrams, in order."""
-    found: list[str] = []
+    """Meaningful lower-case words (stopwords dropped, crude plural stem) plus CJK character
+    bigrams, in order of first appearance."""
+    return list(_keywords(text))
+
+
+@lru_cache(maxsize=8192)
+def _keywords(text: str) -> tuple[str, ...]:
+    found: dict[str, None] = {}
     for word in _WORD_RE.findall(text):
         low = word.lower()
         if low in STOPWORDS:
             continue
         if len(low) > 3 and low.endswith("s") and not low.endswith("ss"):
             low = low[:-1]  # a crude plural stem: "limits" and "limit" compare equal
-        if len(low) >= 2 and low not in STOPWORDS and low not in found:
-            found.append(low)
+        if len(low) >= 2 and low not in STOPWORDS:
+            found.setdefault(low)
     for run in re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]+", text):
         for i in range(max(1, len(run) - 1)):
-            gram = run[i : i + 2]
-            if gram not in found:
-                found.append(gram)
-    return found
+            found.setdefault(run[i : i + 2])
+    return tuple(found)
 
 
 def similar(a: str, b: str, *, threshold: float = 0.6) -> bool:
@@ -115,7 +120,26 @@ def repeats(item: str, old: str, *, threshold: float = 0.8) -> bool:
     path, date…) that ``old`` lacks. Dedup never drops a detail."""
     if not similar(item, old, threshold=threshold):
         return False
-    return not missing_anchors(extract_anchors(item, include_markers=False), old)
+    return not lost_anchors(item_anchors(item), old)
+
+
+@lru_cache(maxsize=4096)
+def item_anchors(text: str) -> frozenset[str]:
+    """The anchors of ``text`` without decision markers (cached: items are compared often)."""
+    return frozenset(extract_anchors(text, include_markers=False))
+
+
+@lru_cache(maxsize=4096)
+def _all_anchors(text: str) -> frozenset[str]:
+    return frozenset(extract_anchors(text))
+
+
+def lost_anchors(anchors: frozenset[str] | set[str], text: str) -> set[str]:
+    """The ``anchors`` that ``text`` does not carry (as ``core.text.missing_anchors``, cached)."""
+    if not anchors:
+        return set()
+    found = set(_all_anchors(text))
+    return {anchor for anchor in anchors if not anchor_in_text(anchor, text, found)}
 
 
 def overlap(a: str, b: str) -> int:
