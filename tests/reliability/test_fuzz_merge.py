@@ -178,3 +178,25 @@ def test_many_append_items_and_enormous_single_item():
     errors = parse_working_memory(result.text)["Errors & Corrections"]
     assert "Open Issues 1999" in errors
     assert "x" * 1_000_000 in errors
+
+
+@fuzz_settings
+@given(
+    doc=_protected_document(),
+    rounds=st.lists(
+        st.dictionaries(st.sampled_from(SECTIONS), _dropping_op, max_size=7), min_size=2, max_size=6
+    ),
+)
+def test_over_many_rounds_errors_only_grow_and_paths_never_vanish(doc, rounds):
+    count("merge: many rounds")
+    text, protected = doc
+    for ops_of_round in rounds:
+        old = parse_working_memory(text)
+        old_paths = [p for p in _PATHS if p in old["Files & Context"]]
+        text = merge_working_memory(text, ops_of_round).text
+        new = parse_working_memory(text)
+        assert old["Errors & Corrections"] in new["Errors & Corrections"]
+        for path in old_paths:
+            assert path in new["Files & Context"], f"path lost: {path!r}"
+    for date in protected["dates"]:
+        assert date in text
