@@ -366,3 +366,25 @@ def test_a_hand_written_role_transcript_is_understood(model):
     assert wm["Session Title"].startswith("Migrate the billing cron jobs")
     assert "because cron drifted by 5 minutes" in wm["Key Facts & Decisions"]
     assert "User correction: Actually, keep the cron job for refunds" in wm["Errors & Corrections"]
+
+
+def test_chinese_update_answers_the_open_question_and_supersedes_the_wrong_port(model):
+    first: list[BaseMessage] = [
+        HumanMessage("请帮我把订单服务迁移到 PostgreSQL 15。"),
+        AIMessage("配置里数据库端口是 3306。迁移目标端口是多少？"),
+    ]
+    wm = _create(model, first)
+    assert "[new] 迁移目标端口是多少？" in parse_working_memory(wm)["Open Issues"]
+    second: list[BaseMessage] = [
+        HumanMessage("目标端口是 5433。"),
+        AIMessage("好的，使用 5433。"),
+        HumanMessage("不对，端口应该是 5432，不是 5433。"),
+        AIMessage("明白，已把端口改为 5432。"),
+    ]
+    result = merge_working_memory(wm, _update(model, wm, second))
+    assert all(d.requested == d.applied and not d.reason for d in result.decisions)
+    new = parse_working_memory(result.text)
+    assert "[resolved] 迁移目标端口是多少？" in new["Open Issues"]
+    assert "目标端口是 5433" not in new["Key Facts & Decisions"]
+    assert "端口应该是 5432" in new["Key Facts & Decisions"]
+    assert "已被更正：用户：目标端口是 5433。" in new["Errors & Corrections"]

@@ -48,13 +48,14 @@ _FACT_RE = re.compile(
 _NUMBER_FACT_RE = re.compile(
     r"\b(?:v?\d+\.\d+(?:\.\d+)+|port \d+|HTTP \d{3}|\d{4}-\d{2}-\d{2}|"
     r"\d+(?:\.\d+)?\s?(?:%|ms|seconds|minutes|hours|days|weeks|months|years|MB|GB|KB|tokens|"
-    r"requests|rps|users|retries|workers|threads))\b|\$\d+|\d+\s?(?:个|天|小时|分钟|秒|月|年|次|%)",
+    r"requests|rps|users|retries|workers|threads))\b|\$\d+|\d+\s?(?:个|天|小时|分钟|秒|月|年|次|%)"
+    r"|(?:端口|版本|编号|工单)\s*(?:是|为|号)?\s*v?\d+",
     _I,
 )
 _GOAL_RE = re.compile(
     r"(?<![\w-])(add|implement|build|create|write|make|fix|support|refactor|migrate|rename|remove|"
     r"deploy|set up|setup|need|needs|want|goal|also|next|extend|convert|optimi[sz]e)\b"
-    r"|实现|添加|增加|构建|创建|编写|修复|支持|重构|迁移|需要|希望|目标|帮我|请",
+    r"|实现|添加|增加|构建|创建|编写|修复|支持|重构|迁移|需要|希望|目标是|帮我|请",
     _I,
 )
 _ACK_RE = re.compile(
@@ -121,6 +122,7 @@ class Findings:
     unresolved_errors: list[str] = field(default_factory=list)
     open_failures: list[str] = field(default_factory=list)
     corrections: list[str] = field(default_factory=list)
+    opening_reply: list[str] = field(default_factory=list)
     open_items: list[str] = field(default_factory=list)
     resolution_texts: list[str] = field(default_factory=list)
 
@@ -314,6 +316,9 @@ def extract_findings(turns: list[Turn]) -> Findings:
         goal = "" if _is_correction(turn.text) else _goal_of(turn.text)
         if goal:
             _add(found.goals, goal)
+    if turns and turns[0].role == "user":
+        # the chunk opens with the user's answer to whatever the assistant asked last time
+        found.opening_reply = sentences(turns[0].text)
     notes: dict[str, FileNote] = {}
     calls_by_name: dict[str, ToolCallRecord] = {}
     open_candidates: list[tuple[int, str]] = []

@@ -24,7 +24,7 @@ from wm_langgraph.models._consolidate import (
     consolidate_goals,
     consolidate_issues,
 )
-from wm_langgraph.models._extract import Findings, resolves
+from wm_langgraph.models._extract import Findings, relates, resolves
 from wm_langgraph.models._lang import keywords, repeats, shorten, similar
 
 __all__ = ["apply_ops", "plan_ops", "warned_sections"]
@@ -129,7 +129,9 @@ def _superseded(old_items: list[str], corrections: list[str]) -> dict[int, str]:
             pattern = re.compile(r"(?<![\w.])" + re.escape(value) + r"(?![\w])", re.IGNORECASE)
             context = set(keywords(correction)) - set(keywords(value))
             for index, item in enumerate(old_items):
-                if index not in retired and pattern.search(item) and context & set(keywords(item)):
+                if index in retired or correction in item:
+                    continue  # the correction's own fact stays
+                if pattern.search(item) and context & set(keywords(item)):
                     retired[index] = correction
     return retired
 
@@ -139,11 +141,11 @@ def _facts_ops(old: str, found: Findings, warned: bool) -> tuple[Op, list[str]]:
     old_items = section_items(old)
     new = _fresh(found.facts, old_items)
     retired = _superseded(old_items, found.corrections)
-    zh = found.language == "zh"
-    notes = [
-        f"{'已被更正' if zh else 'Superseded'}: {old_items[i]} → {correction}"
-        for i, correction in retired.items()
-    ]
+    retired_new = _superseded(new, found.corrections)  # said and corrected in this chunk
+    label = "已被更正：" if found.language == "zh" else "Superseded: "
+    notes = [f"{label}{old_items[i]} → {fix}" for i, fix in retired.items()]
+    notes += [f"{label}{new[i]} → {fix}" for i, fix in retired_new.items()]
+    new = [item for i, item in enumerate(new) if i not in retired_new]
     if warned and old_items:
         kept = [item for i, item in enumerate(old_items) if i not in retired]
         return {"op": "UPDATE", "content": consolidate_facts([*kept, *new], len(old_items))}, notes
@@ -187,7 +189,10 @@ def _open_op(old: str, found: Findings, warned: bool) -> tuple[Op, list[str]]:
             out_lines.append(line)
             continue
         core = re.sub(r"^(?:\[[^\]\n]{0,40}\]\s*)+", "", text)
-        if any(resolves(core, sentence) for sentence in found.resolution_texts):
+        answered = re.search(r"[?？]\s*$", core) is not None and any(
+            relates(core, sentence) for sentence in found.opening_reply
+        )
+        if answered or any(resolves(core, sentence) for sentence in found.resolution_texts):
             out_lines.append(f"- {_RESOLVED_PREFIX} {core}")
             changed = True
         else:
