@@ -105,7 +105,13 @@ class Reporter:
             "agent: langchain create_agent + WorkingMemoryMiddleware; agent model: scripted "
             "replay of the session; tools: return the recorded results"
         )
-        self._print(f"working-memory model: {type(self._memory.model).__name__}")
+        model = type(self._memory.model).__name__
+        kind = (
+            " (heuristic extractive summariser, no LLM)"
+            if model == "OfflineWorkingMemoryModel"
+            else ""
+        )
+        self._print(f"working-memory model: {model}{kind}")
         self._print(
             f"settings: token_budget={config.token_budget:,}, commit at "
             f"{config.commit_token_threshold_ratio:.0%} ({config.commit_threshold_tokens:,.0f} "

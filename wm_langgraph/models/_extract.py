@@ -342,7 +342,7 @@ def extract_findings(turns: list[Turn]) -> Findings:
             _collect_open(turns, index, open_candidates)
             found.resolution_texts.extend(s for s in sentences(turn.text) if _RESOLVED_RE.search(s))
         if turn.role == "assistant" and turn.text.strip():
-            found.latest_reply = shorten(" ".join(sentences(turn.text)[:2]), max_words=40)
+            found.latest_reply = first_sentence(turn.text)
         if turn.role == "user" and _is_correction(turn.text):
             found.corrections.extend(sentences(turn.text))
             said_parts = [s for s in sentences(turn.text) if not _TODO_RE.search(s)][:2]

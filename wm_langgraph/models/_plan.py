@@ -68,17 +68,19 @@ def _state(found: Findings, open_count: int, first_open: str) -> str:
     zh = found.language == "zh"
     parts: list[str] = []
     if found.latest_request:
-        parts.append(("最新请求：" if zh else "Latest request: ") + found.latest_request)
+        request = shorten(found.latest_request, max_words=25, max_cjk=50)
+        parts.append(("最新请求：" if zh else "Latest request: ") + request)
     if found.latest_reply:
-        parts.append(
-            ("助手最近答复：" if zh else "Assistant's latest reply: ") + found.latest_reply
-        )
+        reply = shorten(found.latest_reply, max_words=25, max_cjk=50)
+        parts.append(("助手最近答复：" if zh else "Assistant's latest reply: ") + reply)
     if found.last_action:
         status = f" ({found.last_status})" if found.last_status else ""
         parts.append(("最近操作：" if zh else "Last tool action: ") + found.last_action + status)
     if found.unresolved_errors:
-        parts.append(("未解决错误：" if zh else "Unresolved error: ") + found.unresolved_errors[-1])
+        error = shorten(found.unresolved_errors[-1], max_words=20, max_cjk=40)
+        parts.append(("未解决错误：" if zh else "Unresolved error: ") + error)
     if open_count:
+        first_open = shorten(first_open, max_words=15, max_cjk=30)
         if zh:
             parts.append(f"仍有 {open_count} 个未决事项，例如：{first_open}")
         else:
