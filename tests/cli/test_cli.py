@@ -200,3 +200,27 @@ def test_python_dash_m_help():
     for command in ("demo", "replay", "inspect"):
         assert command in done.stdout
     assert "heuristic extractive summariser" in done.stdout
+
+
+def test_replay_into_the_same_database_starts_a_new_thread_unless_one_is_named(tmp_path: Path):
+    source = tmp_path / "chat.jsonl"
+    source.write_text(
+        "\n".join(
+            json.dumps(m)
+            for m in (
+                {"role": "user", "content": "Please rename the CLI flag --db to --database."},
+                {"role": "assistant", "content": "Renamed because the docs use --database."},
+            )
+        ),
+        encoding="utf-8",
+    )
+    db = str(tmp_path / "r.sqlite")
+    base = ["replay", str(source), "--db", db, "--model", "offline"]
+    assert _run(base)[0] == 0
+    assert _run(base)[0] == 0
+    assert _run([*base, "--thread", "replay"])[0] == 0
+    report = json.loads(_run(["inspect", "--db", db, "--json"])[1])
+    threads = {t["thread_id"]: t for t in report["threads"]}
+    assert set(threads) == {"replay", "replay-2"}
+    assert len(threads["replay"]["archives"]) == 2  # continued by the explicit --thread
+    assert len(threads["replay-2"]["archives"]) == 1

@@ -18,7 +18,7 @@ from langgraph.graph import END, START, StateGraph
 
 from wm_langgraph.adapters._chat_jsonl import load_chat_jsonl, split_turns
 from wm_langgraph.adapters._report import Reporter
-from wm_langgraph.adapters._runtime import persistence
+from wm_langgraph.adapters._runtime import free_thread_id, persistence
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.engine.state import WorkingMemoryState
@@ -34,7 +34,7 @@ def replay_file(
     config: WorkingMemoryConfig,
     model: BaseChatModel | None,
     db: str | None,
-    thread_id: str,
+    thread_id: str | None,
     out_path: str | None,
     compact: bool,
     out: TextIO,
@@ -57,8 +57,10 @@ def replay_file(
         print(f"wm-langgraph replay: {path} has no valid message", file=err)
         return 2
     turns = split_turns(transcript.messages)
-    run_config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     with persistence(db) as (checkpointer, store):
+        if thread_id is None:
+            thread_id = free_thread_id(checkpointer, "replay")
+        run_config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
         memory = WorkingMemory(model, config=config, store=store)
 
         def after_turn(state: WorkingMemoryState, config: RunnableConfig) -> dict[str, Any]:

@@ -103,7 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--out", metavar="PATH", help="write the final WM to this file")
     replay.add_argument("--db", metavar="PATH", help="persist the thread in this SQLite file")
     replay.add_argument(
-        "--thread", metavar="ID", default="replay", help="thread id (default: replay)"
+        "--thread",
+        metavar="ID",
+        help="thread id; an existing thread of --db is continued (default: a new thread named "
+        "replay, replay-2, ...)",
     )
     replay.add_argument(
         "--budget",
