@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import nbformat
-import pytest
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
@@ -20,7 +19,6 @@ def test_notebook_is_committed_without_outputs():
     assert all(not cell.outputs and cell.execution_count is None for cell in code)
 
 
-@pytest.mark.slow
 def test_quickstart_notebook_executes(tmp_path: Path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     notebook = nbformat.read(NOTEBOOK, as_version=4)
