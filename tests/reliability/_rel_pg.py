@@ -7,6 +7,7 @@ thread from commands on stdin, one per line, answering one line each:
     turn <thread_id> <n>  run turn n of the thread (harness agent + after_turn) -> "ok"
     wait                  wait for this process's background Phase 2 work
                           -> "waited <bool> <model calls> <messages folded>"
+    slow <seconds>        make every later model call take this long -> "ok"
     quit                  finish background work and exit
 """
 
@@ -67,8 +68,10 @@ def _worker(url: str, name: str) -> None:
 
     from wm_langgraph.engine.memory import WorkingMemory
 
+    delay = {"seconds": 0.02}
+
     def pause(kind: str, prompt: str, healthy: Any) -> Any:
-        time.sleep(0.02)  # lets the other process's Phase 2 overlap this one; nothing is timed
+        time.sleep(delay["seconds"])  # lets Phase 2 jobs overlap (or be killed); nothing is timed
         return None
 
     model = MarkerModel(fault=pause)
@@ -89,6 +92,9 @@ def _worker(url: str, name: str) -> None:
                 finished = wm.wait(timeout=120)
                 folded = sum(len(marks) for _, marks in model.calls)
                 print(f"waited {finished} {len(model.calls)} {folded}", flush=True)
+            elif command[0] == "slow":
+                delay["seconds"] = float(command[1])
+                print("ok", flush=True)
             elif command[0] == "quit":
                 break
         wm.close()

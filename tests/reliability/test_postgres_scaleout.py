@@ -195,6 +195,41 @@ def test_two_processes_serving_the_same_threads_keep_the_invariants(pg_url, thre
     add("postgres: 2 processes, messages folded redundantly by racing jobs", folded - archived)
 
 
+def test_a_worker_killed_during_phase2_loses_nothing(pg_url):
+    """SIGKILL a worker while its background Phase 2 is inside the model call: the other worker
+    goes on serving the thread, and its next commit folds the orphaned archive in."""
+    conv = Conversation(f"pgkill-{_run_id()}")
+    victim, survivor = _Worker(pg_url, "victim"), _Worker(pg_url, "survivor")
+    try:
+        for _ in range(3):
+            assert survivor.ask(f"turn {conv.thread_id} {conv.turns}") == "ok"
+            conv.sent.extend(_turn_ids(conv.thread_id, conv.turns))
+            conv.turns += 1
+        assert survivor.ask("wait").startswith("waited True")
+        assert victim.ask("slow 60") == "ok"
+        assert victim.ask(f"turn {conv.thread_id} {conv.turns}") == "ok"  # Phase 2 now hangs
+        conv.sent.extend(_turn_ids(conv.thread_id, conv.turns))
+        conv.turns += 1
+        victim.proc.kill()
+        victim.proc.wait(timeout=WAIT_S)
+        add("postgres: worker processes killed during Phase 2")
+        for _ in range(2):
+            assert survivor.ask(f"turn {conv.thread_id} {conv.turns}") == "ok"
+            conv.sent.extend(_turn_ids(conv.thread_id, conv.turns))
+            conv.turns += 1
+        assert survivor.ask("wait").startswith("waited True")
+    finally:
+        victim.stop()
+        survivor.stop()
+    with postgres_backend(pg_url) as (saver, store):
+        wm = WorkingMemory(MarkerModel().model, config=CONFIG, store=store)
+        graph = build_agent(wm, checkpointer=saver, store=store)
+        try:
+            check_thread(wm, graph, ArchiveStore(store), conv, folded_all=True, complete=True)
+        finally:
+            wm.close()
+
+
 def _records(url: str, thread_id: str, conv: Conversation) -> list[Any]:
     with postgres_backend(url, max_size=2) as (_, store):
         archives = ArchiveStore(store)
