@@ -156,6 +156,15 @@ def test_extract_paths_line_numbers_and_cjk_neighbours():
     ]
 
 
+def test_code_shapes_in_tool_output_are_not_paths():
+    assert extract_paths("datetime.strptime(s, '%d/%m/%Y')") == []
+    assert extract_paths("<Response [429]>.status_code == 429") == []
+    assert extract_paths("from orders.db import session\nimport orders.db") == []
+    assert extract_paths("touched a.py, b.py") == ["a.py", "b.py"]
+    assert extract_paths("from pkg import x  # see orders.db") == ["orders.db"]
+    assert extract_paths("cat /var/log/app.log") == ["/var/log/app.log"]
+
+
 def test_normalise_path():
     assert normalise_path("./src/a.py,") == "src/a.py"
     assert normalise_path("docs/") == "docs"

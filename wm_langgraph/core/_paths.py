@@ -89,7 +89,7 @@ def is_path_like(token: str) -> bool:
     if not named:
         return False
     if text.startswith(("/", "./", "../", "~/")) or text.endswith("/"):
-        return True
+        return any(len(segment) > 1 for segment in named)  # not a format spec like "%d/"
     if len(named) >= 3:
         return True
     if named[0].casefold() in _KNOWN_DIRS:
@@ -109,7 +109,18 @@ def _is_attribute(text: str, match: re.Match[str]) -> bool:
         return False
     before = text[match.start() - 1] if match.start() else ""
     after = text[match.start() + len(token) : match.start() + len(token) + 1]
-    return before in {")", "]", "}"} or after == "("
+    return before in {")", "]", "}", ">"} or after == "("
+
+
+_IMPORT_RE = re.compile(r"\b(?:from|import)[ \t]+$")
+
+
+def _is_module_name(text: str, match: re.Match[str]) -> bool:
+    """A dotted Python module in an import statement (``from orders.db import x``)."""
+    token = match.group()
+    return "/" not in token and bool(
+        _IMPORT_RE.search(text[max(0, match.start() - 12) : match.start()])
+    )
 
 
 def extract_paths(text: str) -> list[str]:
@@ -135,7 +146,11 @@ def extract_paths(text: str) -> list[str]:
     for match in _TOKEN_RE.finditer(text):
         if any(start <= match.start() < end for start, end in spans):
             continue
-        if is_path_like(match.group()) and not _is_attribute(text, match):
+        if (
+            is_path_like(match.group())
+            and not _is_attribute(text, match)
+            and not _is_module_name(text, match)
+        ):
             hits.append((match.start(), match.group()))
     for _, candidate in sorted(hits, key=lambda hit: hit[0]):
         _add(candidate)
