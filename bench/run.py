@@ -414,13 +414,22 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
         "machine": _machine(),
         "revision": _revision(),
         "seconds": time.perf_counter() - started,
-        "command": "python -m bench" + (" --quick" if opts.quick else ""),
+        "command": _command(opts),
     }
     opts.out.mkdir(parents=True, exist_ok=True)
     results["plot"] = write_plot(results, opts.out / "survival.png")
     write_results(results, opts.out / "RESULTS.md")
     _log(f"wrote {opts.out / 'RESULTS.md'} in {results['seconds']:.0f}s")
     return results
+
+
+def _command(opts: Options) -> str:
+    if opts.quick:
+        return "python -m bench --quick"
+    default = Options()
+    flags = [f"--seed {opts.seed}"] if opts.seed != default.seed else []
+    flags += [f"--turns {opts.turns}"] if opts.turns != default.turns else []
+    return " ".join(["python -m bench", *flags])
 
 
 def _pct(x: float | None) -> str:
@@ -450,19 +459,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smoke run (seconds)")
-    parser.add_argument("--out", type=Path, default=HERE, help="directory for RESULTS.md")
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--turns", type=int, default=240)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="directory for RESULTS.md and survival.png (default: bench/, or a temporary "
+        "directory for --quick so the committed results are not overwritten)",
+    )
+    parser.add_argument("--seed", type=int, default=7, help="session seed (default 7)")
+    parser.add_argument("--turns", type=int, default=240, help="turns per session (default 240)")
     args = parser.parse_args(argv)
     for name in ("langgraph", "wm_langgraph", "langchain"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    opts = (
-        quick_options(args.out)
-        if args.quick
-        else Options(out=args.out, seed=args.seed, turns=args.turns)
-    )
-    if not args.quick:
-        opts.seed, opts.turns = args.seed, args.turns
+    if args.quick:
+        out = args.out or Path(tempfile.gettempdir()) / "wm_langgraph_bench_quick"
+        opts = quick_options(out)
+    else:
+        opts = Options(out=args.out or HERE, seed=args.seed, turns=args.turns)
     run_benchmark(opts)
     return 0
 
