@@ -246,7 +246,7 @@ def _setup_section(opts: Any) -> list[str]:
         "places, dates, numbers, preferences, plans, facts that change).",
         "- Every system is a real agent graph around the same replayed agent (`bench/systems.py`): "
         "`wm_langgraph` = `create_agent` + `WorkingMemoryMiddleware`; `wm_no_guards` = the same "
-        "with `merge_working_memory(..., guards=False)` (ablation); `langmem` = "
+        "with `WorkingMemoryConfig(guards=False)` (ablation); `langmem` = "
         "`create_react_agent` with LangMem `SummarizationNode` as pre-model hook; `langchain` = "
         "`create_agent` + LangChain `SummarizationMiddleware`.",
         f"- Compaction cadence made comparable: wm_langgraph commits when {t.chunk_tokens} tokens "

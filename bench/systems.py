@@ -1,7 +1,7 @@
 """The systems compared, each as a real agent graph around the same replayed agent.
 
 * ``wm_langgraph`` — ``create_agent`` with ``WorkingMemoryMiddleware`` (guards on);
-* ``wm_no_guards`` — the same with the section guards switched off (ablation);
+* ``wm_no_guards`` — the same with ``WorkingMemoryConfig(guards=False)`` (ablation);
 * ``langmem`` — ``create_react_agent`` with LangMem's ``SummarizationNode`` as pre-model hook;
 * ``langchain`` — ``create_agent`` with LangChain's ``SummarizationMiddleware``;
 * ``plain`` — ``create_agent`` without any memory (checkpoint-growth baseline only).
@@ -13,11 +13,9 @@ assembled context each system builds — which is what the benchmark measures.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -203,34 +201,13 @@ class SystemRun:
     def play(self, turn: Turn, *, record: bool = True) -> str | None:
         """Run one turn through the graph; returns an error text instead of raising."""
         self.agent.begin_turn(turn, record=record)
-        with _guards(self.guards):
-            try:
-                self.graph.invoke(
-                    {"messages": [HumanMessage(turn.user, id=f"u-{turn.index}")]}, self.config
-                )
-            except Exception as exc:  # a peer whose summariser raised: record, go on
-                return f"{type(exc).__name__}: {exc}"
+        try:
+            self.graph.invoke(
+                {"messages": [HumanMessage(turn.user, id=f"u-{turn.index}")]}, self.config
+            )
+        except Exception as exc:  # a peer whose summariser raised: record, go on
+            return f"{type(exc).__name__}: {exc}"
         return None
-
-
-@contextlib.contextmanager
-def _guards(enabled: bool) -> Iterator[None]:
-    """Switch the section guards off for the ablation.
-
-    The engine has no configuration flag for this (yet); ``merge_working_memory`` has a
-    ``guards`` keyword, so the commit module's reference to it is swapped for the run.
-    """
-    if enabled:
-        yield
-        return
-    from wm_langgraph.engine import commit as commit_module
-
-    original = commit_module.merge_working_memory
-    commit_module.merge_working_memory = functools.partial(original, guards=False)  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        commit_module.merge_working_memory = original
 
 
 def build_system(
@@ -264,6 +241,7 @@ def build_system(
             commit_token_threshold_ratio=ratio,
             commit_keep_recent_count=tuning.keep_messages,
             background=False,
+            guards=name == "wm_langgraph",
         )
         mw = WorkingMemoryMiddleware(model=summariser, config=cfg, store=wm_store)
         graph = create_agent(agent, tools, middleware=[mw], checkpointer=saver, store=wm_store)

@@ -236,3 +236,39 @@ def test_a_missing_archive_record_does_not_block_the_lineage():
     _compact(wm, cfg, _turn(3))
     assert "FACT-003" in wm.get_working_memory(cfg)
     assert [a.status for a in wm.list_archives(cfg)] == ["done", "done"]
+
+
+def _title_drift_model():
+    """Creates a WM titled "Project Falcon migration", then answers every update with a
+    Session Title UPDATE that shares no word with it (title drift)."""
+
+    def reply(messages, tools, tool_choice):
+        if is_update_call(tools):
+            ops = {name: {"op": "KEEP"} for name in SECTIONS}
+            ops["Session Title"] = {"op": "UPDATE", "content": "Quarterly tax paperwork"}
+            return {
+                "content": "",
+                "tool_calls": [{"name": "update_working_memory", "args": {"sections": ops}}],
+            }
+        return wm_document(["FACT-001"])
+
+    return ScriptedChatModel(replies=reply)
+
+
+def test_title_drift_is_kept_by_default_and_applied_with_guards_off():
+    titles = {}
+    for guards in (True, False):
+        wm = WorkingMemory(_title_drift_model(), config=CONFIG.replace(guards=guards))
+        cfg = _cfg(f"drift-{guards}")
+        _compact(wm, cfg, _turn(1))
+        _compact(wm, cfg, _turn(2))
+        titles[guards] = parse_working_memory(wm.get_working_memory(cfg))["Session Title"]
+        decision = next(
+            d
+            for d in wm.list_archives(cfg)[-1].metadata["decisions"]
+            if d["section"] == "Session Title"
+        )
+        assert decision["requested"] == "UPDATE"
+        assert decision["applied"] == ("KEEP" if guards else "UPDATE")
+    assert titles[True] == "Project Falcon migration"
+    assert titles[False] == "Quarterly tax paperwork"

@@ -18,6 +18,7 @@ def test_defaults_match_the_spec():
     assert cfg.background is True
     assert cfg.max_consecutive_failures == 3
     assert cfg.long_term_memory is False
+    assert cfg.guards is True
     assert cfg.commit_threshold_tokens == 64_000
 
 
@@ -43,6 +44,8 @@ def test_bad_values_name_the_field_and_range(field, value, message):
 def test_wrong_types_and_unknown_or_positional_arguments_raise():
     with pytest.raises(TypeError, match="background must be a bool"):
         WorkingMemoryConfig(background="yes")
+    with pytest.raises(TypeError, match="guards must be a bool"):
+        WorkingMemoryConfig(guards=0)
     with pytest.raises(TypeError, match="token_budget must be an int"):
         WorkingMemoryConfig(token_budget=True)
     with pytest.raises(TypeError):

@@ -211,15 +211,16 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
             new = parse_working_memory(created)
             ops = {name: {"op": "UPDATE", "content": new[name]} for name in SECTIONS}
         if ops is not None:
-            result = merge_working_memory(prior, ops)
+            result = merge_working_memory(prior, ops, guards=cfg.guards)
             text, decisions = result.text, [d.as_dict() for d in result.decisions]
         else:
-            text, decisions = merge_working_memory(created or "", {}).text, []
+            text = merge_working_memory(created or "", {}, guards=cfg.guards).text
+            decisions = []
         files_body = parse_working_memory(text)[FILES_SECTION]
         missing = [p for p in state.get("paths", []) if p not in files_body]
         if missing:
             appended = merge_working_memory(
-                text, {FILES_SECTION: {"op": "APPEND", "items": missing}}
+                text, {FILES_SECTION: {"op": "APPEND", "items": missing}}, guards=cfg.guards
             )
             text = appended.text
         record = RunnableLambda(lambda x: x, name="wm.guards")

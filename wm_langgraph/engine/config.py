@@ -55,6 +55,8 @@ class WorkingMemoryConfig:
         phase2_workers: Worker threads shared by all background Phase 2 jobs.
         model_timeout_seconds: Give up on one Working Memory model call after this long (a
             failure: the old WM stays); None waits as long as the model client does.
+        guards: False disables the per-section guards — for ablation/benchmarks only; the
+            document stays seven sections and header-safe.
     """
 
     token_budget: int = 128_000
@@ -71,6 +73,7 @@ class WorkingMemoryConfig:
     long_term_namespace: tuple[str, ...] = ("wm_langgraph", "long_term")
     phase2_workers: int = 4
     model_timeout_seconds: float | None = None
+    guards: bool = True
 
     def __post_init__(self) -> None:
         _check_int("token_budget", self.token_budget, 256, 100_000_000)
@@ -87,6 +90,7 @@ class WorkingMemoryConfig:
         _check_int("max_prompt_messages_tokens", self.max_prompt_messages_tokens, 1, 100_000_000)
         _check_bool("long_term_memory", self.long_term_memory)
         _check_int("phase2_workers", self.phase2_workers, 1, 256)
+        _check_bool("guards", self.guards)
         if self.model_timeout_seconds is not None:
             _check_float("model_timeout_seconds", self.model_timeout_seconds, 0.001, 1e6)
         ns = self.long_term_namespace
