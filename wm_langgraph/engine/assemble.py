@@ -191,11 +191,20 @@ def fit_working_memory(
         The message (``None`` when there is no WM or not even its skeleton fits) and the
         number of items omitted.
     """
+    message, omitted, _ = _fit_working_memory(working_memory, budget, count)
+    return message, omitted
+
+
+def _fit_working_memory(
+    working_memory: str, budget: int, count: MessageCounter
+) -> tuple[HumanMessage | None, int, int]:
+    """:func:`fit_working_memory` plus the message's size (0 without a message)."""
     if not working_memory.strip() or budget <= 0:
-        return None, 0
+        return None, 0, 0
     whole = _summary_message(working_memory)
-    if count(whole) <= budget:
-        return whole, 0
+    size = count(whole)
+    if size <= budget:
+        return whole, 0, size
     if is_working_memory(working_memory):
         parsed = parse_working_memory(working_memory)
         bodies = {name: [ln for ln in parsed[name].splitlines() if ln.strip()] for name in SECTIONS}
@@ -208,21 +217,24 @@ def fit_working_memory(
         indices = range(len(bodies[name]))
         plan.extend((name, i) for i in (indices if oldest_first else reversed(indices)))
 
-    def fits(k: int) -> bool:
-        return count(_summary_message(_cut_document(bodies, plan, k))) <= budget
+    def probe(k: int) -> tuple[HumanMessage, int]:
+        message = _summary_message(_cut_document(bodies, plan, k))
+        return message, count(message)
 
-    if not fits(len(plan)):
-        return None, 0
+    if probe(len(plan))[1] > budget:
+        return None, 0, 0
     lo, hi = 1, len(plan)  # the size is monotone in k up to marker digits; verified below
     while lo < hi:
         mid = (lo + hi) // 2
-        if fits(mid):
+        if probe(mid)[1] <= budget:
             hi = mid
         else:
             lo = mid + 1
-    while not fits(lo):
+    while True:
+        message, size = probe(lo)
+        if size <= budget:
+            return message, lo, size
         lo += 1
-    return _summary_message(_cut_document(bodies, plan, lo)), lo
 
 
 def _system_blocks(content: object) -> list[Any]:
@@ -389,13 +401,17 @@ def assemble_context(
 
         system_addition = load_prompt("system")
     system = _merge_system(system_message, folded, system_addition if has_memory else None)
-    available = budgets.usable - (count(system) if system is not None else 0)
+    system_size = count(system) if system is not None else 0
+    available = budgets.usable - system_size
 
+    # Each message is counted once here; the total below reuses these sizes.
     sizes = [count(m) for m in body]
     turns = _turns(body)
-    summary, _ = fit_working_memory(working_memory, min(budgets.archive, available), count)
-    summary_size = count(summary) if summary is not None else 0
+    summary, _, summary_size = _fit_working_memory(
+        working_memory, min(budgets.archive, available), count
+    )
     kept: list[BaseMessage] = []
+    kept_size = 0
     if turns:
         newest_start = turns[-1][0]
         newest = sum(sizes[newest_start:])
@@ -407,14 +423,19 @@ def assemble_context(
                     break
                 start = turn_start
             kept = body[start:]
+            kept_size = sum(sizes[start:])
         elif newest <= available:
             kept = body[newest_start:]
-            summary, _ = fit_working_memory(working_memory, available - newest, count)
+            kept_size = newest
+            summary, _, summary_size = _fit_working_memory(
+                working_memory, available - newest, count
+            )
         else:
-            summary = None
+            summary, summary_size = None, 0
             kept = _shrink_tool_outputs(body[newest_start:], available, count)
+            kept_size = sum(count(m) for m in kept)
     messages: list[BaseMessage] = ([summary] if summary is not None else []) + kept
-    tokens = sum(count(m) for m in messages) + (count(system) if system is not None else 0)
+    tokens = summary_size + kept_size + system_size
     return AssembledContext(
         system_message=system,
         messages=messages,

@@ -23,6 +23,7 @@ from langgraph.store.memory import InMemoryStore
 from wm_langgraph.core.tokens import TokenCounter, count_tokens
 from wm_langgraph.engine._hooks import NodeHook
 from wm_langgraph.engine._session import Session
+from wm_langgraph.engine._token_cache import MessageTokenCache
 from wm_langgraph.engine.archives import (
     ArchiveRecord,
     ArchiveStatus,
@@ -85,7 +86,8 @@ class WorkingMemory:
             config: Settings; defaults to ``WorkingMemoryConfig()``.
             store: BaseStore for archives and WM versions (default: an in-memory store owned by
                 this instance). Pass the same store to ``compile(store=...)``.
-            token_counter: Text -> tokens; defaults to offline cl100k counts.
+            token_counter: Text -> tokens (a pure function: message counts are cached);
+                defaults to offline cl100k counts.
             create_prompt: Overrides ``prompts/create.md`` (placeholders ``{{prior_summary}}``,
                 ``{{messages}}``).
             update_prompt: Overrides ``prompts/update.md`` (``{{working_memory}}``,
@@ -109,6 +111,8 @@ class WorkingMemory:
         self.config = config or WorkingMemoryConfig()
         self.store: BaseStore = store if store is not None else InMemoryStore()
         self._counter: TokenCounter = token_counter or count_tokens
+        # Each message is rendered and tokenised once per process, not on every assemble.
+        self._message_tokens = MessageTokenCache(self._uncached_message_tokens)
         self._create_prompt = _check_prompt(
             "create_prompt", create_prompt, prior_summary="", messages=""
         )
@@ -158,8 +162,11 @@ class WorkingMemory:
         return self._model
 
     # -- tokens ------------------------------------------------------------------------------
-    def _count_message(self, message: BaseMessage) -> int:
+    def _uncached_message_tokens(self, message: BaseMessage) -> int:
         return message_tokens(message, self._counter)
+
+    def _count_message(self, message: BaseMessage) -> int:
+        return self._message_tokens(message)
 
     def count_tokens(self, messages: Sequence[BaseMessage]) -> int:
         """Prompt tokens of ``messages`` as the engine counts them."""
