@@ -215,12 +215,7 @@ def generate_create(
     """
     _check_timeout(timeout)
     runnable, messages = _create_inputs(model, prior, messages_text, prompt, metadata)
-    try:
-        reply = _call_with_timeout(lambda: runnable.invoke(messages, config), timeout, "wm.create")
-    except GenerationError:
-        raise
-    except Exception as exc:
-        raise GenerationError(f"create: the model call failed: {exc!r}") from exc
+    reply = _invoke(runnable, messages, config, timeout, "create")
     return validate_created_document(_reply_text(reply))
 
 
@@ -237,13 +232,40 @@ async def agenerate_create(
     """Async twin of :func:`generate_create`; ``timeout`` cancels the model call."""
     _check_timeout(timeout)
     runnable, messages = _create_inputs(model, prior, messages_text, prompt, metadata)
-    try:
-        reply = await asyncio.wait_for(runnable.ainvoke(messages, config), timeout)
-    except TimeoutError as exc:
-        raise GenerationError(f"wm.create: the model did not answer within {timeout} s") from exc
-    except Exception as exc:
-        raise GenerationError(f"create: the model call failed: {exc!r}") from exc
+    reply = await _ainvoke(runnable, messages, config, timeout, "create")
     return validate_created_document(_reply_text(reply))
+
+
+def _invoke(
+    runnable: Runnable[LanguageModelInput, BaseMessage],
+    messages: list[BaseMessage],
+    config: RunnableConfig | None,
+    timeout: float | None,
+    label: str,
+) -> BaseMessage:
+    """Call the model; every failure (error, timeout) becomes a :class:`GenerationError`."""
+    try:
+        return _call_with_timeout(lambda: runnable.invoke(messages, config), timeout, f"wm.{label}")
+    except GenerationError:
+        raise
+    except Exception as exc:
+        raise GenerationError(f"{label}: the model call failed: {exc!r}") from exc
+
+
+async def _ainvoke(
+    runnable: Runnable[LanguageModelInput, BaseMessage],
+    messages: list[BaseMessage],
+    config: RunnableConfig | None,
+    timeout: float | None,
+    label: str,
+) -> BaseMessage:
+    """Async :func:`_invoke`; ``timeout`` cancels the call."""
+    try:
+        return await asyncio.wait_for(runnable.ainvoke(messages, config), timeout)
+    except TimeoutError as exc:
+        raise GenerationError(f"wm.{label}: the model did not answer within {timeout} s") from exc
+    except Exception as exc:
+        raise GenerationError(f"{label}: the model call failed: {exc!r}") from exc
 
 
 def _update_inputs(
@@ -321,12 +343,7 @@ def generate_update(
     """
     _check_timeout(timeout)
     runnable, messages = _update_inputs(model, working_memory, messages_text, prompt, metadata)
-    try:
-        reply = _call_with_timeout(lambda: runnable.invoke(messages, config), timeout, "wm.update")
-    except GenerationError:
-        raise
-    except Exception as exc:
-        raise GenerationError(f"update: the model call failed: {exc!r}") from exc
+    reply = _invoke(runnable, messages, config, timeout, "update")
     raw = _update_arguments(reply)
     return None if raw is None else _parse(raw)
 
@@ -344,11 +361,6 @@ async def agenerate_update(
     """Async twin of :func:`generate_update`; ``timeout`` cancels the model call."""
     _check_timeout(timeout)
     runnable, messages = _update_inputs(model, working_memory, messages_text, prompt, metadata)
-    try:
-        reply = await asyncio.wait_for(runnable.ainvoke(messages, config), timeout)
-    except TimeoutError as exc:
-        raise GenerationError(f"wm.update: the model did not answer within {timeout} s") from exc
-    except Exception as exc:
-        raise GenerationError(f"update: the model call failed: {exc!r}") from exc
+    reply = await _ainvoke(runnable, messages, config, timeout, "update")
     raw = _update_arguments(reply)
     return None if raw is None else _parse(raw)
