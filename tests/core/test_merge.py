@@ -89,9 +89,12 @@ def test_every_guard_in_one_round():
             "Session Title": "Payments service migration to PostgreSQL",
             "Current State": "Schema ported; data copy pending.",
             "Task & Goals": "- Move payments off MySQL",
-            "Key Facts & Decisions": (f"{NEW_FACTS}\n- [restored] DB port 5433"),
+            # the corrected port is current; the old one is retired, not restored as current
+            "Key Facts & Decisions": NEW_FACTS,
             "Files & Context": "- src/db.py: connection\n- docs/setup.md\n- src/new.py: new module",
-            "Errors & Corrections": "- Fact 10 was wrong\n- Fact 1 was wrong",
+            "Errors & Corrections": (
+                "- Fact 10 was wrong\n- Fact 1 was wrong\n- superseded: DB port 5433"
+            ),
             "Open Issues": (
                 "- [resolved] Budget for Q3 unclear: $500\n"
                 "- [silently dropped, restored] Who reviews the PR?"
@@ -368,3 +371,128 @@ def test_lossy_model_without_guards_loses_facts():
     body = parse_working_memory(doc)["Key Facts & Decisions"]
     lost = [fact_id for fact_id in entered if fact_id not in body]
     assert len(lost) > len(entered) // 2
+
+
+# ---------------------------------------------------------------------------------------------
+# A changed value is retired to Errors & Corrections, not restored as if current
+# ---------------------------------------------------------------------------------------------
+
+
+def _kf_update(facts: str, content: str, **sections: str):
+    old = render_working_memory({"Session Title": "Billing", "Key Facts & Decisions": facts})
+    if sections:
+        old = render_working_memory(
+            {"Session Title": "Billing", "Key Facts & Decisions": facts, **sections}
+        )
+    return merge_working_memory(
+        old, {"Key Facts & Decisions": {"op": "UPDATE", "content": content}}
+    )
+
+
+def test_corrected_port_is_retired_not_restored():
+    facts = (
+        "- Staging database: port 5433\n- Alice owns FACT-017\n- Bob owns FACT-018\n"
+        "- v2.3.1 shipped on 2024-03-15"
+    )
+    content = facts.replace("port 5433", "port 5432")
+    result = _kf_update(facts, content)
+    sections = parse_working_memory(result.text)
+    assert sections["Key Facts & Decisions"] == content
+    assert sections["Errors & Corrections"] == "- superseded: Staging database: port 5433"
+    kf = decision(result, "Key Facts & Decisions")
+    assert (kf.requested, kf.applied) == ("UPDATE", "UPDATE")
+    assert "superseded" in kf.reason
+    errors = decision(result, "Errors & Corrections")
+    assert (errors.requested, errors.applied) == ("MISSING", "APPEND")
+    assert "recorded 1 superseded" in errors.reason
+
+
+def test_changed_place_in_a_chat_is_retired_and_the_rest_kept():
+    facts = (
+        "- Owen lives in Ghent\n- Owen pays 900 euros rent a month\n"
+        "- Aiko's chess tournament on 2024-01-08\n- Constraint: Owen cannot drive"
+    )
+    content = facts.replace("Ghent", "Porto")
+    result = _kf_update(facts, content, **{"Errors & Corrections": "- Fact 10 was wrong"})
+    sections = parse_working_memory(result.text)
+    assert sections["Key Facts & Decisions"] == content
+    assert sections["Errors & Corrections"] == (
+        "- Fact 10 was wrong\n- superseded: Owen lives in Ghent"
+    )
+
+
+def test_chinese_corrected_value_is_retired():
+    facts = "- 数据库端口是5433\n- 张伟负责FACT-017\n- 2024年3月15日发布v2.3.1\n- 月租金4500元"
+    content = facts.replace("5433", "5432")
+    result = _kf_update(facts, content)
+    sections = parse_working_memory(result.text)
+    assert sections["Key Facts & Decisions"] == content
+    assert sections["Errors & Corrections"] == "- superseded: 数据库端口是5433"
+
+
+def test_consolidated_bullet_retires_the_changed_clause_and_restores_the_rest():
+    facts = (
+        "- Staging database: port 5433; Bob owns FACT-018\n- Alice owns FACT-017\n"
+        "- v2.3.1 shipped on 2024-03-15\n- Carol runs the standup at 10 AM\n"
+        "- Budget is $200 per month\n- Dana joined on 2024-04-02"
+    )
+    content = (
+        "- Staging database: port 5432\n- Alice owns FACT-017\n- v2.3.1 shipped on 2024-03-15\n"
+        "- Carol runs the standup at 10 AM\n- Budget is $200 per month\n- Dana joined on 2024-04-02"
+    )
+    sections = parse_working_memory(_kf_update(facts, content).text)
+    assert sections["Key Facts & Decisions"] == f"{content}\n- [restored] Bob owns FACT-018"
+    assert sections["Errors & Corrections"] == "- superseded: Staging database: port 5433"
+
+
+@pytest.mark.parametrize(
+    ("facts", "content"),
+    [
+        # another ticket in the same shape is another fact, not a new value
+        (
+            "- FACT-017: owner is Alice\n- Standup at 10 AM\n- Redis on port 6379",
+            "- FACT-020: owner is Alice\n- Standup at 10 AM\n- Redis on port 6379",
+        ),
+        # the same kind of fact about someone else
+        (
+            "- Owen has 31 houseplants\n- Owen lives in Ghent\n- Aiko trains 6 hours a week",
+            "- Aiko has 40 houseplants\n- Owen lives in Ghent\n- Aiko trains 6 hours a week",
+        ),
+    ],
+)
+def test_vanished_fact_without_a_changed_value_is_restored(facts, content):
+    sections = parse_working_memory(_kf_update(facts, content).text)
+    dropped = facts.splitlines()[0]
+    assert sections["Key Facts & Decisions"] == f"{content}\n- [restored] {dropped[2:]}"
+    assert sections["Errors & Corrections"] == ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules and decisions without names or numbers are restored too
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "dropped",
+    [
+        "Constraint: never push directly to main; always open a pull request",
+        "Constraint: tests must never call the real payment gateway",
+        "Decision: a token bucket instead of a fixed window counter because it smooths bursts",
+        "Owen is allergic to peanuts",
+        "不要直接推送到主分支",
+    ],
+)
+def test_dropped_rule_or_decision_is_restored(dropped):
+    kept = "- Alice owns FACT-017\n- Redis on port 6379\n- v2.3.1 shipped on 2024-03-15"
+    result = _kf_update(f"- {dropped}\n{kept}", kept)
+    assert parse_working_memory(result.text)["Key Facts & Decisions"] == (
+        f"{kept}\n- [restored] {dropped}"
+    )
+
+
+def test_reworded_rule_is_not_restored():
+    facts = "- Never push directly to main\n- Alice owns FACT-017\n- Redis on port 6379"
+    content = "- Don't push to main; use a PR\n- Alice owns FACT-017\n- Redis on port 6379"
+    assert parse_working_memory(_kf_update(facts, content).text)["Key Facts & Decisions"] == (
+        content
+    )

@@ -180,7 +180,7 @@ def test_spec_anchor_kinds():
         "Decided on 15 March 2024 because Alice chose PostgreSQL; trial lasts 3 months, "
         "costs $200, 2 kids, standup at 10 AM, due 2024-04-01."
     )
-    assert extract_anchors(text) == {
+    assert extract_anchors(text, include_phrases=False) == {
         "decided",
         "2024-03-15",
         "because",
@@ -261,3 +261,77 @@ def test_attribute_chains_are_not_dotfiles():
     assert extract_paths(text) == ["/orders/1"]
     assert extract_paths("call .join(parts)") == []
     assert extract_paths("copy .env.example to .env") == [".env.example", ".env"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Constraint anchors: a negation / obligation marker and the word it governs
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "anchor"),
+    [
+        ("Never push directly to main; always open a pull request.", "never push"),
+        ("Never push directly to main; always open a pull request.", "always open"),
+        ("Don't push to main, ever.", "never push"),
+        ("We do not push to the main branch directly", "never push"),
+        ("Tests must never call the real payment gateway", "never call"),
+        ("Use httpx for HTTP calls, never requests", "never request"),
+        ("Every migration must be reversible", "always reversible"),
+        ("Owen cannot drive", "never drive"),
+        ("Mei doesn’t eat meat", "never eat"),
+        ("Aiko only reads paper books", "only read"),
+        ("Owen is allergic to peanuts", "allergic peanut"),
+        ("Priya avoids crowded places", "avoid crowded"),
+        ("不要直接推送到主分支", "不要推送"),
+        ("千万别推送到主分支", "不要推送"),
+        ("禁止在周末部署", "不要周末"),
+        ("必须使用uv管理依赖", "必须uv"),
+        ("只能用公司的电脑处理客户数据", "只能公司"),
+        ("发布前一定要跑完整测试", "必须跑完"),
+    ],
+)
+def test_constraint_phrase_anchors(text, anchor):
+    assert anchor in extract_anchors(text)
+
+
+def test_constraint_anchors_survive_rewording_but_not_loss():
+    rule = "Never push directly to main; always open a pull request."
+    anchors = extract_anchors(rule)
+    assert missing_anchors(anchors, "Don't push to main — always open a PR first.") == set()
+    assert missing_anchors(anchors, "Pull requests are reviewed on Mondays.") == {
+        "never push",
+        "always open",
+    }
+    assert missing_anchors(extract_anchors("不要直接推送到主分支"), "千万不要推送主分支") == set()
+
+
+def test_ordinary_words_are_not_constraints():
+    assert extract_anchors("The only option left is the late train") == set()
+    assert extract_anchors("Not only fast but cheap, if only it shipped") == set()
+    assert extract_anchors("The user prefers tea. Use it.") == set()
+    # a contraction is not a name, and a marker does not reach across a line or a clause
+    assert extract_anchors("Don't know yet") == {"never know"}
+    assert extract_anchors("只可以\nAlice") == {"alice"}
+    assert "always deploy" not in extract_anchors("We must.\nDeploy tonight")
+
+
+def test_decision_phrase_anchors_name_the_decision():
+    text = "Alice chose PostgreSQL because ops already runs it"
+    assert {"decided postgresql", "because ops"} <= extract_anchors(text)
+    assert {"decided postgresql", "because ops"} <= extract_anchors(text, include_markers=False)
+    assert "decided take" in extract_anchors("Owen decided to take the remote job offer")
+    bucket = "For rate limiting: a token bucket, not a fixed window, because it smooths bursts"
+    assert "because smooth" in extract_anchors(bucket)
+    # the layer-2 coverage check counts only the SPEC's kinds
+    assert extract_anchors(bucket, include_phrases=False) == {"because"}
+
+
+def test_identifiers_next_to_cjk_characters():
+    # Chinese has no spaces: an id, a version or an issue number touches the characters
+    assert extract_anchors("张伟负责FACT-017，修复了#42号问题，升级到v2.3.1版本") == {
+        "fact-017",
+        "#42",
+        "v2.3.1",
+    }
+    assert extract_anchors("数据库端口是5433，预算200元") == {"5433", "200元"}

@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from wm_langgraph.core._paths import CJK_CHARS, extract_paths, normalise_path, words
+from wm_langgraph.core._phrases import phrase_anchors
 
 # --------------------------------------------------------------------------------------------
 # Anchors
@@ -166,8 +167,8 @@ _SENTENCE_START_RE = re.compile(
 
 def _proper_noun(m: re.Match[str]) -> str | None:
     word = m["word"].casefold()
-    if word in ANCHOR_STOPWORDS:
-        return None
+    if word in ANCHOR_STOPWORDS or re.match(r"['’]t\b", m.string[m.end() :]):
+        return None  # a stopword, or a contraction ("Don't", "Won’t")
     # A capitalised -ed / -ing / -ly word opening a sentence is a verb or adverb, not a name
     # ("Switched to Rust", "Using uv"), unless it has inner capitals ("LangGraph").
     if len(word) >= 5 and word.endswith(("ed", "ing", "ly")) and m["word"][1:].islower():
@@ -265,7 +266,10 @@ _RULES: tuple[_Rule, ...] = (
         ),
         _money,
     ),
-    (re.compile(r"(?:" + _NUM + r")[^\S\n]*(?:" + _CJK_UNITS + ")"), _cjk_number),
+    (
+        re.compile(r"(?<![A-Za-z0-9_.#\-])(?:" + _NUM + r")[^\S\n]*(?:" + _CJK_UNITS + ")"),
+        _cjk_number,
+    ),
     (re.compile("第?" + _CJK_NUM + "(?:" + _CJK_UNITS + ")"), _cjk_number),
     (re.compile(r"第[^\S\n]*\d+"), _cjk_number),
     (
@@ -279,14 +283,19 @@ _RULES: tuple[_Rule, ...] = (
         ),
         _keyword_number,
     ),
-    (re.compile(r"(?<![\w&])#\d+" + _R), _lower),
+    (re.compile(r"(?<![A-Za-z0-9_&])#\d+" + _R), _lower),
     (re.compile(_L + r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+" + _R), _lower),
-    (re.compile(r"(?<![\w.\-])[A-Za-z0-9][A-Za-z0-9_]*(?:[-.:][A-Za-z0-9_]+)+" + _R), _identifier),
     (
-        re.compile(r"(?<![\w.\-])(?P<num>" + _NUM + r")[^\S\n]?(?P<unit>%|[A-Za-z]{1,15})" + _R),
+        re.compile(r"(?<![A-Za-z0-9_.\-])[A-Za-z0-9][A-Za-z0-9_]*(?:[-.:][A-Za-z0-9_]+)+" + _R),
+        _identifier,
+    ),
+    (
+        re.compile(
+            r"(?<![A-Za-z0-9_.\-])(?P<num>" + _NUM + r")[^\S\n]?(?P<unit>%|[A-Za-z]{1,15})" + _R
+        ),
         lambda m: f"{_plain_number(m['num'])}%" if m["unit"] == "%" else _number_unit(m),
     ),
-    (re.compile(r"(?<![\w.\-])[A-Za-z]+\d[A-Za-z0-9]*" + _R), _identifier),
+    (re.compile(r"(?<![A-Za-z0-9_.\-])[A-Za-z]+\d[A-Za-z0-9]*" + _R), _identifier),
     (
         re.compile(r"(?i)" + _L + r"(?:because|decided|chose|committed|agreed|resolved)" + _R),
         _marker,
@@ -296,12 +305,14 @@ _RULES: tuple[_Rule, ...] = (
     (re.compile(_L + r"[a-z]+(?:[A-Z][a-z0-9]*)+" + _R), _lower),
     (re.compile(_L + r"(?P<word>[A-Z][A-Za-z]{2,})(?:['’]s)?" + _R), _proper_noun),
     (re.compile(r"[\u30a1-\u30fa\u30fc]{3,}"), _lower),
-    (re.compile(r"(?<![\w.\-])(?:" + _NUM + r")" + _R), _bare_number),
+    (re.compile(r"(?<![A-Za-z0-9_.\-])(?:" + _NUM + r")" + _R), _bare_number),
     (re.compile(r"(?<=[" + CJK_CHARS + r"])\d+(?:\.\d+)?"), _bare_number),
 )
 
 
-def extract_anchors(text: str, *, include_markers: bool = True) -> set[str]:
+def extract_anchors(
+    text: str, *, include_markers: bool = True, include_phrases: bool = True
+) -> set[str]:
     """The lexical anchors of ``text`` in canonical form (SPEC §4.3 and its go-further items).
 
     Kinds: paths and URLs; dates (ISO, day-month-year, month-day-year, ``2024年3月15日``);
@@ -309,12 +320,18 @@ def extract_anchors(text: str, *, include_markers: bool = True) -> set[str]:
     ``3个月``, ``5%``); keyword numbers (``port 5432``, ``http 429``, ``#42``); identifiers with
     digits (``fact-017``, ``v2.3.1``); code identifiers (``DATABASE_URL``, ``parse_config``,
     ``getUser``, backticked spans); decision markers; capitalised proper nouns of 3+ letters not
-    in ``ANCHOR_STOPWORDS``; katakana words; other numbers of 2+ digits.
+    in ``ANCHOR_STOPWORDS``; katakana words; other numbers of 2+ digits; constraint and
+    decision phrases (``never push``, ``always open``, ``only read``, ``不要推送``,
+    ``because smooth``, ``decided postgresql``: a negation / obligation / decision marker with
+    the word it governs, see ``core._phrases``).
 
     Args:
         text: Any text.
         include_markers: When False, decision markers (``because``…) are left out; they say
             that a decision exists, not which one.
+        include_phrases: When False, constraint and decision phrases are left out (the
+            layer-2 coverage check of a consolidation does not count them: a reworded rule
+            must not make a clean consolidation fail; the restore pass does count them).
     """
     anchors: set[str] = set()
     mask = bytearray(len(text))
@@ -333,6 +350,10 @@ def extract_anchors(text: str, *, include_markers: bool = True) -> set[str]:
             mask[start:end] = b"\x01" * (end - start)
             if include_markers or value not in DECISION_MARKERS:
                 anchors.add(value)
+    # Phrases overlap other anchors' text on purpose ("never use Redis" gives both ``redis``
+    # and ``never redis``), so they are added without the overlap mask.
+    if include_phrases:
+        anchors |= phrase_anchors(text)
     return anchors
 
 

@@ -6,10 +6,11 @@ unchanged). :func:`guard_section` is the entry point; it runs the rules shared b
 (guards only run when the old section has content; an empty UPDATE of a non-empty section is a
 KEEP) and then the section's own guard. Italic template lines (``_…_``) are never content.
 
-The "30% hole" of the reference is closed by :func:`restore_vanished_facts`, which the merge
-calls after the whole new document is known: an accepted Key Facts consolidation may reword,
-but an old bullet whose anchor appears nowhere in the new document comes back, marked
-``[restored]``.
+The "30% hole" of the reference is closed by :func:`settle_key_facts`, which the merge calls
+after the whole new document is known: an accepted Key Facts consolidation may reword, but an
+old bullet whose anchor appears nowhere in the new document comes back, marked ``[restored]`` —
+unless the new Key Facts holds the same fact with a changed value, in which case the old bullet
+is recorded in Errors & Corrections as ``superseded: <old bullet>`` instead.
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
+from wm_langgraph.core._facts import (
+    RESTORED_MARKER,
+    SUPERSEDED_PREFIX,
+    VanishedFacts,
+    settle_vanished_facts,
+)
 from wm_langgraph.core.sections import item_key, section_items
 from wm_langgraph.core.text import (
     contains_cjk,
@@ -40,10 +47,12 @@ __all__ = [
     "OVERSIZE_MAX_APPEND",
     "OVERSIZE_TOKENS",
     "RESTORED_MARKER",
+    "SUPERSEDED_PREFIX",
     "GuardOutcome",
     "OpKind",
     "SectionOp",
     "SectionSize",
+    "VanishedFacts",
     "guard_errors_corrections",
     "guard_files_context",
     "guard_key_facts",
@@ -56,6 +65,7 @@ __all__ = [
     "new_items",
     "restore_vanished_facts",
     "section_size",
+    "settle_key_facts",
 ]
 
 OpKind = Literal["KEEP", "UPDATE", "APPEND"]
@@ -77,8 +87,6 @@ CONSOLIDATION_SENTINEL = (
     "and compress existing bullets before adding new facts.]"
 )
 """The bullet appended (once) when Key Facts is in emergency and the model still APPENDs."""
-RESTORED_MARKER = "[restored]"
-"""Prefix of a Key Facts bullet brought back because its anchors vanished."""
 DROPPED_MARKER = "[silently dropped, restored]"
 """Prefix of an Open Issues item brought back because an UPDATE dropped it."""
 
@@ -218,7 +226,7 @@ def guard_key_facts(
         if old_count and new_count / old_count < LAYER1_MIN_RATIO:
             why = f"rejected UPDATE: {new_count} of {old_count} bullets left (< 15%)"
             return _salvage(old_body, op, why, emergency=emergency)
-        anchors = extract_anchors("\n".join(_fact_lines(old_body)))
+        anchors = extract_anchors("\n".join(_fact_lines(old_body)), include_phrases=False)
         if anchors:
             lost = missing_anchors(anchors, f"{op.content}\n{elsewhere}")
             coverage = 1 - len(lost) / len(anchors)
@@ -260,7 +268,8 @@ def restore_vanished_facts(
     Every old bullet with an anchor (decision markers aside) that appears nowhere in
     ``new_document`` is appended to ``new_body`` as ``- [restored] <bullet>``. An anchor kept
     anywhere in the new document counts as kept, so a value moved to Errors & Corrections as
-    superseded is not restored.
+    superseded is not restored. (The merge uses :func:`settle_key_facts`, which also
+    retires a bullet whose value the new Key Facts changed, instead of restoring it.)
 
     Args:
         old_body: The Key Facts body before the update.
@@ -270,23 +279,25 @@ def restore_vanished_facts(
     Returns:
         The new body with restored bullets appended, and the restored items.
     """
-    per_item: list[tuple[str, set[str]]] = []
-    for item in _fact_lines(old_body):
-        anchors = extract_anchors(item, include_markers=False)
-        if anchors:
-            per_item.append((item, anchors))
-    if not per_item:
-        return new_body, []
-    lost = missing_anchors(set().union(*(a for _, a in per_item)), new_document)
-    wanted: list[str] = []
-    for item, anchors in per_item:
-        if anchors & lost:
-            wanted.append(item if item.startswith(RESTORED_MARKER) else f"{RESTORED_MARKER} {item}")
-    restored = new_items(new_body, wanted)
-    if not restored:
-        return new_body, []
-    lines = "\n".join(f"- {item}" for item in restored)
-    return (f"{new_body.rstrip()}\n{lines}" if new_body.strip() else lines), restored
+    settled = settle_vanished_facts(_fact_lines(old_body), new_body, new_document, supersede=False)
+    return settled.body, list(settled.restored)
+
+
+def settle_key_facts(old_body: str, new_body: str, new_document: str) -> VanishedFacts:
+    """After an accepted Key Facts UPDATE: restore vanished bullets, retire changed values.
+
+    Like :func:`restore_vanished_facts`, except that an old bullet whose value the new Key
+    Facts changed (the same fact, other words alike, a differing number/value) is not put back
+    as if current: it is returned in ``superseded`` as ``superseded: <old bullet>``, for the
+    merge to record in Errors & Corrections (SPEC §4.3: a fact retired on purpose is moved there
+    as superseded, not deleted). See ``core._facts`` for the exact rule.
+
+    Args:
+        old_body: The Key Facts body before the update.
+        new_body: The accepted Key Facts body.
+        new_document: The whole new document (all seven sections, ``new_body`` included).
+    """
+    return settle_vanished_facts(_fact_lines(old_body), new_body, new_document)
 
 
 def _path_kept(path: str, new_norms: set[str]) -> bool:

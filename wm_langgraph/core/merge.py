@@ -30,7 +30,7 @@ from wm_langgraph.core.guards import (
     SectionOp,
     guard_section,
     new_items,
-    restore_vanished_facts,
+    settle_key_facts,
 )
 from wm_langgraph.core.sections import (
     SECTIONS,
@@ -46,6 +46,7 @@ logger = logging.getLogger("wm_langgraph")
 OpName = Literal["KEEP", "UPDATE", "APPEND"]
 
 _KEY_FACTS = "Key Facts & Decisions"
+_ERRORS = "Errors & Corrections"
 _BULLET_RE = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])[ \t]+")
 
 
@@ -255,18 +256,43 @@ def merge_working_memory(
 def _restore_key_facts(
     old_sections: Mapping[str, str], new_sections: dict[str, str], decisions: list[GuardDecision]
 ) -> None:
-    """After an accepted Key Facts UPDATE, restore old bullets whose anchors vanished."""
+    """After an accepted Key Facts UPDATE, settle the old bullets whose anchors vanished.
+
+    A vanished bullet is restored in Key Facts, or — when the new Key Facts holds the same fact
+    with a changed value — recorded in Errors & Corrections as ``superseded: <old bullet>``
+    (both decisions say so in their reason).
+    """
     index = SECTIONS.index(_KEY_FACTS)
     decision = decisions[index]
     if decision.applied != "UPDATE":
         return
     document = render_working_memory(new_sections)
-    body, restored = restore_vanished_facts(
-        old_sections[_KEY_FACTS], new_sections[_KEY_FACTS], document
-    )
-    if not restored:
+    settled = settle_key_facts(old_sections[_KEY_FACTS], new_sections[_KEY_FACTS], document)
+    notes: list[str] = []
+    if settled.restored:
+        new_sections[_KEY_FACTS] = settled.body
+        notes.append(
+            f"restored {len(settled.restored)} bullet(s) whose anchors vanished from the document"
+        )
+    recorded = new_items(new_sections[_ERRORS], settled.superseded)
+    if recorded:
+        lines = "\n".join(f"- {item}" for item in recorded)
+        new_sections[_ERRORS] = _join(new_sections[_ERRORS], lines)
+        notes.append(
+            f"moved {len(recorded)} bullet(s) whose value changed to Errors & Corrections "
+            "as superseded"
+        )
+        errors_index = SECTIONS.index(_ERRORS)
+        errors = decisions[errors_index]
+        note = f"recorded {len(recorded)} superseded Key Facts bullet(s)"
+        decisions[errors_index] = GuardDecision(
+            errors.section,
+            errors.requested,
+            "UPDATE" if errors.applied == "UPDATE" else "APPEND",
+            f"{errors.reason}; {note}" if errors.reason else note,
+        )
+    if not notes:
         return
-    new_sections[_KEY_FACTS] = body
-    note = f"restored {len(restored)} bullet(s) whose anchors vanished from the document"
+    note = "; ".join(notes)
     reason = f"{decision.reason}; {note}" if decision.reason else note
     decisions[index] = GuardDecision(decision.section, decision.requested, "UPDATE", reason)
