@@ -8,7 +8,8 @@ after it. ASCII decoration only, so any terminal encoding can show it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -30,29 +31,42 @@ def progress_bar(done: int, total: int, width: int = _BAR_WIDTH) -> str:
     return "[" + "#" * filled + "." * (width - filled) + "]"
 
 
-def interventions(record: ArchiveRecord) -> list[str]:
-    """Human-readable guard interventions of one archive's Phase 2 (empty when none)."""
-    lines: list[str] = []
+def _changed(record: ArchiveRecord) -> list[dict[str, Any]]:
+    """The guard decisions of one archive's Phase 2 that changed something or gave a reason."""
+    found: list[dict[str, Any]] = []
     for decision in record.metadata.get("decisions") or []:
         if not isinstance(decision, dict):
             continue
         requested, applied = decision.get("requested", ""), decision.get("applied", "")
+        if requested != applied or decision.get("reason", ""):
+            found.append(decision)
+    return found
+
+
+def interventions(record: ArchiveRecord) -> list[str]:
+    """Human-readable guard interventions of one archive's Phase 2 (empty when none).
+
+    Each reads ``section: requested -> applied (reason)``.
+    """
+    lines: list[str] = []
+    for decision in _changed(record):
+        requested, applied = decision.get("requested", ""), decision.get("applied", "")
         reason = decision.get("reason", "")
-        if requested != applied or reason:
-            change = requested if requested == applied else f"{requested} -> {applied}"
-            lines.append(
-                f"{decision.get('section', '?')}: {change}" + (f" ({reason})" if reason else "")
-            )
+        change = requested if requested == applied else f"{requested} -> {applied}"
+        lines.append(
+            f"{decision.get('section', '?')}: {change}" + (f" ({reason})" if reason else "")
+        )
     return lines
 
 
 @dataclass(slots=True)
 class ReportSummary:
-    """What the report saw: archives in order, the final WM, interventions, prompt sizes."""
+    """What the report saw: archives in order, the final WM, interventions (also by section)."""
 
     archive_ids: list[str] = field(default_factory=list)
     final_wm: str = ""
     interventions: int = 0
+    by_section: Counter[str] = field(default_factory=Counter)
 
 
 def _indent(text: str, prefix: str = "    | ") -> str:
@@ -69,6 +83,7 @@ class Reporter:
         config: RunnableConfig,
         *,
         show_each_wm: bool = True,
+        damage: Callable[[], list[str]] | None = None,
     ) -> None:
         """Report on the thread of ``config`` in ``memory``.
 
@@ -77,11 +92,14 @@ class Reporter:
             memory: The engine that owns the thread.
             config: The thread's run config.
             show_each_wm: Print the WM after every commit, not only at the end.
+            damage: For a fault-injecting WM writer: returns what it broke in its oldest not yet
+                reported update call; printed with each commit of the update branch.
         """
         self._out = out
         self._memory = memory
         self._config = config
         self._show_each_wm = show_each_wm
+        self._damage = damage
         self._summary = ReportSummary()
         self._reported: set[str] = set()
 
@@ -94,8 +112,18 @@ class Reporter:
         config: WorkingMemoryConfig,
         thread_id: str,
         db: str | None,
+        *,
+        model_label: str | None = None,
     ) -> None:
-        """The opening lines: what is played, with which settings, where it is kept."""
+        """The opening lines: what is played, with which settings, where it is kept.
+
+        Args:
+            session: The messages played.
+            config: The engine settings.
+            thread_id: The thread.
+            db: The SQLite file, or None (in memory).
+            model_label: What the WM model is, when its class name does not say it.
+        """
         tokens = self._memory.count_tokens(list(session))
         self._print(
             f"wm-langgraph demo: a recorded coding-agent session, {len(session)} messages, "
@@ -111,6 +139,8 @@ class Reporter:
             if model == "OfflineWorkingMemoryModel"
             else ""
         )
+        if model_label:
+            kind = f" ({model_label})"
         self._print(f"working-memory model: {model}{kind}")
         self._print(
             f"settings: token_budget={config.token_budget:,}, commit at "
@@ -149,9 +179,18 @@ class Reporter:
                 f"{record.token_count:,} tokens archived; Phase 2 {record.status} "
                 f"(branch {branch}{fallback})"
             )
+            if self._damage is not None and branch == "update":
+                broke = self._damage()
+                self._print("    careless writer: " + ("; ".join(broke) if broke else "no damage"))
             found = interventions(record)
             self._summary.interventions += len(found)
-            self._print("    guard interventions: " + ("; ".join(found) if found else "none"))
+            self._summary.by_section.update(str(d.get("section", "?")) for d in _changed(record))
+            if len(found) <= 1:
+                self._print("    guard interventions: " + (found[0] if found else "none"))
+            else:
+                self._print(f"    guard interventions: {len(found)}")
+                for line in found:
+                    self._print(f"      - {line}")
             trail: list[Any] = meta.get("artifact_trail") or []
             if trail:
                 added = ", ".join(str(p) for p in trail)

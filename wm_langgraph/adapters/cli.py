@@ -4,7 +4,9 @@ Commands:
 
 - ``demo``: play a recorded coding-agent session through ``create_agent`` with
   ``WorkingMemoryMiddleware`` and show every commit, the WM after it, guard interventions and the
-  tokens the assembled prompt saved. Offline by default.
+  tokens the assembled prompt saved. Offline by default. ``--careless`` writes the WM with a
+  fault-injecting wrapper (for demonstration) that damages update calls on purpose, to show
+  the guards repairing them.
 - ``replay FILE``: run your own transcript (JSONL, one OpenAI-style chat message per line)
   through the engine and print (or ``--out``) the final Working Memory. Bad lines are reported
   with their line number and reason; the valid ones are still processed.
@@ -90,6 +92,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not compact at the end (the newest messages then stay outside the WM)",
     )
+    demo.add_argument(
+        "--careless",
+        action="store_true",
+        help="write the WM through a fault-injecting wrapper (for demonstration) that damages "
+        "the model's update calls on purpose: unrelated titles, rewrites that drop old bullets, "
+        "truncated JSON; shows each guard intervention and checks the session's file paths, "
+        "errors and open issues against the final WM",
+    )
+    demo.add_argument(
+        "--seed",
+        type=int,
+        default=7,
+        help="seed of the --careless damage (default: %(default)s)",
+    )
 
     replay = commands.add_parser(
         "replay",
@@ -168,6 +184,8 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
         model=_model(args.model),
         show_each_wm=not args.brief,
         compact_at_end=not args.no_compact,
+        careless=args.careless,
+        seed=args.seed,
     )
     if args.db:
         print(

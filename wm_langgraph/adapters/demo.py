@@ -9,7 +9,12 @@ It is replayed through ``langchain.agents.create_agent`` with :class:`WorkingMem
   recorded assistant message (text and tool calls) and records how large its prompt was;
 - the agent's tools are real tools that return the recorded tool results;
 - the Working Memory is written by the offline heuristic summariser (no key, no network),
-  unless another model is given.
+  unless another model is given;
+- with ``careless=True`` the WM writer is :class:`CarelessWorkingMemoryModel`, a
+  fault-injecting wrapper for demonstration that damages the writer's update calls on purpose
+  (unrelated titles, rewrites that drop old bullets, truncated JSON), so that the guards have
+  something to repair. The run then ends with the interventions by section and a check of the
+  session's ground truth (file paths, errors, open issues) against the final WM.
 
 After every turn the demo reports progress, each commit (archive size, create/update branch,
 guard interventions, the WM after it) and how many tokens the assembled prompt saved compared
@@ -21,7 +26,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, TextIO, cast
@@ -35,10 +40,13 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import ConfigDict, PrivateAttr
 
+from wm_langgraph.adapters._careless import CarelessWorkingMemoryModel
 from wm_langgraph.adapters._chat_jsonl import parse_chat_lines, split_turns
 from wm_langgraph.adapters._report import Reporter
 from wm_langgraph.adapters._runtime import free_thread_id, persistence
+from wm_langgraph.adapters._session_facts import check_retention, retention_lines, session_facts
 from wm_langgraph.adapters.middleware import WorkingMemoryMiddleware
+from wm_langgraph.core.sections import SECTIONS
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.render import message_tokens
 from wm_langgraph.models.offline import OfflineWorkingMemoryModel
@@ -180,6 +188,7 @@ class DemoResult:
     guard_interventions: int = 0
     last_prompt_tokens: int = 0
     full_history_tokens: int = 0
+    interventions_by_section: dict[str, int] = field(default_factory=dict)
 
 
 def run_demo(
@@ -190,6 +199,8 @@ def run_demo(
     model: BaseChatModel | None = None,
     show_each_wm: bool = True,
     compact_at_end: bool = True,
+    careless: bool = False,
+    seed: int = 7,
 ) -> DemoResult:
     """Play the demo session through ``create_agent`` + ``WorkingMemoryMiddleware``.
 
@@ -202,6 +213,10 @@ def run_demo(
         show_each_wm: Print the Working Memory after every commit (always printed at the end).
         compact_at_end: Finish with an explicit compact, so that the final WM covers the whole
             session (otherwise the newest messages stay live, outside the WM).
+        careless: Wrap the WM model in :class:`CarelessWorkingMemoryModel` (a fault-injecting
+            wrapper for demonstration) and end with the guard interventions by section and a
+            ground-truth retention check of the final WM.
+        seed: The careless wrapper's seed (ignored without ``careless``).
 
     Returns:
         A summary of the run.
@@ -214,10 +229,10 @@ def run_demo(
         history.append(history[-1] + message_tokens(message))
     reply_positions = [i for i, m in enumerate(session) if isinstance(m, AIMessage)]
     agent_model = ScriptedAgentModel(replies=replies)
+    writer = model if model is not None else OfflineWorkingMemoryModel()
+    wrapper = CarelessWorkingMemoryModel(inner=writer, seed=seed) if careless else None
     with persistence(db) as (checkpointer, store):
-        middleware = WorkingMemoryMiddleware(
-            model if model is not None else OfflineWorkingMemoryModel(), config=config, store=store
-        )
+        middleware = WorkingMemoryMiddleware(wrapper or writer, config=config, store=store)
         agent = create_agent(
             agent_model,
             _recorded_tools(session),
@@ -227,8 +242,20 @@ def run_demo(
         )
         thread_id = free_thread_id(checkpointer, "demo")
         run_config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-        reporter = Reporter(out, middleware.memory, run_config, show_each_wm=show_each_wm)
-        reporter.header(session, config, thread_id, db)
+        reporter = Reporter(
+            out,
+            middleware.memory,
+            run_config,
+            show_each_wm=show_each_wm,
+            damage=wrapper.pop_damage if wrapper is not None else None,
+        )
+        label = None
+        if wrapper is not None:
+            label = (
+                f"fault-injecting wrapper for demonstration around {type(writer).__name__}: "
+                f"damages its update calls on purpose, seed {seed}"
+            )
+        reporter.header(session, config, thread_id, db, model_label=label)
         last_prompt = last_full = 0
         for number, turn in enumerate(turns, start=1):
             first = turn[0]
@@ -257,6 +284,12 @@ def run_demo(
         reporter.line(
             f"last prompt {last_prompt:,} tokens instead of {last_full:,} for the full history"
         )
+        if wrapper is not None:
+            _careless_summary(reporter, wrapper, result.by_section, session, result.final_wm)
+            if not compact_at_end:
+                reporter.line(
+                    "  (--no-compact: the newest messages are still live, outside the WM)"
+                )
         return DemoResult(
             thread_id=thread_id,
             turns=len(turns),
@@ -266,4 +299,28 @@ def run_demo(
             guard_interventions=result.interventions,
             last_prompt_tokens=last_prompt,
             full_history_tokens=last_full,
+            interventions_by_section=dict(result.by_section),
         )
+
+
+def _careless_summary(
+    reporter: Reporter,
+    wrapper: CarelessWorkingMemoryModel,
+    by_section: Mapping[str, int],
+    session: Sequence[BaseMessage],
+    final_wm: str,
+) -> None:
+    """What the careless writer broke, what the guards did, and what the final WM still holds."""
+    truncated = len(wrapper.cut_off)
+    reporter.line()
+    reporter.line("== the guards against the careless writer ==")
+    reporter.line(
+        f"careless writer: {wrapper.update_calls} update calls damaged on purpose "
+        f"({truncated} with truncated JSON arguments)"
+    )
+    counts = ", ".join(f"{name} {by_section[name]}" for name in SECTIONS if by_section.get(name))
+    reporter.line(f"guard interventions by section: {counts or 'none'}")
+    reporter.line("session ground truth (from the recorded messages) in the final WM:")
+    retention = check_retention(session_facts(session), final_wm)
+    for line in retention_lines(retention, cut_off=wrapper.cut_off):
+        reporter.line(line)
