@@ -186,8 +186,11 @@ class Session:
                 RemoveMessage(id=i) for i in [*turn.unfinished_removals, *removed]
             ]
         if not turn.in_state:
+            # Removals this update carries but the checkpoint has not confirmed yet: the earlier
+            # unfinished ones too, or a crash before this update is checkpointed forgets them.
+            pending_removals = [*turn.unfinished_removals, *removed]
             self._archives.put_meta(
-                turn.thread_id, _STORE_META, {"meta": dict(meta), "removed_ids": removed}
+                turn.thread_id, _STORE_META, {"meta": dict(meta), "removed_ids": pending_removals}
             )
         self._sync_timeline(turn.thread_id, meta["archives"], config)
         return update
