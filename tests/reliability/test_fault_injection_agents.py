@@ -248,6 +248,65 @@ def test_a_crash_between_phase1_and_phase2_then_a_restart_loses_nothing(
         assert {r.status for r in a.wm.list_archives(conv.config)} == {"done"}
 
 
+@pytest.mark.parametrize("background", [False, True], ids=["inline", "background"])
+@pytest.mark.parametrize("path", PATHS)
+def test_a_second_crash_before_the_restarted_hook_is_checkpointed_loses_nothing(
+    tmp_path, monkeypatch, path, background
+):
+    """Crash 1 between Phase 1 and Phase 2; after the restart crash 2 right after the first
+    hook that writes the thread's meta, before its update reaches the checkpoint. (With the
+    store-kept meta of ``create_react_agent`` that write used to forget the removals crash 1
+    left unfinished: their messages came back live while archived.)"""
+    add(f"fault injection (agents): double crash + restart scenarios ({path})")
+    file = tmp_path / "wm.sqlite"
+    schedule, finish = Session.schedule, Session._finish
+    armed: dict[str, Any] = {"at": "", "process": Crasher()}
+
+    def crash(where: str) -> None:
+        if armed["at"] == where:
+            armed["at"] = ""
+            armed["process"].dead = True
+            raise Crash(f"the process died ({where})")
+
+    def crash_before_phase2(self: Session, *args: Any, **kwargs: Any) -> Any:
+        crash("before Phase 2")
+        return schedule(self, *args, **kwargs)
+
+    def crash_after_meta(self: Session, *args: Any, **kwargs: Any) -> Any:
+        update = finish(self, *args, **kwargs)  # the store has the meta, the checkpoint not
+        crash("before the checkpoint")
+        return update
+
+    monkeypatch.setattr(Session, "schedule", crash_before_phase2)
+    monkeypatch.setattr(Session, "_finish", crash_after_meta)
+    conv = AgentConversation(f"crash2-{path}-{int(background)}")
+    with agent(path, file, MarkerModel().model, armed["process"], background=background) as a:
+        run = Run(a, conv, before=[])
+        for _ in range(3):
+            run.turn()
+        before = run.check(complete=True)
+        armed["at"] = "before Phase 2"
+        with pytest.raises(Crash):
+            conv.turn(a.graph)
+    conv.sent += turn_ids(conv.thread_id, 3, 0)  # the whole turn reached the checkpoint
+    conv.turns = 4
+    armed["process"] = Crasher()
+    with agent(path, file, MarkerModel().model, armed["process"], background=background) as a:
+        Run(a, conv, before=before).check(exact_reads=False)
+        armed["at"] = "before the checkpoint"
+        with pytest.raises(Crash):
+            conv.turn(a.graph)
+    assert not armed["at"], "the second crash never happened"
+    with agent(path, file, MarkerModel().model, background=background) as a:
+        conv.sent += turn_ids(conv.thread_id, 4, 0)  # turn 4 reached the checkpoint
+        conv.turns = 5
+        run = Run(a, conv, before=before)
+        run.check(exact_reads=False)
+        for _ in range(2):
+            run.turn()
+        run.check(folded_all=True, complete=True)
+
+
 # -- 3. the circuit breaker, through the async hooks ----------------------------------------------
 
 
