@@ -330,14 +330,16 @@ def test_the_breaker_stops_calling_a_dead_model_through_the_async_hooks(path, ba
             run.turn()
         run.before = run.check(complete=True)
         switch.active = True
-        for _ in range(5):  # two failures open the breaker; later commits only archive
+        for _ in range(4):  # two failures open the breaker; later commits only archive
             run.turn()
+        run.turn(**OVERFLOW)  # the overflow guard's inline commit archives, calls no model
+        assert_overflow_committed(run)
         assert switch.faulty == limit, "the dead model was called after the breaker opened"
         status = a.wm.phase2_status(conv.config)
         assert status["paused"]
         assert status["consecutive_failures"] == limit
         pending = [r for r in a.wm.list_archives(conv.config) if r.status != "done"]
-        assert len(pending) == 5  # every commit still archived; all of it stays visible
+        assert len(pending) == 6  # every commit still archived (the overflow turn: two)
         switch.active = False
         a.wm.resume(conv.config, wait=True)
         assert a.wm.wait(timeout=WAIT_S)
