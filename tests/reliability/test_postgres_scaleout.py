@@ -24,6 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+# The Postgres backends are an optional extra (`pip install ".[postgres]"`): without them the whole
+# module skips with that reason instead of failing collection.
+pytest.importorskip(
+    "langgraph.checkpoint.postgres", reason='needs the postgres extra: pip install ".[postgres]"'
+)
 from _rel_harness import Conversation, MarkerModel, build_agent, check_assemble, check_thread
 from _rel_pg import CONFIG, postgres_backend, setup_postgres
 from _rel_stats import add
