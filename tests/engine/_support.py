@@ -47,7 +47,8 @@ class WMWriter:
     update = one update_working_memory call APPENDing the new FACT ids.
 
     ``mode`` switches behaviour at runtime: "ok", "raise", "no_tool_call", "garbage_args",
-    "crash" (a BaseException, like a process dying mid-call).
+    "unreadable_args" (a tool call whose arguments yield no section at all), "crash" (a
+    BaseException, like a process dying mid-call).
     """
 
     def __init__(self) -> None:
@@ -65,6 +66,13 @@ class WMWriter:
         if is_update_call(tools):
             if self.mode == "no_tool_call":
                 return "I would rather chat."
+            if self.mode == "unreadable_args":
+                return {
+                    "content": "",
+                    "invalid_tool_calls": [
+                        {"name": UPDATE_TOOL, "args": "{{{ not json", "id": "x", "error": "bad"}
+                    ],
+                }
             if self.mode == "garbage_args":
                 bad = '{"sections": {"Key Facts & Decisions": {"op": "APPEND", "items": ["'
                 bad += '", "'.join(f"{f} noted" for f in facts) + '"'  # braces never closed

@@ -3,10 +3,12 @@ trail, the circuit breaker and tracing."""
 
 from uuid import uuid4
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tracers.base import BaseTracer
 
-from tests.engine._support import WMWriter, is_update_call, prior_text, wm_document
+from tests.engine._support import FACT_RE, WMWriter, is_update_call, prior_text, wm_document
 from tests.fakes import ScriptedChatModel
 from wm_langgraph.core.sections import SECTIONS, parse_working_memory
 from wm_langgraph.engine.config import WorkingMemoryConfig
@@ -85,6 +87,72 @@ def test_unparseable_arguments_are_recovered():
     for name in SECTIONS:
         if name not in ("Key Facts & Decisions", "Files & Context"):
             assert after[name] == before[name]  # missing sections mean KEEP
+
+
+def test_arguments_with_no_readable_section_fall_back_to_create():
+    # Accepting "{}" as the answer would mark the archive done with nothing folded in, and its
+    # messages would leave the model's view unread.
+    writer = WMWriter()
+    wm = WorkingMemory(writer.model, config=CONFIG)
+    cfg = _cfg("unreadable")
+    _compact(wm, cfg, _turn(1))
+    writer.mode = "unreadable_args"
+    _compact(wm, cfg, _turn(2))
+    calls = writer.model.calls
+    assert is_update_call(calls[1].tools)
+    assert not is_update_call(calls[2].tools)  # the create prompt, with the prior WM
+    wm_text = wm.get_working_memory(cfg)
+    assert "FACT-001" in wm_text
+    assert "FACT-002" in wm_text
+    archive = wm.list_archives(cfg)[1]
+    assert archive.status == "done"
+    assert archive.metadata["fallback"] == "unreadable_arguments"
+
+
+def test_unreadable_arguments_and_a_failing_create_leave_the_archive_visible():
+    writer = WMWriter()
+    wm = WorkingMemory(writer.model, config=CONFIG)
+    cfg = _cfg("unreadable-then-down")
+    _compact(wm, cfg, _turn(1))
+    good = wm.get_working_memory(cfg)
+    writer.mode = "unreadable_args"
+    original = writer.model.replies
+
+    def reply(messages, tools, tool_choice):
+        if not is_update_call(tools):
+            return RuntimeError("model down")
+        return original(messages, tools, tool_choice)
+
+    writer.model.replies = reply
+    _compact(wm, cfg, _turn(2))
+    assert wm.get_working_memory(cfg) == good
+    assert wm.list_archives(cfg)[1].status == "failed"
+    context = wm.build_context([HumanMessage("now?", id="q")], cfg)
+    assert any("FACT-002" in m.text for m in context.messages)
+
+
+class _NoToolsModel(BaseChatModel):
+    """A chat model without tool calling: it can only write whole documents."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "no-tools"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        facts = sorted(set(FACT_RE.findall(messages[-1].text)))
+        text = wm_document(facts)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+
+
+def test_a_model_without_tool_calling_keeps_committing_through_create():
+    wm = WorkingMemory(_NoToolsModel(), config=CONFIG)
+    cfg = _cfg("no-tools")
+    for i in range(1, 5):
+        _compact(wm, cfg, _turn(i))
+    archives = wm.list_archives(cfg)
+    assert [a.status for a in archives] == ["done"] * 4
+    assert [a.metadata["fallback"] for a in archives[1:]] == ["no_tool_support"] * 3
+    assert {"FACT-001", "FACT-004"} <= set(FACT_RE.findall(wm.get_working_memory(cfg)))
 
 
 def test_a_raising_model_keeps_the_old_wm_and_the_archive_pending():

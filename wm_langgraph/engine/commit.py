@@ -39,6 +39,7 @@ from wm_langgraph.engine.archives import ArchiveRecord, ArchiveStore
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.llm import GenerationError, generate_create, generate_update
 from wm_langgraph.engine.render import extract_paths_from_messages, render_messages
+from wm_langgraph.models import ToolCallingNotSupportedError
 
 __all__ = [
     "COMMIT_RUN_NAME",
@@ -199,8 +200,17 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
             )
         except GenerationError as exc:
             return {"error": str(exc), "metrics": _timed(state, "update_ms", started)}
+        except ToolCallingNotSupportedError:
+            # A model without tool calling can still write the whole document (SPEC §5's
+            # no-tool-call path); its output goes through the guards like any update.
+            return {"ops": None, "fallback": "no_tool_support", **_m(state, "update_ms", started)}
         if ops is None:
             return {"ops": None, "fallback": "no_tool_call", **_m(state, "update_ms", started)}
+        if not ops:
+            # A call whose arguments yield no section at all folded nothing in; accepting it
+            # would mark the archives done and drop their messages from assemble unread.
+            fallback = "unreadable_arguments"
+            return {"ops": None, "fallback": fallback, **_m(state, "update_ms", started)}
         return {"ops": ops, **_m(state, "update_ms", started)}
 
     def guard_merge(state: CommitState, config: RunnableConfig) -> CommitState:

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
 import threading
@@ -245,6 +246,13 @@ class Phase2Runner:
                 logger.error("wm_langgraph: the commit pipeline raised %s", _kind(exc))
                 logger.debug("wm_langgraph: commit pipeline traceback", exc_info=True)
                 result = {"outcome": "failed", "error": f"commit pipeline raised: {exc!r}"}
+                with contextlib.suppress(Exception):  # best effort: the store may be the fault
+                    self._archives.update_archives(
+                        job.thread_id,
+                        pending,
+                        status="failed",
+                        metadata={"error": result["error"], "failed_at": time.time()},
+                    )
             round_outcome = result.get("outcome", "noop")
             if round_outcome == "noop":
                 return outcome
