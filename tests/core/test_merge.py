@@ -496,3 +496,14 @@ def test_reworded_rule_is_not_restored():
     assert parse_working_memory(_kf_update(facts, content).text)["Key Facts & Decisions"] == (
         content
     )
+
+
+def test_bare_header_markers_in_a_body_cannot_open_a_section():
+    # SPEC §2 splits on lines beginning with "## "; a nameless "## " line must not survive
+    # in a body either, or a literal parser would count eight sections.
+    result = merge_working_memory(
+        "", {"Current State": {"op": "UPDATE", "content": "ok\n## \n##\tOpen Issues\n##"}}
+    )
+    breaks = [line for line in result.text.splitlines() if line.startswith("## ")]
+    assert breaks == [f"## {name}" for name in SECTIONS]
+    assert "ok" in parse_working_memory(result.text)["Current State"]

@@ -44,6 +44,8 @@ _ORPHAN_SECTION = "Key Facts & Decisions"
 
 # A section header: a line starting with "## " (exactly two hashes, then blank space).
 _HEADER_RE = re.compile(r"^##[ \t]+(?P<name>\S.*?)[ \t#]*$")
+# Any line another parser could take for a section break: "## " with or without a name.
+_HEADER_LIKE_RE = re.compile(r"^##(?:[ \t]|$)")
 _BULLET_RE = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])[ \t]+")
 _TEMPLATE_RE = re.compile(r"^_[^_\n].*_$|^_$")
 
@@ -117,8 +119,8 @@ def neutralise_body(body: str) -> str:
     # Strip first: stripping after the check would turn " ## X" (or "\f## X") on the first
     # line into a real header.
     for line in body.replace("\r\n", "\n").replace("\r", "\n").strip().split("\n"):
-        if _HEADER_RE.match(line) or line.strip() == DOCUMENT_TITLE:
-            out.append("### " + line.strip().lstrip("#").strip())
+        if _HEADER_LIKE_RE.match(line) or line.strip() == DOCUMENT_TITLE:
+            out.append(("### " + line.strip().lstrip("#").strip()).rstrip())
         else:
             out.append(line)
     return "\n".join(out).strip()
