@@ -340,3 +340,42 @@ def test_title_drift_is_kept_by_default_and_applied_with_guards_off():
         assert decision["applied"] == ("KEEP" if guards else "UPDATE")
     assert titles[True] == "Project Falcon migration"
     assert titles[False] == "Quarterly tax paperwork"
+
+
+def test_the_wm_version_is_written_before_the_archive_is_marked_done(monkeypatch):
+    # SPEC §6: mark the archive done last, so a crash between the writes never leaves a
+    # "done" archive that no Working Memory covers.
+    from wm_langgraph.engine.archives import ArchiveStore
+
+    order = []
+    put_wm, update_archives = ArchiveStore.put_wm, ArchiveStore.update_archives
+
+    def recording_put_wm(self, *args, **kwargs):
+        order.append("put_wm")
+        return put_wm(self, *args, **kwargs)
+
+    def recording_update(self, thread_id, ids, **changes):
+        order.append(f"status={changes.get('status')}")
+        return update_archives(self, thread_id, ids, **changes)
+
+    monkeypatch.setattr(ArchiveStore, "put_wm", recording_put_wm)
+    monkeypatch.setattr(ArchiveStore, "update_archives", recording_update)
+    wm = WorkingMemory(WMWriter().model, config=CONFIG)
+    _compact(wm, _cfg("order"), _turn(1))
+    assert "put_wm" in order
+    assert "status=done" in order
+    assert order.index("put_wm") < order.index("status=done")
+
+
+def test_archive_records_carry_counts_and_timings():
+    wm = WorkingMemory(WMWriter().model, config=CONFIG)
+    cfg = _cfg("meta")
+    messages = _turn(1) + _turn(2)
+    _compact(wm, cfg, messages)
+    (archive,) = wm.list_archives(cfg)
+    assert archive.message_count == len(messages) == len(archive.messages)
+    assert archive.token_count == wm.count_tokens(messages)
+    metrics = archive.metadata["metrics"]
+    assert metrics["total_ms"] >= 0
+    assert metrics["delta_messages"] == len(messages)
+    assert archive.abstract.strip()

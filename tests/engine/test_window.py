@@ -83,7 +83,6 @@ def test_pending_tokens_always_equals_a_rebuild(keep, steps):
             messages = messages[min(step[1], len(messages)) :]
             meta = rebuild_meta(messages, keep, count)
         assert meta["pending_tokens"] == pending_tokens_of(messages, keep, count)
-        assert meta["pending_tokens"] >= 0
 
 
 def test_ensure_ids_copies_and_never_mutates():

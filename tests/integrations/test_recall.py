@@ -204,6 +204,11 @@ def test_search_in_one_archive(source):
     assert "[archive_002" not in out
 
 
+def test_search_limits_are_the_spec_values():
+    # SPEC §7: at most 12 hits of at most 1,500 characters each.
+    assert (MAX_SEARCH_HITS, MAX_HIT_CHARS) == (12, 1_500)
+
+
 def test_search_caps_hits_and_hit_size():
     needle = "NEEDLE"
     messages = [HumanMessage("y" * 5000 + needle + "z" * 5000) for _ in range(MAX_SEARCH_HITS)]
