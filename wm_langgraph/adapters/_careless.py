@@ -25,7 +25,7 @@ import re
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -33,11 +33,11 @@ from langchain_core.messages import AIMessage, BaseMessage, InvalidToolCall, Too
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from wm_langgraph.core.protocol import UPDATE_TOOL_NAME, parse_update_arguments
 from wm_langgraph.core.sections import SECTIONS, item_key, parse_working_memory, section_items
+from wm_langgraph.models._tools import asks_for_update, bind_openai_tools
 from wm_langgraph.models._transcript import extract_block
 from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 
@@ -54,15 +54,6 @@ _UNRELATED_TITLES = (
     "Write onboarding documentation for new hires",
     "Tune the search index for faster queries",
 )
-
-
-def _tool_name(tool: Any) -> str:
-    if isinstance(tool, dict):
-        function = tool.get("function")
-        if isinstance(function, dict):
-            return str(function.get("name", ""))
-        return str(tool.get("name", ""))
-    return str(getattr(tool, "name", ""))
 
 
 def _prompt_text(messages: Sequence[BaseMessage]) -> str:
@@ -153,9 +144,7 @@ class CarelessWorkingMemoryModel(BaseChatModel):
             tool_choice: Passed on to the inner model.
             **kwargs: Further call options, passed on to the inner model's ``bind_tools``.
         """
-        formatted = [convert_to_openai_tool(tool) for tool in tools]
-        bound = self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
-        return cast("Runnable[LanguageModelInput, AIMessage]", bound)
+        return bind_openai_tools(self, tools, tool_choice, **kwargs)
 
     def _generate(
         self,
@@ -167,7 +156,7 @@ class CarelessWorkingMemoryModel(BaseChatModel):
         config: RunnableConfig = {"run_name": f"careless.{self.inner.get_name()}"}
         tools = list(kwargs.pop("tools", None) or [])
         tool_choice = kwargs.pop("tool_choice", None)
-        update = tool_choice != "none" and any(_tool_name(t) == UPDATE_TOOL_NAME for t in tools)
+        update = asks_for_update(tools, tool_choice)
         if not tools:
             reply = self.inner.invoke(messages, config, stop=stop)
             return ChatResult(generations=[ChatGeneration(message=reply)])

@@ -25,7 +25,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -33,7 +33,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCa
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict
 
 from wm_langgraph.core.protocol import UPDATE_TOOL_NAME
@@ -45,6 +44,7 @@ from wm_langgraph.core.sections import (
 )
 from wm_langgraph.models._extract import Findings, extract_findings
 from wm_langgraph.models._plan import apply_ops, plan_ops
+from wm_langgraph.models._tools import asks_for_update, bind_openai_tools
 from wm_langgraph.models._transcript import extract_block, parse_transcript
 
 __all__ = ["OfflineWorkingMemoryModel"]
@@ -66,15 +66,6 @@ def _message_text(message: BaseMessage) -> str:
         elif isinstance(block, dict) and isinstance(block.get("text"), str):
             parts.append(block["text"])
     return "\n".join(parts)
-
-
-def _tool_name(tool: Any) -> str:
-    if isinstance(tool, dict):
-        function = tool.get("function")
-        if isinstance(function, dict):
-            return str(function.get("name", ""))
-        return str(tool.get("name", ""))
-    return str(getattr(tool, "name", ""))
 
 
 def _findings(messages: list[BaseMessage], prompt: str) -> Findings:
@@ -141,9 +132,7 @@ class OfflineWorkingMemoryModel(BaseChatModel):
                 ``"required"``, ``True``, an OpenAI-style dict); ``"none"`` disables tools.
             **kwargs: Further call options (``parallel_tool_calls``…), accepted and ignored.
         """
-        formatted = [convert_to_openai_tool(tool) for tool in tools]
-        bound = self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
-        return cast("Runnable[LanguageModelInput, AIMessage]", bound)
+        return bind_openai_tools(self, tools, tool_choice, **kwargs)
 
     def _generate(
         self,
@@ -154,9 +143,7 @@ class OfflineWorkingMemoryModel(BaseChatModel):
     ) -> ChatResult:
         prompt = "\n\n".join(_message_text(m) for m in messages)
         tools = kwargs.get("tools") or []
-        update = kwargs.get("tool_choice") != "none" and any(
-            _tool_name(tool) == UPDATE_TOOL_NAME for tool in tools
-        )
+        update = asks_for_update(tools, kwargs.get("tool_choice"))
         message = self._update(messages, prompt) if update else self._create(messages, prompt)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
