@@ -44,19 +44,19 @@ def check_nothing_lost(graph: Any, wm: WorkingMemory, config: RunnableConfig) ->
     assert all_message_ids(graph, config) == set(archived) | set(live)
 
 
+def _memory(store: InMemoryStore, **settings: Any) -> WorkingMemory:
+    """The WM these tests share: the scripted writer and a 6,000-token budget."""
+    return WorkingMemory(
+        wm_model(), config=WorkingMemoryConfig(token_budget=6_000, **settings), store=store
+    )
+
+
 def test_create_react_agent_with_pre_and_post_model_hooks():
     from langgraph.prebuilt import create_react_agent
 
     store = InMemoryStore()
-    wm = WorkingMemory(
-        wm_model(),
-        config=WorkingMemoryConfig(
-            token_budget=6_000,
-            commit_token_threshold_ratio=0.02,
-            commit_keep_recent_count=4,
-            background=False,
-        ),
-        store=store,
+    wm = _memory(
+        store, commit_token_threshold_ratio=0.02, commit_keep_recent_count=4, background=False
     )
     model = agent_model()
     with warnings.catch_warnings():
@@ -115,15 +115,8 @@ def _state_graph(wm: WorkingMemory, model: Any, store: InMemoryStore) -> Any:
 
 def test_state_graph_with_assemble_and_after_turn_nodes_then_compact():
     store = InMemoryStore()
-    wm = WorkingMemory(
-        wm_model(),
-        config=WorkingMemoryConfig(
-            token_budget=6_000,
-            commit_token_threshold_ratio=0.02,
-            commit_keep_recent_count=4,
-            background=True,
-        ),
-        store=store,
+    wm = _memory(
+        store, commit_token_threshold_ratio=0.02, commit_keep_recent_count=4, background=True
     )
     model = agent_model()
     graph = _state_graph(wm, model, store)
@@ -157,15 +150,8 @@ def test_state_graph_async_invocations():
     import asyncio
 
     store = InMemoryStore()
-    wm = WorkingMemory(
-        wm_model(),
-        config=WorkingMemoryConfig(
-            token_budget=6_000,
-            commit_token_threshold_ratio=0.0,
-            background=False,
-            commit_keep_recent_count=2,
-        ),
-        store=store,
+    wm = _memory(
+        store, commit_token_threshold_ratio=0.0, background=False, commit_keep_recent_count=2
     )
     graph = _state_graph(wm, agent_model(), store)
     thread = cfg("graph-async")
@@ -182,15 +168,8 @@ def test_state_graph_async_invocations():
 
 def test_tools_in_a_graph_only_see_their_own_thread():
     store = InMemoryStore()
-    wm = WorkingMemory(
-        wm_model(),
-        config=WorkingMemoryConfig(
-            token_budget=6_000,
-            commit_token_threshold_ratio=0.0,
-            commit_keep_recent_count=0,
-            background=False,
-        ),
-        store=store,
+    wm = _memory(
+        store, commit_token_threshold_ratio=0.0, commit_keep_recent_count=0, background=False
     )
     graph = _state_graph(wm, agent_model(), store)
     for n in range(3):
