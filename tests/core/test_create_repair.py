@@ -53,7 +53,8 @@ def _sections(text: str) -> dict[str, str]:
 
 
 def test_fenced_colon_headed_reply_with_copied_rules_is_repaired() -> None:
-    document = validate_created_document(FENCED_COLON_RULES, template=PROMPT_V1, source=CONVERSATION)
+    reply = FENCED_COLON_RULES
+    document = validate_created_document(reply, template=PROMPT_V1, source=CONVERSATION)
     sections = _sections(document)
     assert sections["Session Title"] == "Fixing the order total test in the orders API"
     assert sections["Current State"].startswith("The test tests/test_orders.py::test_total fails")
@@ -86,7 +87,9 @@ def test_nested_and_labelled_headers_come_to_the_top_level() -> None:
 def test_a_reply_that_only_copies_the_prompt_is_rejected() -> None:
     # What the model wrote for its first create call: the prompt from the skeleton on, verbatim.
     for template in (PROMPT_V1, load_prompt("create")):
-        echo = template[template.index("# Working Memory") :]
+        start = template.index("# Working Memory")
+        inputs = template.find("<prior_summary>", start)
+        echo = template[start : inputs if inputs > 0 else None]
         with pytest.raises(GenerationError, match="no content"):
             validate_created_document(echo, template=template, source=CONVERSATION)
 
@@ -103,9 +106,24 @@ def test_copied_section_descriptions_do_not_become_items() -> None:
     assert sections["Current State"] == "The test fails."
 
 
+def test_reworded_template_lines_and_a_second_title_are_dropped() -> None:
+    # What the model wrote for a prompt whose skeleton carried italic description lines.
+    reply = (
+        "```markdown\n## Working Memory\n\n## Session Title\n"
+        "One line, 5 to 10 words, naming this session's subject_\n## Current State\n"
+        "Two to five sentences: what was just done, what is waiting, the next step_\n```"
+    )
+    template = (
+        "## Session Title\n_one line, 5 to 10 words, naming this session's subject_\n"
+        "## Current State\n_2 to 5 sentences: what was just done, what is waiting, the next step_\n"
+    )
+    with pytest.raises(GenerationError, match="no content"):
+        validate_created_document(reply, template=template, source=CONVERSATION)
+
+
 def test_a_template_line_the_conversation_contains_is_content() -> None:
     line = "5. Invent nothing. Write only what the earlier notes or the messages say or directly imply; mark uncertainty as such."  # noqa: E501
-    reply = f"## Session Title\nReviewing our note-taking prompt\n\n## Key Facts & Decisions\n{line}\n"
+    reply = f"## Session Title\nReviewing our prompt\n\n## Key Facts & Decisions\n{line}\n"
     document = validate_created_document(reply, template=PROMPT_V1, source=f"user: {line[3:]}")
     assert "Invent nothing" in _sections(document)["Key Facts & Decisions"]
 
@@ -139,7 +157,7 @@ _WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789 ./-", min_size=1,
 _BODY = st.lists(_WORD.map(lambda w: f"- item {w}"), max_size=4).map("\n".join)
 
 
-@given(st.fixed_dictionaries({name: _BODY for name in SECTIONS}))
+@given(st.fixed_dictionaries(dict.fromkeys(SECTIONS, _BODY)))
 def test_a_well_formed_document_passes_unchanged(bodies: dict[str, str]) -> None:
     document = render_working_memory(bodies)
     assert repair_created_document(document, template=load_prompt("create")) == document

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import re
+from difflib import SequenceMatcher
 
 from wm_langgraph.core.sections import DOCUMENT_TITLE, _canonical_name
 
@@ -38,6 +39,8 @@ _PLACEHOLDER_RE = re.compile(r"\{\{\w+\}\}")
 # A template line shorter than this is echoed only as a heading or a tag, not as prose.
 _MIN_ECHO_CHARS = 24
 _MAX_PREAMBLE_CHARS = 160
+# A line this similar to a template line (difflib ratio of their keys) is a reworded copy of it.
+_ECHO_SIMILARITY = 0.85
 
 
 def _key(line: str) -> str:
@@ -54,7 +57,8 @@ def template_lines(template: str) -> frozenset[str]:
     supposed to contain the former, and the latter are filled with the conversation.
     """
     found: set[str] = set()
-    for raw in template.splitlines():
+    raws = template.splitlines()
+    for index, raw in enumerate(raws):
         line = raw.strip()
         if not line or _PLACEHOLDER_RE.search(line) or line == DOCUMENT_TITLE:
             continue
@@ -62,9 +66,32 @@ def template_lines(template: str) -> frozenset[str]:
         if heading and _canonical_name(heading.group("text")) is not None:
             continue
         is_markup = bool(heading) or (line.startswith("<") and line.endswith(">"))
-        if is_markup or len(line) >= _MIN_ECHO_CHARS:
+        before = raws[index - 1].strip() if index else ""
+        after = raws[index + 1].strip() if index + 1 < len(raws) else ""
+        is_caption = not before and not after  # a paragraph of one line: the prompt's headings
+        if is_markup or is_caption or len(line) >= _MIN_ECHO_CHARS:
             found.add(_key(line))
     return frozenset(found)
+
+
+def _is_echo(key: str, echo: frozenset[str]) -> bool:
+    """The line (its key) is a template line, copied verbatim or nearly so."""
+    if key in echo:
+        return True
+    if len(key) < _MIN_ECHO_CHARS:
+        return False
+    for line in echo:
+        if abs(len(line) - len(key)) <= len(line) * (1 - _ECHO_SIMILARITY):
+            matcher = SequenceMatcher(None, key, line, autojunk=False)
+            if matcher.real_quick_ratio() >= _ECHO_SIMILARITY <= matcher.ratio():
+                return True
+    return False
+
+
+def _is_title_line(line: str) -> bool:
+    """``# Working Memory`` at any heading level (``## Working Memory``, ``### Working Memory:``)"""
+    heading = _HEADING_RE.match(line.strip())
+    return bool(heading) and heading.group("text").strip(" :*_").casefold() == "working memory"
 
 
 def _unescape(text: str, source: str) -> str:
@@ -140,8 +167,12 @@ def repair_created_document(reply: str, *, template: str = "", source: str = "")
     found = False
     for line in text.split("\n"):
         key = _key(line)
-        if key and key in echo and key not in said:
+        if key and key not in said and _is_echo(key, echo):
             continue  # a line of the prompt's own instructions, copied back
+        if _is_title_line(line):
+            if not lines:
+                lines.append(DOCUMENT_TITLE)
+            continue
         header = _section_header(line)
         if header is None:
             lines.append(line)
