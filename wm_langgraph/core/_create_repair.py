@@ -91,7 +91,9 @@ def _is_echo(key: str, echo: frozenset[str]) -> bool:
 def _is_title_line(line: str) -> bool:
     """``# Working Memory`` at any heading level (``## Working Memory``, ``### Working Memory:``)"""
     heading = _HEADING_RE.match(line.strip())
-    return bool(heading) and heading.group("text").strip(" :*_").casefold() == "working memory"
+    return (
+        heading is not None and heading.group("text").strip(" :*_").casefold() == "working memory"
+    )
 
 
 def _unescape(text: str, source: str) -> str:
