@@ -231,7 +231,21 @@ def write_results(results: dict[str, Any], path: Path) -> None:
     lines += _bloat_section(results["bloat"])
     lines += _hot_section(results["hot"])
     lines += _checkpoint_section(results["checkpoints"], opts.checkpoint_turns)
+    lines += _kept_real_model_section(path)
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+
+
+REAL_MODEL_BEGIN = "<!-- real-model: written by python -m bench --real-model -->"
+REAL_MODEL_END = "<!-- /real-model -->"
+
+
+def _kept_real_model_section(path: Path) -> list[str]:
+    """The "real small model" section of an existing report (it needs a server to redo)."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if REAL_MODEL_BEGIN not in text or REAL_MODEL_END not in text:
+        return []
+    block = text.split(REAL_MODEL_BEGIN, 1)[1].split(REAL_MODEL_END, 1)[0]
+    return ["", REAL_MODEL_BEGIN, *block.strip("\n").split("\n"), REAL_MODEL_END]
 
 
 def _setup_section(opts: Any) -> list[str]:

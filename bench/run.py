@@ -111,9 +111,12 @@ def run_one(
     tuning: Tuning,
     *,
     track_memory: bool = False,
+    model: Any = None,
 ) -> RunResult:
-    """Play ``session`` through ``system`` with a fresh ``behaviour`` summariser."""
-    model = make_model(behaviour, session.items, seed=session.seed * 7919 + 17)
+    """Play ``session`` through ``system`` with a fresh ``behaviour`` summariser (or ``model``,
+    a real chat model, labelled ``behaviour``)."""
+    if model is None:
+        model = make_model(behaviour, session.items, seed=session.seed * 7919 + 17)
     run = build_system(system, session, model, tuning)
     started = time.perf_counter()
     compactions: list[int] = []
@@ -148,11 +151,11 @@ def run_one(
         behaviour,
         len(session.turns),
         compactions[-1],
-        len(model.records),
+        len(getattr(model, "records", [])),
         errors,
         curve,
         final,
-        model.records,
+        getattr(model, "records", []),
         memory_tokens,
         title_kept,
         seconds,
@@ -468,9 +471,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=7, help="session seed (default 7)")
     parser.add_argument("--turns", type=int, default=240, help="turns per session (default 240)")
+    parser.add_argument(
+        "--real-model",
+        action="store_true",
+        help="only the 'real small model' row: a short coding session written by the model at "
+        "OPENAI_BASE_URL (see bench/realmodel.py); updates that section of RESULTS.md",
+    )
     args = parser.parse_args(argv)
     for name in ("langgraph", "wm_langgraph", "langchain"):
         logging.getLogger(name).setLevel(logging.ERROR)
+    if args.real_model:
+        from bench.realmodel import run_real_model
+
+        return run_real_model(args.out or HERE, seed=args.seed)
     if args.quick:
         out = args.out or Path(tempfile.gettempdir()) / "wm_langgraph_bench_quick"
         opts = quick_options(out)

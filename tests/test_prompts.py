@@ -158,3 +158,26 @@ def test_render_update_prompt_with_and_without_warnings() -> None:
     block = re.search(r"<section_size_warnings>\n(.*?)\n</section_size_warnings>", out, re.S)
     assert block is not None
     assert block.group(1).startswith("- Open Issues: 26 bullets")
+
+
+@pytest.mark.parametrize("name", ["create", "update"])
+def test_prompts_carry_no_copyable_example_content(name: str) -> None:
+    # A real small model copied the create prompt's example title ("Migrating the billing
+    # service ...") into every new WM and the update prompt's example pattern bullet into Task &
+    # Goals (issue 15). The prompts describe what to write; they quote no sample content.
+    text = load_prompt(name)  # type: ignore[arg-type]
+    quoted = re.findall(r"\"([^\"\n]+)\"", text)
+    assert [q for q in quoted if len(q.split()) >= 3] == []
+    assert "Migrating the billing service" not in text
+    assert "failures so far on 3 May and 9 May" not in text
+
+
+def test_create_prompt_structure() -> None:
+    # Its own parts are not `##` headers a model could copy into the document as sections, and
+    # the conversation comes last: a small model given the skeleton last wrote it back empty,
+    # and the fixed instructions first make a prefix that servers can cache across calls.
+    text = load_prompt("create")
+    skeleton = ["# Working Memory", *(f"## {name}" for name in SECTIONS)]
+    assert [line for line in text.splitlines() if line.startswith("#")] == skeleton
+    assert text.index("## Open Issues") < text.index("<prior_summary>") < text.index("<messages>")
+    assert text.rstrip().splitlines()[-1].startswith("Now write the Working Memory")

@@ -224,3 +224,26 @@ def test_replay_into_the_same_database_starts_a_new_thread_unless_one_is_named(t
     assert set(threads) == {"replay", "replay-2"}
     assert len(threads["replay"]["archives"]) == 2  # continued by the explicit --thread
     assert len(threads["replay-2"]["archives"]) == 1
+
+
+@pytest.mark.filterwarnings("ignore:A test tried to use socket")
+def test_demo_model_auto_uses_the_configured_server(monkeypatch: pytest.MonkeyPatch):
+    # Issue 15: with OPENAI_BASE_URL set, `demo --model auto` still ran the offline model. Now it
+    # writes through ChatOpenAI at that server (here nothing listens: every WM call fails, the
+    # demo still finishes, and the thread's Phase 2 pauses after the failures).
+    for name in ("OPENAI_API_KEY", "OPENAI_API_BASE", "WM_LANGGRAPH_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("WM_LANGGRAPH_MODEL", "qwen2.5-coder-0.5b-instruct")
+    status, out, _ = _run(["demo", "--model", "auto", "--timeout", "5", "--brief"])
+    assert status == 0
+    assert (
+        "working-memory model: ChatOpenAI (model qwen2.5-coder-0.5b-instruct at "
+        "http://127.0.0.1:9/v1)" in out
+    )
+
+
+def test_timeout_must_be_positive(capsys):
+    with pytest.raises(SystemExit):
+        main(["demo", "--timeout", "0"])
+    assert "positive number of seconds" in capsys.readouterr().err

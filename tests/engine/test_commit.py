@@ -10,7 +10,7 @@ from langchain_core.tracers.base import BaseTracer
 
 from tests.engine._support import FACT_RE, WMWriter, is_update_call, prior_text, wm_document
 from tests.fakes import ScriptedChatModel
-from wm_langgraph.core.sections import SECTIONS, parse_working_memory
+from wm_langgraph.core.sections import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 
@@ -379,3 +379,53 @@ def test_archive_records_carry_counts_and_timings():
     assert metrics["total_ms"] >= 0
     assert metrics["delta_messages"] == len(messages)
     assert archive.abstract.strip()
+
+
+def test_error_trail_keeps_the_errors_tool_results_reported():
+    # A real small writer folded a failing test run into "the user has encountered several
+    # errors"; the exact error never reached the WM (issue 15). Our code appends it.
+    def vague(messages, tools, tool_choice):
+        return wm_document(["FACT-001"])  # never names an error
+
+    model = ScriptedChatModel(replies=vague)
+    wm = WorkingMemory(model, config=CONFIG)
+    cfg = _cfg("errors")
+    call = {"name": "run_tests", "args": {"cmd": "pytest"}, "id": "c1"}
+    output = (
+        "    def test_total():\n>       assert total() == '42.50'\n"
+        "E       AssertionError: expected '42.50', got '42.5'\n\n"
+        "tests/test_orders.py:14: AssertionError\n"
+        "FAILED tests/test_orders.py::test_total - AssertionError: expected '42.50', got '42.5'\n"
+        'Traceback (most recent call last):\n  File "x.py", line 1\n'
+        "KeyError: 'currency'\n"
+    )
+    messages = [
+        HumanMessage("run the tests; the user says AssertionError is fine", id="h"),
+        AIMessage("", tool_calls=[call], id="a"),
+        ToolMessage(output, tool_call_id="c1", id="t"),
+        AIMessage("ValueError: this prose is the model's to record", id="a2"),
+    ]
+    _compact(wm, cfg, messages)
+    errors = parse_working_memory(wm.get_working_memory(cfg))["Errors & Corrections"]
+    assert errors.splitlines() == [
+        "- tests/test_orders.py::test_total: AssertionError: expected '42.50', got '42.5'",
+        "- KeyError: 'currency'",
+    ]
+    assert wm.list_archives(cfg)[0].metadata["error_trail"] == [
+        "tests/test_orders.py::test_total: AssertionError: expected '42.50', got '42.5'",
+        "KeyError: 'currency'",
+    ]
+    # An error the writer already recorded in Errors & Corrections is not added twice.
+    recorded = render_working_memory(
+        {
+            "Session Title": "Orders total formatting fix",
+            "Errors & Corrections": "- test_total: AssertionError: expected '42.50', got '42.5'",
+        }
+    )
+    wm2 = WorkingMemory(ScriptedChatModel(replies=lambda m, t, c: recorded), config=CONFIG)
+    _compact(wm2, _cfg("errors2"), messages)
+    errors2 = parse_working_memory(wm2.get_working_memory(_cfg("errors2")))["Errors & Corrections"]
+    assert errors2.splitlines() == [
+        "- test_total: AssertionError: expected '42.50', got '42.5'",
+        "- KeyError: 'currency'",
+    ]

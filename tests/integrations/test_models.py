@@ -130,13 +130,26 @@ def test_no_key_gives_the_offline_model_and_says_so(clean_env, caplog):
     assert "offline" in caplog.text.lower()
 
 
-def test_server_and_model_variables_without_a_key_are_flagged(clean_env, caplog):
+def test_a_server_address_without_a_key_uses_that_server(clean_env, caplog):
+    # A local OpenAI-compatible server (llama.cpp, Ollama, vLLM) needs no key (issue 15: with
+    # OPENAI_BASE_URL set, `demo --model auto` still used the offline model).
     clean_env.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
+    clean_env.setenv("WM_LANGGRAPH_MODEL", "llama3.1")
+    with caplog.at_level(logging.INFO, logger="wm_langgraph"):
+        model = resolve_default_model(timeout=42.0)
+    assert isinstance(model, ChatOpenAI)
+    assert model.model_name == "llama3.1"
+    assert str(model.root_client.base_url).rstrip("/") == "http://localhost:11434/v1"
+    assert model.request_timeout == 42.0
+    assert "placeholder key" in caplog.text
+
+
+def test_a_model_name_alone_is_flagged_and_ignored(clean_env, caplog):
     clean_env.setenv("WM_LANGGRAPH_MODEL", "llama3.1")
     with caplog.at_level(logging.WARNING, logger="wm_langgraph"):
         model = resolve_default_model()
     assert not isinstance(model, ChatOpenAI)
-    assert "OPENAI_BASE_URL and WM_LANGGRAPH_MODEL set but OPENAI_API_KEY is not" in caplog.text
+    assert "WM_LANGGRAPH_MODEL set but neither OPENAI_API_KEY nor OPENAI_BASE_URL" in caplog.text
 
 
 # --- bind_update_tool: OpenAI strict ------------------------------------------------------------

@@ -30,9 +30,9 @@ from wm_langgraph.engine.config import WorkingMemoryConfig
 __all__ = ["build_parser", "main"]
 
 _DESCRIPTION = (
-    "Structured, loss-guarded Working Memory for LangGraph agents. Without OPENAI_API_KEY the "
-    "Working Memory is written by OfflineWorkingMemoryModel, a deterministic heuristic "
-    "extractive summariser (no LLM, no network)."
+    "Structured, loss-guarded Working Memory for LangGraph agents. Without OPENAI_API_KEY or "
+    "OPENAI_BASE_URL the Working Memory is written by OfflineWorkingMemoryModel, a "
+    "deterministic heuristic extractive summariser (no LLM, no network)."
 )
 
 
@@ -60,6 +60,25 @@ def _ratio(text: str) -> float:
     return value
 
 
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def _timeout_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        default=None,
+        help="give up on one Working Memory model call after this many seconds (the engine's "
+        "model_timeout_seconds and the ChatOpenAI client's timeout; default: no limit). A "
+        "timed-out call keeps the previous Working Memory; its messages stay pending",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with the ``demo``, ``replay`` and ``inspect`` subcommands."""
     parser = argparse.ArgumentParser(prog="wm-langgraph", description=_DESCRIPTION)
@@ -82,8 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("offline", "auto"),
         default="offline",
         help="WM model: 'offline' (default, heuristic summariser) or 'auto' (ChatOpenAI when "
-        "OPENAI_API_KEY is set)",
+        "OPENAI_API_KEY or OPENAI_BASE_URL is set: OpenAI, or any OpenAI-compatible server "
+        "such as llama.cpp, Ollama, vLLM; else offline)",
     )
+    _timeout_option(demo)
     demo.add_argument(
         "--brief", action="store_true", help="print the WM only at the end, not after each commit"
     )
@@ -151,9 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--model",
         choices=("offline", "auto"),
         default="auto",
-        help="WM model: 'auto' (default: ChatOpenAI when OPENAI_API_KEY is set, else offline) "
-        "or 'offline'",
+        help="WM model: 'auto' (default: ChatOpenAI when OPENAI_API_KEY or OPENAI_BASE_URL is "
+        "set, else offline) or 'offline'",
     )
+    _timeout_option(replay)
 
     inspect = commands.add_parser(
         "inspect",
@@ -167,21 +189,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _model(choice: str) -> BaseChatModel | None:
+def _model(choice: str, timeout: float | None = None) -> BaseChatModel:
     if choice == "offline":
         from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 
         return OfflineWorkingMemoryModel()
-    return None
+    from wm_langgraph.models import resolve_default_model
+
+    return resolve_default_model(timeout=timeout)
 
 
 def _demo(args: argparse.Namespace, out: TextIO) -> int:
-    from wm_langgraph.adapters.demo import run_demo
+    from wm_langgraph.adapters.demo import DEMO_CONFIG, run_demo
 
     result = run_demo(
         out=out,
         db=args.db,
-        model=_model(args.model),
+        config=DEMO_CONFIG.replace(model_timeout_seconds=args.timeout),
+        model=_model(args.model, args.timeout),
         show_each_wm=not args.brief,
         compact_at_end=not args.no_compact,
         careless=args.careless,
@@ -204,11 +229,12 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         commit_token_threshold_ratio=args.threshold,
         commit_keep_recent_count=args.keep,
         background=False,
+        model_timeout_seconds=args.timeout,
     )
     return replay_file(
         args.file,
         config=config,
-        model=_model(args.model),
+        model=_model(args.model, args.timeout),
         db=args.db,
         thread_id=args.thread,
         out_path=args.out,

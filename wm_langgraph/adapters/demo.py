@@ -191,6 +191,17 @@ class DemoResult:
     interventions_by_section: dict[str, int] = field(default_factory=dict)
 
 
+def _served_by(model: BaseChatModel) -> str | None:
+    """``model <name> at <endpoint>`` for an OpenAI-style client, else ``None``."""
+    name = getattr(model, "model_name", None)
+    if not isinstance(name, str):
+        return None
+    from wm_langgraph.models.openai import redact_url
+
+    base = getattr(model, "openai_api_base", None)
+    return f"model {name} at {redact_url(base) if base else 'the OpenAI API'}"
+
+
 def run_demo(
     *,
     out: TextIO,
@@ -249,7 +260,7 @@ def run_demo(
             show_each_wm=show_each_wm,
             damage=wrapper.pop_damage if wrapper is not None else None,
         )
-        label = None
+        label = _served_by(writer)
         if wrapper is not None:
             label = (
                 f"fault-injecting wrapper for demonstration around {type(writer).__name__}: "

@@ -35,6 +35,7 @@ from langgraph.graph.state import CompiledStateGraph
 from wm_langgraph.core.merge import merge_working_memory
 from wm_langgraph.core.sections import SECTIONS, is_working_memory, parse_working_memory
 from wm_langgraph.core.tokens import TokenCounter
+from wm_langgraph.engine._error_trail import extract_errors_from_messages, missing_errors
 from wm_langgraph.engine.archives import ArchiveRecord, ArchiveStore
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.llm import GenerationError, generate_create, generate_update
@@ -55,6 +56,7 @@ logger = logging.getLogger("wm_langgraph")
 COMMIT_RUN_NAME = "wm.commit"
 COMMIT_TAGS = ["wm_langgraph", "nostream"]
 FILES_SECTION = "Files & Context"
+ERRORS_SECTION = "Errors & Corrections"
 
 
 class CommitState(TypedDict, total=False):
@@ -68,6 +70,7 @@ class CommitState(TypedDict, total=False):
     batch: list[str]
     messages_text: str
     paths: list[str]
+    errors: list[str]
     branch: Literal["create", "update"]
     fallback: str | None
     created: str | None
@@ -75,6 +78,7 @@ class CommitState(TypedDict, total=False):
     text: str
     decisions: list[dict[str, str]]
     artifact_trail: list[str]
+    error_trail: list[str]
     error: str | None
     outcome: Literal["done", "failed", "noop"]
     metrics: dict[str, Any]
@@ -157,6 +161,7 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
             "batch": [r.id for r in batch],
             "messages_text": text,
             "paths": extract_paths_from_messages(messages),
+            "errors": extract_errors_from_messages(messages),
             "branch": "update" if prior and is_working_memory(prior) else "create",
             "fallback": None,
             "error": None,
@@ -233,19 +238,31 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
                 text, {FILES_SECTION: {"op": "APPEND", "items": missing}}, guards=cfg.guards
             )
             text = appended.text
+        errors = missing_errors(state.get("errors", []), parse_working_memory(text)[ERRORS_SECTION])
+        if errors:
+            appended = merge_working_memory(
+                text, {ERRORS_SECTION: {"op": "APPEND", "items": errors}}, guards=cfg.guards
+            )
+            text = appended.text
         record = RunnableLambda(lambda x: x, name="wm.guards")
         record.invoke(
-            {"decisions": decisions, "artifact_trail": missing},
+            {"decisions": decisions, "artifact_trail": missing, "error_trail": errors},
             {
                 **config,
                 "metadata": {
                     **(config.get("metadata") or {}),
                     "guard_decisions": decisions,
                     "artifact_trail": missing,
+                    "error_trail": errors,
                 },
             },
         )
-        return {"text": text, "decisions": decisions, "artifact_trail": missing}
+        return {
+            "text": text,
+            "decisions": decisions,
+            "artifact_trail": missing,
+            "error_trail": errors,
+        }
 
     def save(state: CommitState) -> CommitState:
         thread_id, batch = state["thread_id"], state.get("batch", [])
@@ -265,6 +282,7 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
             "fallback": state.get("fallback"),
             "decisions": state.get("decisions", []),
             "artifact_trail": state.get("artifact_trail", []),
+            "error_trail": state.get("error_trail", []),
             "metrics": metrics,
         }
         deps.archives.put_wm(thread_id, covers, text, info)

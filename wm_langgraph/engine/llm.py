@@ -36,6 +36,7 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from wm_langgraph.core._create_repair import repair_created_document
 from wm_langgraph.core.protocol import (
     UPDATE_TOOL_NAME,
     parse_update_arguments,
@@ -46,7 +47,7 @@ from wm_langgraph.core.sections import (
     parse_working_memory,
     section_items,
 )
-from wm_langgraph.engine.prompts import render_create_prompt, render_update_prompt
+from wm_langgraph.engine.prompts import load_prompt, render_create_prompt, render_update_prompt
 from wm_langgraph.engine.render import content_text
 from wm_langgraph.models import bind_update_tool
 
@@ -132,23 +133,32 @@ def _strip_fence(text: str) -> str:
     return stripped
 
 
-def validate_created_document(reply: str) -> str:
+def validate_created_document(reply: str, *, template: str = "", source: str = "") -> str:
     """Check that a create reply is a Working Memory and return it normalised.
 
     Args:
         reply: The model's reply text.
+        template: The create prompt template the model was given: lines copied from it are
+            dropped (``""``: no such check).
+        source: The prior summary and messages the prompt carried (their lines and HTML
+            entities are content, never echo).
 
     Returns:
-        The canonical seven-section document (code fence removed; text outside the seven
-        sections folded in by normalisation, never dropped).
+        The canonical seven-section document: code fence removed, section headers brought to
+        the top level (``## Title: value``, ``### Title``, bold labels), prompt echo and a
+        one-line preamble dropped, HTML entities the conversation did not contain unescaped
+        (:func:`wm_langgraph.core._create_repair.repair_created_document`); other text outside
+        the seven sections is folded in by normalisation, never dropped.
 
     Raises:
         GenerationError: The reply is empty, a refusal, only a code fence, a short text with no
-            section header, or a document whose sections are all empty.
+            section header, or a document whose sections are all empty once the prompt echo is
+            removed.
     """
     text = _strip_fence(reply)
     if not text.strip().strip("`").strip():
         raise GenerationError("create: the model returned no Working Memory (empty reply)")
+    text = repair_created_document(text, template=template, source=source)
     if not is_working_memory(text):
         if _REFUSAL_RE.match(text):
             raise GenerationError(f"create: the model refused: {text[:200]!r}")
@@ -160,6 +170,12 @@ def validate_created_document(reply: str) -> str:
     if not any(section_items(body) for body in parse_working_memory(document).values()):
         raise GenerationError("create: the reply has the section headers but no content")
     return document
+
+
+def _validated(reply: object, prompt: str | None, prior: str, messages_text: str) -> str:
+    template = prompt if prompt is not None else load_prompt("create")
+    source = f"{prior}\n{messages_text}"
+    return validate_created_document(_reply_text(reply), template=template, source=source)
 
 
 def _create_inputs(
@@ -216,7 +232,7 @@ def generate_create(
     _check_timeout(timeout)
     runnable, messages = _create_inputs(model, prior, messages_text, prompt, metadata)
     reply = _invoke(runnable, messages, config, timeout, "create")
-    return validate_created_document(_reply_text(reply))
+    return _validated(reply, prompt, prior, messages_text)
 
 
 async def agenerate_create(
@@ -233,7 +249,7 @@ async def agenerate_create(
     _check_timeout(timeout)
     runnable, messages = _create_inputs(model, prior, messages_text, prompt, metadata)
     reply = await _ainvoke(runnable, messages, config, timeout, "create")
-    return validate_created_document(_reply_text(reply))
+    return _validated(reply, prompt, prior, messages_text)
 
 
 def _invoke(

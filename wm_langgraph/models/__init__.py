@@ -1,8 +1,8 @@
 """The model side: which chat model writes the Working Memory, and how the update tool is bound.
 
 - :func:`resolve_default_model` picks the model used when ``WorkingMemory(model=None)``: a
-  ChatOpenAI configured from the environment when ``OPENAI_API_KEY`` is set, otherwise the
-  offline extractive model (no key, no network).
+  ChatOpenAI configured from the environment when ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` is
+  set, otherwise the offline extractive model (no key, no network).
 - :func:`bind_update_tool` binds the ``update_working_memory`` tool with the call forced: the
   strict-mode schema for OpenAI models (no parallel tool calls), the reference ``oneOf``
   schema for every other provider.
@@ -20,6 +20,7 @@ from langchain_core.runnables import Runnable
 
 from wm_langgraph.core.protocol import UPDATE_TOOL_NAME, UPDATE_WORKING_MEMORY_TOOL
 from wm_langgraph.models.openai import (
+    API_KEY_ENV,
     BASE_URL_ENVS,
     MODEL_ENV,
     bind_openai_update_tool,
@@ -31,6 +32,9 @@ __all__ = ["ToolCallingNotSupportedError", "bind_update_tool", "resolve_default_
 
 logger = logging.getLogger(__name__)
 
+LOCAL_SERVER_KEY = "sk-local-no-key-needed"
+"""The placeholder API key sent to an ``OPENAI_BASE_URL`` server when no key is set."""
+
 # How to force the tool, most specific first: by name, then "some tool" in the two spellings
 # providers use. With a single tool bound, "any"/"required" still forces update_working_memory.
 _TOOL_CHOICES: tuple[str, ...] = (UPDATE_TOOL_NAME, "any", "required")
@@ -40,29 +44,44 @@ class ToolCallingNotSupportedError(TypeError):
     """The chat model cannot call tools, which the Working Memory update protocol needs."""
 
 
-def resolve_default_model() -> BaseChatModel:
+def resolve_default_model(*, timeout: float | None = None) -> BaseChatModel:
     """The chat model used when none is given.
+
+    Args:
+        timeout: Request timeout in seconds for the ChatOpenAI client (``None``: its default).
 
     Returns:
         A ChatOpenAI built from ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` / ``WM_LANGGRAPH_MODEL``
-        when a key is set, otherwise ``OfflineWorkingMemoryModel``. The choice is logged at INFO
-        (model name and redacted endpoint, never the key).
+        when a key or a server address is set (a local OpenAI-compatible server such as
+        llama.cpp, Ollama or vLLM needs no key: a placeholder key is sent), otherwise
+        ``OfflineWorkingMemoryModel``. The choice is logged at INFO (model name and redacted
+        endpoint, never the key).
     """
-    model = chat_openai_from_env()
+    model = chat_openai_from_env(timeout=timeout)
     if model is not None:
         return model
+    base_url = next((name for name in BASE_URL_ENVS if os.environ.get(name, "").strip()), None)
+    if base_url is not None:
+        logger.info(
+            "wm_langgraph: %s is set without OPENAI_API_KEY; sending a placeholder key (a local "
+            "server needs none)",
+            base_url,
+        )
+        environ = {**os.environ, API_KEY_ENV: LOCAL_SERVER_KEY}
+        local = chat_openai_from_env(environ, timeout=timeout)
+        if local is not None:
+            return local
     from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 
-    ignored = [name for name in (*BASE_URL_ENVS, MODEL_ENV) if os.environ.get(name, "").strip()]
-    if ignored:
+    if os.environ.get(MODEL_ENV, "").strip():
         logger.warning(
-            "wm_langgraph: %s set but OPENAI_API_KEY is not, so they are ignored; set "
-            "OPENAI_API_KEY (any non-empty value for a local server that needs no key) to use them",
-            " and ".join(ignored),
+            "wm_langgraph: %s set but neither OPENAI_API_KEY nor OPENAI_BASE_URL is, so it is "
+            "ignored; set one of them to use it",
+            MODEL_ENV,
         )
     logger.info(
-        "wm_langgraph: OPENAI_API_KEY is not set; using the offline extractive model "
-        "(OfflineWorkingMemoryModel) for working-memory calls"
+        "wm_langgraph: neither OPENAI_API_KEY nor OPENAI_BASE_URL is set; using the offline "
+        "extractive model (OfflineWorkingMemoryModel) for working-memory calls"
     )
     return OfflineWorkingMemoryModel()
 

@@ -53,11 +53,14 @@ DEFAULT_OPENAI_MODEL = "gpt-4.1-mini"
 """Model used when ``WM_LANGGRAPH_MODEL`` is not set: cheap, strict tool calling, long context."""
 
 
-def chat_openai_from_env(environ: Mapping[str, str] | None = None) -> BaseChatModel | None:
+def chat_openai_from_env(
+    environ: Mapping[str, str] | None = None, *, timeout: float | None = None
+) -> BaseChatModel | None:
     """Build a ChatOpenAI from environment variables.
 
     Args:
         environ: The variables to read (default: ``os.environ``).
+        timeout: The client's request timeout in seconds (``None``: the client's default).
 
     Returns:
         A configured ``ChatOpenAI``, or ``None`` when no API key is set.
@@ -73,7 +76,8 @@ def chat_openai_from_env(environ: Mapping[str, str] | None = None) -> BaseChatMo
 
     from langchain_openai import ChatOpenAI
 
-    model = ChatOpenAI(model=model_name, api_key=api_key, base_url=base_url)  # type: ignore[arg-type]
+    extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+    model = ChatOpenAI(model=model_name, api_key=api_key, base_url=base_url, **extra)  # type: ignore[arg-type]
     logger.info(
         "wm_langgraph: using ChatOpenAI model %r at %s for working-memory calls",
         model_name,

@@ -1,0 +1,98 @@
+"""DESIGN §3 invariants of one agent thread, checked through the public reads.
+
+- 1 nothing lost: the archived messages (timeline order) followed by the live ones are exactly
+  the messages the session sent, in order, each once;
+- 2 lineage: archives are folded in timeline order (no done archive after a pending one), and
+  the current WM is the overview of the newest folded archive;
+- 3 guards: between consecutive WM versions no Errors & Corrections item, no path of Files &
+  Context and no Open Issues item disappears, and Key Facts items disappear only through an
+  accepted UPDATE (a consolidation) of that section;
+- 4 no tool pair is split by an archive boundary;
+- 5 accounting: pending_tokens equals a rebuild from the live messages;
+- 7 every WM version is the canonical seven-section document.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
+
+from wm_langgraph import SECTIONS, parse_working_memory, render_working_memory
+from wm_langgraph.core.sections import item_key, section_items
+
+__all__ = ["check_invariants", "fingerprint"]
+
+_HEADER = re.compile(r"^##[ \t]+\S")
+_MARKS = re.compile(r"\[(?:resolved|new)\]", re.I)
+_PATH = re.compile(r"[\w.-]+(?:/[\w.-]+)+")
+
+
+def fingerprint(message: BaseMessage) -> tuple[str, str, str]:
+    """What identifies a message of the session: its type, text and tool calls."""
+    calls = (
+        ",".join(f"{c['name']}:{sorted(c['args'].items())}" for c in message.tool_calls)
+        if (hasattr(message, "tool_calls"))
+        else ""
+    )
+    return message.type, message.text, calls
+
+
+def _seven_sections(text: str) -> None:
+    lines = text.split("\n")
+    assert lines[0] == "# Working Memory"
+    assert [ln for ln in lines if _HEADER.match(ln)] == [f"## {name}" for name in SECTIONS]
+    assert render_working_memory(parse_working_memory(text)) == text
+
+
+def _plain(item: str) -> str:
+    return item_key(_MARKS.sub("", item))
+
+
+def _guarded_kept(old: str, new: str, decisions: list[dict[str, Any]]) -> None:
+    before, after = parse_working_memory(old), parse_working_memory(new)
+    for section in ("Errors & Corrections", "Open Issues"):
+        body = " ".join(_plain(i) for i in section_items(after[section]))
+        for item in section_items(before[section]):
+            assert _plain(item) in body, f"{section} lost {item!r}"
+    for path in _PATH.findall(before["Files & Context"]):
+        assert path in after["Files & Context"], f"Files & Context lost {path!r}"
+    consolidated = any(
+        d.get("section") == "Key Facts & Decisions" and d.get("applied") == "UPDATE"
+        for d in decisions
+    )
+    if not consolidated:
+        body = " ".join(_plain(i) for i in section_items(after["Key Facts & Decisions"]))
+        for item in section_items(before["Key Facts & Decisions"]):
+            assert _plain(item) in body, f"Key Facts lost {item!r} without a consolidation"
+
+
+def check_invariants(agent: Any, wm: Any, config: dict[str, Any], sent: list[BaseMessage]) -> None:
+    """Assert the invariants above for the thread of ``config`` after ``sent`` was played."""
+    values = agent.get_state(config).values
+    live = [m for m in values.get("messages", []) if not isinstance(m, SystemMessage)]
+    records = wm.list_archives(config)
+    archived = [m for record in records for m in record.messages]
+    assert [fingerprint(m) for m in archived + live] == [fingerprint(m) for m in sent]
+    for record in records:  # 4
+        calls = {c["id"] for m in record.messages for c in getattr(m, "tool_calls", None) or []}
+        results = {m.tool_call_id for m in record.messages if isinstance(m, ToolMessage)}
+        assert calls == results, f"tool pair split at {record.id}"
+    statuses = [record.status for record in records]  # 2
+    first_open = next((i for i, s in enumerate(statuses) if s != "done"), len(statuses))
+    assert "done" not in statuses[first_open:], f"archives folded out of order: {statuses}"
+    versions = [record for record in records if record.status == "done"]
+    current = wm.get_working_memory(config)
+    if versions:
+        assert current == versions[-1].overview
+    previous = ""
+    for record in versions:  # 7 and 3
+        _seven_sections(record.overview)
+        if previous and record.overview != previous:
+            _guarded_kept(previous, record.overview, record.metadata.get("decisions") or [])
+        previous = record.overview
+    meta = values.get("working_memory") or {}  # 5
+    if live and meta.get("last_counted_id") == live[-1].id:
+        head = live[: max(0, len(live) - int(meta["keep_recent_count"]))]
+        assert meta["pending_tokens"] == sum(wm.count_tokens([m]) for m in head)

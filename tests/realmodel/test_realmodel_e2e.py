@@ -1,0 +1,188 @@
+"""End to end with a real model as the Working Memory writer (issue 15).
+
+``create_agent`` + ``WorkingMemoryMiddleware``; the agent's model is scripted (a short coding
+session: a file read, a failing test, a fix, a decision, a TODO, a config file), the WM writer
+is the real model behind ``WM_TEST_REALMODEL_URL`` (an OpenAI-compatible server, reached through
+ChatOpenAI as users reach it). A commit after every turn and a final compact: one create and
+three updates. After every turn the DESIGN §3 invariants hold; at the end every planted path
+and the planted error are in the Working Memory.
+
+The figures (valid tool calls / calls, guard interventions per commit, facts kept, latency and
+tokens per call) are printed and written to ``$WM_REALMODEL_OUT_DIR/e2e_figures.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _rm_checks import check_invariants
+from _rm_session import (
+    ERROR,
+    FACTS,
+    PATHS,
+    TODO,
+    CallRecorder,
+    session_messages,
+    session_tools,
+)
+from fakes import ScriptedChatModel
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+
+from wm_langgraph import WorkingMemoryMiddleware, parse_working_memory
+from wm_langgraph.adapters._report import interventions
+from wm_langgraph.engine.config import WorkingMemoryConfig
+
+pytestmark = pytest.mark.realmodel
+
+# Per-call bounds until the engine sets them by default (issue 15's max_tokens and timeout).
+MAX_TOKENS = 1024
+CALL_TIMEOUT_S = 600.0
+
+CONFIG = WorkingMemoryConfig(
+    token_budget=16_000,
+    commit_token_threshold_ratio=0.0,  # commit after every turn
+    commit_keep_recent_count=2,
+    reserve_tokens=0,
+    background=False,
+    model_timeout_seconds=CALL_TIMEOUT_S + 30,
+)
+
+
+def _writer(recorder: CallRecorder) -> ChatOpenAI:
+    return ChatOpenAI(
+        model=os.environ.get("WM_LANGGRAPH_MODEL") or "local-model",
+        base_url=os.environ["WM_TEST_REALMODEL_URL"],
+        api_key=os.environ.get("OPENAI_API_KEY") or "sk-local-no-key-needed",  # type: ignore[arg-type]
+        temperature=0,
+        max_tokens=MAX_TOKENS,  # type: ignore[call-arg]
+        timeout=CALL_TIMEOUT_S,
+        max_retries=0,
+        callbacks=[recorder],
+    )
+
+
+def _out_dir(tmp_path: Path) -> Path:
+    out = Path(os.environ.get("WM_REALMODEL_OUT_DIR") or tmp_path)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _contains(text: str, needle: str) -> bool:
+    return " ".join(needle.split()).casefold() in " ".join(text.split()).casefold()
+
+
+def _markdown(figures: dict[str, Any]) -> str:
+    lines = [
+        f"# Real model as the WM writer: {figures['model']}",
+        "",
+        f"valid update tool calls / update calls: {figures['valid_update_calls']} / "
+        f"{figures['update_calls']}; create calls {figures['create_calls']} "
+        f"(rejected {figures['create_rejected']}); writer calls in all {figures['calls']}",
+        f"planted facts kept: {figures['facts_kept']} / {len(FACTS)}; paths "
+        f"{figures['paths_kept']} / {len(PATHS)}; error kept: {figures['error_kept']}; "
+        f"TODO kept: {figures['todo_kept']}",
+        "",
+        "| commit | branch | fallback | guard interventions | path and error trail | total s |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {c['archive']} | {c['branch']} | {c['fallback'] or ''} | "
+        f"{len(c['interventions'])}: {'; '.join(c['interventions'])} | "
+        f"{', '.join(c['artifact_trail'] + c['error_trail'])} | {c['total_s']} |"
+        for c in figures["commits"]
+    ]
+    lines += [
+        "",
+        "| call | step | latency s | prompt tokens | completion tokens | finish | valid |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for n, c in enumerate(figures["writer_calls"], start=1):
+        valid = "" if c["step"] == "wm.create" else str(c["valid_tool_call"])
+        lines.append(
+            f"| {n} | {c['step']} | {c['latency_s']} | {c['prompt_tokens']} | "
+            f"{c['completion_tokens']} | {c['finish_reason']} | {valid} |"
+        )
+    lines += ["", "## Final Working Memory", "", figures["final_wm"]]
+    return "\n".join(lines) + "\n"
+
+
+def test_real_writer_over_a_coding_session(tmp_path: Path) -> None:
+    recorder = CallRecorder()
+    turns = session_messages()
+    replies = [m for turn in turns for m in turn if isinstance(m, AIMessage)]
+    store = InMemoryStore()
+    middleware = WorkingMemoryMiddleware(_writer(recorder), config=CONFIG, store=store)
+    agent = create_agent(
+        ScriptedChatModel(replies=replies),
+        session_tools(),
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+        store=store,
+    )
+    wm = middleware.memory
+    config: dict[str, Any] = {"configurable": {"thread_id": "realmodel-e2e"}}
+    sent: list[BaseMessage] = []
+    for turn in turns:
+        agent.invoke({"messages": [turn[0]]}, config)
+        sent += turn
+        check_invariants(agent, wm, config, sent)
+    values = agent.get_state(config).values
+    update = wm.compact(values, config)
+    agent.update_state(config, update, as_node=f"{middleware.name}.after_agent")
+    check_invariants(agent, wm, config, sent)
+
+    final = wm.get_working_memory(config)
+    records = wm.list_archives(config)
+    sections = parse_working_memory(final)
+    calls = recorder.calls
+    updates = [c for c in calls if c.step == "wm.update"]
+    creates = [c for c in calls if c.step == "wm.create"]
+    figures: dict[str, Any] = {
+        "model": os.environ.get("WM_LANGGRAPH_MODEL") or "local-model",
+        "calls": len(calls),
+        "create_calls": len(creates),
+        "create_rejected": sum(
+            1 for r in records for e in [r.metadata.get("error") or ""] if "create" in e
+        ),
+        "update_calls": len(updates),
+        "valid_update_calls": sum(c.valid_tool_call for c in updates),
+        "facts_kept": sum(_contains(final, fact) for fact in FACTS),
+        "facts_missing": [fact for fact in FACTS if not _contains(final, fact)],
+        "paths_kept": sum(path in sections["Files & Context"] for path in PATHS),
+        "error_kept": _contains(final, ERROR),
+        "todo_kept": _contains(final, TODO),
+        "commits": [
+            {
+                "archive": r.id,
+                "status": r.status,
+                "branch": r.metadata.get("branch"),
+                "fallback": r.metadata.get("fallback"),
+                "interventions": interventions(r),
+                "artifact_trail": r.metadata.get("artifact_trail") or [],
+                "total_s": round(
+                    ((r.metadata.get("metrics") or {}).get("total_ms") or 0) / 1000, 1
+                ),
+                "metrics": r.metadata.get("metrics") or {},
+            }
+            for r in records
+        ],
+        "writer_calls": [vars(c) for c in calls],
+        "final_wm": final,
+    }
+    out = _out_dir(tmp_path)
+    (out / "e2e_figures.json").write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    (out / "e2e_figures.md").write_text(_markdown(figures), encoding="utf-8")
+    print("\n" + _markdown(figures))
+
+    assert [r.status for r in records] == ["done"] * len(records), "an archive was not folded in"
+    for path in PATHS:
+        assert path in sections["Files & Context"], f"{path} missing from Files & Context"
+    assert _contains(final, ERROR), "the planted error is not in the Working Memory"
