@@ -13,6 +13,7 @@ EXPECTED = [
     "ArchiveRecord",
     "GuardDecision",
     "MergeResult",
+    "NoStoreError",
     "OfflineWorkingMemoryModel",
     "WorkingMemory",
     "WorkingMemoryConfig",

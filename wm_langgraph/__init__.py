@@ -18,7 +18,7 @@ from wm_langgraph.core.sections import (
     render_working_memory,
 )
 from wm_langgraph.core.tokens import count_tokens
-from wm_langgraph.engine.archives import ArchiveRecord
+from wm_langgraph.engine.archives import ArchiveRecord, NoStoreError
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.engine.persistence import aopen_sqlite, open_sqlite
@@ -33,6 +33,7 @@ __all__ = [
     "ArchiveRecord",
     "GuardDecision",
     "MergeResult",
+    "NoStoreError",
     "OfflineWorkingMemoryModel",
     "WorkingMemory",
     "WorkingMemoryConfig",

@@ -126,7 +126,10 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
                 )
             self._memory = memory
         else:
-            self._memory = WorkingMemory(model, config=config, store=store, **engine_kwargs)
+            engine_name = None if name == DEFAULT_NAME else name
+            self._memory = WorkingMemory(
+                model, config=config, store=store, name=engine_name, **engine_kwargs
+            )
         self._name = name
         self.tools = list(self._memory.tools)
 

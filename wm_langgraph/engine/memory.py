@@ -3,6 +3,11 @@
 Where data lives (DESIGN §2): the live messages and a small JSON-plain meta in the graph state
 (``state["working_memory"]``); archives and Working Memory versions in a ``BaseStore``. Graphs
 without a ``working_memory`` channel (``create_react_agent`` hooks) keep the meta in the store.
+
+The store is the one given as ``store=``, else the running graph's (``compile(store=...)``, the
+platform's). A memory is addressed by its key (:func:`~wm_langgraph.engine.archives.memory_key`:
+thread id + name + graph namespace), which every hook puts into the config it hands the engine
+below as ``configurable.thread_id``.
 """
 
 from __future__ import annotations
@@ -12,22 +17,32 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
-from langgraph.store.memory import InMemoryStore
 
 from wm_langgraph.core.tokens import TokenCounter, count_tokens
-from wm_langgraph.engine._hooks import NodeHook
+from wm_langgraph.engine._binding import (
+    graph_store,
+    in_run,
+    internal_callbacks,
+    loop_bound,
+    quiet_node_output,
+)
+from wm_langgraph.engine._hooks import HookFn, NodeHook
 from wm_langgraph.engine._session import Session
 from wm_langgraph.engine._token_cache import MessageTokenCache
 from wm_langgraph.engine.archives import (
     ArchiveRecord,
     ArchiveStatus,
     ArchiveStore,
+    graph_namespace,
+    memory_key,
+    memory_scope,
+    split_memory_key,
     thread_id_from_config,
 )
 from wm_langgraph.engine.assemble import AssembledContext, assemble_context
@@ -40,7 +55,11 @@ from wm_langgraph.engine.runner import Phase2Runner
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
-__all__ = ["WorkingMemory"]
+__all__ = ["MemoryScope", "WorkingMemory"]
+
+MemoryScope = Literal["graph", "thread"]
+"""``"graph"``: one memory per thread, name and graph namespace (each subgraph agent has its
+own); ``"thread"``: one per thread and name, shared by every graph that uses that name."""
 
 logger = logging.getLogger("wm_langgraph")
 
@@ -76,6 +95,8 @@ class WorkingMemory:
         create_prompt: str | None = None,
         update_prompt: str | None = None,
         system_prompt: str | None = None,
+        name: str | None = None,
+        scope: MemoryScope = "graph",
     ) -> None:
         """Create the engine.
 
@@ -84,8 +105,9 @@ class WorkingMemory:
                 ``update_working_memory`` tool forced). None resolves a default on first use
                 (ChatOpenAI when ``OPENAI_API_KEY`` is set, else the offline model).
             config: Settings; defaults to ``WorkingMemoryConfig()``.
-            store: BaseStore for archives and WM versions (default: an in-memory store owned by
-                this instance). Pass the same store to ``compile(store=...)``.
+            store: BaseStore for archives and WM versions. None (default): the running graph's
+                store (``compile(store=...)``, ``create_agent(store=...)``, the platform's store
+                under ``langgraph dev``); a run without any store raises :class:`NoStoreError`.
             token_counter: Text -> tokens (a pure function: message counts are cached);
                 defaults to offline cl100k counts.
             create_prompt: Overrides ``prompts/create.md`` (placeholders ``{{prior_summary}}``,
@@ -93,6 +115,13 @@ class WorkingMemory:
             update_prompt: Overrides ``prompts/update.md`` (``{{working_memory}}``,
                 ``{{messages}}``, ``{{section_size_warnings}}``).
             system_prompt: Overrides the assemble system-prompt addition (``prompts/system.md``).
+            name: Separates memories that share a thread and a store (two agents on one
+                conversation); None is the default name. ``WorkingMemoryMiddleware`` passes
+                its own ``name``.
+            scope: ``"graph"`` (default) also separates the memories of agents in different
+                subgraphs (supervisor or swarm members) by their graph namespace;
+                ``"thread"`` shares one memory between every agent of the thread that uses
+                this name (deliberate sharing).
 
         Raises:
             TypeError: An argument of the wrong type.
@@ -108,8 +137,11 @@ class WorkingMemory:
             raise TypeError("token_counter must be a callable str -> int")
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise TypeError("system_prompt must be a str or None")
+        if scope not in ("graph", "thread"):
+            raise ValueError(f"scope must be 'graph' or 'thread', got {scope!r}")
+        self._name = _check_name(name)
+        self._scope: MemoryScope = scope
         self.config = config or WorkingMemoryConfig()
-        self.store: BaseStore = store if store is not None else InMemoryStore()
         self._counter: TokenCounter = token_counter or count_tokens
         # Each message is rendered and tokenised once per process, not on every assemble.
         self._message_tokens = MessageTokenCache(self._uncached_message_tokens)
@@ -122,7 +154,8 @@ class WorkingMemory:
         self._system_prompt = system_prompt
         self._model = model
         self._model_lock = threading.Lock()
-        self._archives = ArchiveStore(self.store)
+        self._archives = ArchiveStore(store)
+        self._adopted: set[str] = set()
         self.commit_graph = build_commit_graph(
             CommitDeps(
                 get_model=self._get_model,
@@ -136,11 +169,95 @@ class WorkingMemory:
         )
         self._runner = Phase2Runner(self.commit_graph, self._archives, self.config)
         self._session = Session(self._archives, self._runner, self.config, self._count_message)
-        self.after_turn = NodeHook("wm_after_turn", self._session.after_turn)
-        self.compact = NodeHook("wm_compact", self._session.compact)
-        self.assemble = NodeHook("wm_assemble", self._assemble)
-        self.pre_model_hook = NodeHook("wm_pre_model_hook", self._pre_model_hook)
-        self.post_model_hook = NodeHook("wm_post_model_hook", self._session.post_model_hook)
+        self.after_turn = NodeHook("wm_after_turn", self._hooked(self._session.after_turn))
+        self.compact = NodeHook("wm_compact", self._hooked(self._session.compact))
+        self.assemble = NodeHook("wm_assemble", self._hooked(self._assemble))
+        self.pre_model_hook = NodeHook("wm_pre_model_hook", self._hooked(self._pre_model_hook))
+        self.post_model_hook = NodeHook(
+            "wm_post_model_hook", self._hooked(self._session.post_model_hook)
+        )
+
+    # -- store and scope ---------------------------------------------------------------------
+    @property
+    def store(self) -> BaseStore:
+        """The store given as ``store=``, else the graph store this memory last ran with.
+
+        Raises:
+            NoStoreError: No store was given and the memory has not run in a graph yet.
+        """
+        return self._archives.store
+
+    @property
+    def name(self) -> str | None:
+        """The memory's name (None: the default name)."""
+        return self._name or None
+
+    def memory_key(self, config: RunnableConfig | None) -> str:
+        """The key of the memory a config addresses (thread id, name, graph namespace).
+
+        Inside a run the graph namespace comes from the run's ``checkpoint_ns``; a config built
+        by hand for a memory inside a subgraph names the subgraph's node path itself:
+        ``{"configurable": {"thread_id": "t1", "checkpoint_ns": "research_agent"}}``.
+        """
+        thread_id = thread_id_from_config(config)
+        configurable = (config or {}).get("configurable") or {}
+        graph_ns = graph_namespace(configurable) if self._scope == "graph" else ""
+        return memory_key(thread_id, memory_scope(self._name, graph_ns))
+
+    def _enter(self, config: RunnableConfig | None, state: Mapping[str, Any] | None) -> str:
+        """Resolve the memory key of a hook call and bind it to the graph's store."""
+        key = self.memory_key(config)
+        configurable = (config or {}).get("configurable") or {}
+        found = graph_store(configurable)
+        if found is not None or in_run(configurable):
+            self._archives.bind(key, found)  # raises NoStoreError inside a run without store
+        else:
+            self._archives.store_for(key)  # a hand-driven call: the known store, or raises
+        if key not in self._adopted:
+            self._adopted.add(key)
+            if state is not None and split_memory_key(key)[1]:
+                self._archives.adopt_legacy(key, self._session.timeline_of(state, key))
+        return key
+
+    def _engine_config(self, key: str, config: RunnableConfig | None) -> RunnableConfig:
+        """The config the engine below sees: the memory key as thread id, quiet callbacks."""
+        given: RunnableConfig = config or {}
+        thread_id, scope = split_memory_key(key)
+        engine: RunnableConfig = {
+            **given,
+            "configurable": {**(given.get("configurable") or {}), "thread_id": key},
+        }
+        callbacks = internal_callbacks(given.get("callbacks"), thread_id=thread_id, scope=scope)
+        if callbacks is not None:
+            engine["callbacks"] = callbacks
+        else:
+            engine.pop("callbacks", None)
+        return engine
+
+    def _hooked(self, func: HookFn) -> HookFn:
+        """``func`` as a hook: scoped, bound to the store, its output kept out of streams."""
+
+        def hook(state: Mapping[str, Any], config: RunnableConfig | None) -> Any:
+            key = self._enter(config, state if isinstance(state, Mapping) else None)
+            update = func(state, self._engine_config(key, config))
+            quiet_node_output(update, (config or {}).get("callbacks"))
+            return update
+
+        return hook
+
+    def _readable(self, config: RunnableConfig | None) -> str:
+        """The key of a config-only call, checked against a deadlock on the event loop."""
+        key = self.memory_key(config)
+        configurable = (config or {}).get("configurable") or {}
+        found = graph_store(configurable)
+        if found is not None:
+            self._archives.bind(key, found)
+        if loop_bound(self._archives.store_for(key)):
+            raise RuntimeError(
+                "this store's sync API cannot be used on its own event loop: use "
+                "await memory.aget_working_memory(config) / await memory.alist_archives(config)"
+            )
+        return key
 
     # -- model -------------------------------------------------------------------------------
     @property
@@ -199,8 +316,27 @@ class WorkingMemory:
         """Async twin of :meth:`overflow_guard`."""
         return await asyncio.to_thread(self.overflow_guard, state, config)
 
+    async def aget_working_memory(self, config: RunnableConfig | None) -> str:
+        """Async twin of :meth:`get_working_memory` (safe with async stores on their loop)."""
+        return await asyncio.to_thread(self._get_working_memory, self.memory_key(config), config)
+
+    async def alist_archives(self, config: RunnableConfig | None) -> list[ArchiveRecord]:
+        """Async twin of :meth:`list_archives` (safe with async stores on their loop)."""
+        return await asyncio.to_thread(self._list_archives, self.memory_key(config), config)
+
+    async def await_phase2(
+        self, config: RunnableConfig | None = None, timeout: float | None = None
+    ) -> bool:
+        """Await outstanding background Phase 2 work without blocking the event loop (which
+        an async store's Phase 2 needs): the async twin of :meth:`wait`."""
+        key = self.memory_key(config) if config is not None else None
+        return await asyncio.to_thread(self._runner.wait, key, timeout)
+
+    await_idle = await_phase2
+
     # -- assemble ----------------------------------------------------------------------------
     def _assemble(self, state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
+        # config carries the memory key as thread id (see _hooked)
         thread_id = thread_id_from_config(config)
         messages = self._session.messages_of(state)
         timeline = self._session.timeline_of(state, thread_id)
@@ -224,6 +360,12 @@ class WorkingMemory:
         Returns:
             The state update, or None when the live messages fit (nothing done).
         """
+        update: dict[str, Any] | None = self._hooked(self._overflow_update)(state, config)
+        return update
+
+    def _overflow_update(
+        self, state: Mapping[str, Any], config: RunnableConfig | None
+    ) -> dict[str, Any] | None:
         update, _, _ = self._session.overflow(state, config)
         return update
 
@@ -241,7 +383,7 @@ class WorkingMemory:
         ``state`` (optional) is the graph state the messages come from; its meta names the
         timeline's archives, which after a fork or time travel differ from the thread's latest.
         """
-        thread_id = thread_id_from_config(config)
+        thread_id = self._enter(config, state)
         if state is not None:
             timeline = self._session.timeline_of(state, thread_id)
         else:
@@ -272,15 +414,36 @@ class WorkingMemory:
 
     # -- reading -----------------------------------------------------------------------------
     def get_working_memory(self, config: RunnableConfig | None) -> str:
-        """The thread's current Working Memory document (``""`` while there is none)."""
-        thread_id = thread_id_from_config(config)
+        """The thread's current Working Memory document (``""`` while there is none).
+
+        Outside a run this reads the store given as ``store=``, else the one the memory last
+        ran with in this process; a memory in a subgraph is named by ``checkpoint_ns`` (see
+        :meth:`memory_key`). On an async store's own event loop use
+        :meth:`aget_working_memory`.
+        """
+        return self._get_working_memory(self._readable(config), config)
+
+    def _get_working_memory(self, thread_id: str, config: RunnableConfig | None) -> str:
+        self._bind_for_read(thread_id, config)
         timeline = self._session.timeline_for_thread(thread_id)
         current = self._archives.current_wm(thread_id, timeline)
         return current.text if current else ""
 
+    def _bind_for_read(self, key: str, config: RunnableConfig | None) -> None:
+        found = graph_store((config or {}).get("configurable") or {})
+        if found is not None:
+            self._archives.bind(key, found)
+
     def list_archives(self, config: RunnableConfig | None) -> list[ArchiveRecord]:
-        """The thread's archives in order; ``status`` is ``"done"`` once a WM covers them."""
-        thread_id = thread_id_from_config(config)
+        """The thread's archives in order; ``status`` is ``"done"`` once a WM covers them.
+
+        The store and the subgraph are found as for :meth:`get_working_memory`; the async
+        twin is :meth:`alist_archives`.
+        """
+        return self._list_archives(self._readable(config), config)
+
+    def _list_archives(self, thread_id: str, config: RunnableConfig | None) -> list[ArchiveRecord]:
+        self._bind_for_read(thread_id, config)
         timeline = self._session.timeline_for_thread(thread_id)
         current = self._archives.current_wm(thread_id, timeline)
         covered = set(current.covers) if current else set()
@@ -296,11 +459,31 @@ class WorkingMemory:
     def wait(self, config: RunnableConfig | None = None, timeout: float | None = None) -> bool:
         """Wait for outstanding background Phase 2 work (of one thread, or of all).
 
+        On the event loop that an async store (``AsyncSqliteStore``, ``AsyncPostgresStore``,
+        the platform's) runs on, blocking would stop the Phase 2 it waits for: there it raises
+        and says to ``await memory.await_phase2(config)`` instead.
+
         Returns:
             True when all of it finished, False when ``timeout`` seconds passed first.
+
+        Raises:
+            RuntimeError: Called on the event loop the work needs, with work outstanding.
         """
-        thread_id = thread_id_from_config(config) if config is not None else None
+        thread_id = self.memory_key(config) if config is not None else None
+        if self._runner.wait(thread_id, 0):
+            return True
+        if self._loop_bound_work(thread_id):
+            raise RuntimeError(
+                "memory.wait() would block the event loop that this store's Phase 2 needs "
+                "(a deadlock): use `await memory.await_phase2(config)` in async code"
+            )
         return self._runner.wait(thread_id, timeout)
+
+    def _loop_bound_work(self, key: str | None) -> bool:
+        if key is not None:
+            return loop_bound(self._archives.store_for(key))
+        stores = [self._archives.explicit, *self._archives.bound_stores()]
+        return any(loop_bound(s) for s in stores if s is not None)
 
     def resume(self, config: RunnableConfig | None, *, wait: bool | None = None) -> None:
         """Close the thread's circuit breaker and retry its pending and failed archives.
@@ -310,16 +493,20 @@ class WorkingMemory:
             wait: Run inline (True) or in the background (False); default: the opposite of
                 ``config.background``.
         """
-        thread_id = thread_id_from_config(config)
+        thread_id = self.memory_key(config)
+        self._bind_for_read(thread_id, config)
         self._runner.reset_breaker(thread_id)
         inline = (not self.config.background) if wait is None else wait
         self._session.schedule(
-            thread_id, self._session.timeline_for_thread(thread_id), config, wait=inline
+            thread_id,
+            self._session.timeline_for_thread(thread_id),
+            self._engine_config(thread_id, config),
+            wait=inline,
         )
 
     def phase2_status(self, config: RunnableConfig | None) -> dict[str, Any]:
         """The thread's breaker record and whether its Phase 2 is paused now."""
-        thread_id = thread_id_from_config(config)
+        thread_id = self.memory_key(config)
         return {**self._runner.breaker(thread_id), "paused": self._runner.is_paused(thread_id)}
 
     def close(self) -> None:
@@ -345,8 +532,9 @@ class WorkingMemory:
         user_id = ((config or {}).get("configurable") or {}).get("user_id")
         if user_id is None:
             raise ValueError("search_long_term needs config={'configurable': {'user_id': ...}}")
+        store = graph_store(config.get("configurable") or {}) if config else None
         return search_facts(
-            self.store, self.config.long_term_namespace, str(user_id), query, limit=limit
+            store or self.store, self.config.long_term_namespace, str(user_id), query, limit=limit
         )
 
     def _on_done(self, state: CommitState) -> None:
@@ -358,7 +546,7 @@ class WorkingMemory:
             return
         try:
             write_key_facts(
-                self.store,
+                self._archives.store_for(state["thread_id"]),
                 self.config.long_term_namespace,
                 str(user_id),
                 state["text"],
@@ -367,6 +555,16 @@ class WorkingMemory:
             )
         except Exception:  # long-term memory must not undo a completed WM
             logger.exception("wm_langgraph: writing long-term facts failed")
+
+
+def _check_name(name: object) -> str:
+    if name is None:
+        return ""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str or None, got {type(name).__name__}")
+    if not name.strip() or any(c in name for c in "|:\x1f"):
+        raise ValueError(f"name must be non-empty, without '|' or ':', got {name!r}")
+    return name
 
 
 def _with_status(record: ArchiveRecord, status: ArchiveStatus) -> ArchiveRecord:
