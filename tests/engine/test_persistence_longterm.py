@@ -54,8 +54,8 @@ def test_async_sqlite_pair_runs_an_async_graph(tmp_path):
             cfg = {"configurable": {"thread_id": "async"}}
             for i in range(1, 25):
                 out = await graph.ainvoke({"messages": [user(i)]}, cfg)
-            assert await asyncio.to_thread(wm.wait, cfg, 30)
-            archives = wm.list_archives(cfg)
+            assert await wm.await_phase2(cfg, 30)
+            archives = await wm.alist_archives(cfg)  # the store is async: not on its own loop
             wm.close()
             return archives, out
 
