@@ -5,6 +5,7 @@ Layout, per memory (``label`` is the thread id made safe for store namespaces)::
     ("wm_langgraph", label, "archives")  archive_001, archive_002, ...  messages verbatim
     ("wm_langgraph", label, "wm")        <last covered archive id>       a WM + its coverage
     ("wm_langgraph", label, "meta")      timeline | breaker | state       bookkeeping values
+    ("wm_langgraph", label, "ids")       <message id>                    the archives holding it
 
 A thread can hold several memories (two named middlewares, agents in subgraphs of a supervisor
 or swarm): each has a *scope* (:func:`memory_scope`: its name and graph namespace). The default
@@ -30,7 +31,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 from langchain_core.runnables import RunnableConfig
-from langgraph.store.base import BaseStore, GetOp, Item
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
 __all__ = [
     "ROOT_LABEL",
@@ -422,6 +423,44 @@ class ArchiveStore:
                     value[key] = new
             value["updated_at"] = now_iso()
             store.put(ns, archive_id, value, index=False)
+
+    # -- message id index ------------------------------------------------------------------
+    def index_messages(self, thread_id: str, archive_id: str, message_ids: Sequence[str]) -> None:
+        """Record that the messages ``message_ids`` are archived in ``archive_id``.
+
+        A message id can be in several archives only across forks (each branch archives its own
+        copy); the index keeps all of them, so a lookup can ask about one timeline.
+        """
+        ids = list(dict.fromkeys(str(i) for i in message_ids))
+        if not ids:
+            return
+        ns = self.namespace(thread_id, "ids")
+        found = self.store.batch([GetOp(ns, i) for i in ids])
+        puts: list[PutOp] = []
+        for message_id, item in zip(ids, found, strict=True):
+            value = item.value if isinstance(item, Item) else {}
+            known = [str(a) for a in value.get("archives") or []]
+            if archive_id not in known:
+                puts.append(PutOp(ns, message_id, {"archives": [*known, archive_id]}))
+        if puts:
+            self.store.batch(puts)
+
+    def archived_among(
+        self, thread_id: str, message_ids: Sequence[str], timeline: Sequence[str]
+    ) -> set[str]:
+        """The ids among ``message_ids`` that an archive of ``timeline`` already holds."""
+        ids = list(dict.fromkeys(str(i) for i in message_ids))
+        if not ids or not timeline:
+            return set()
+        on_timeline = set(timeline)
+        ns = self.namespace(thread_id, "ids")
+        found = self.store.batch([GetOp(ns, i) for i in ids])
+        return {
+            message_id
+            for message_id, item in zip(ids, found, strict=True)
+            if isinstance(item, Item)
+            and on_timeline.intersection(str(a) for a in item.value.get("archives") or [])
+        }
 
     # -- working memory versions --------------------------------------------------------------
     def current_wm(self, thread_id: str, timeline: Sequence[str]) -> WorkingMemoryVersion | None:

@@ -338,8 +338,7 @@ class WorkingMemory:
     def _assemble(self, state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
         # config carries the memory key as thread id (see _hooked)
         thread_id = thread_id_from_config(config)
-        messages = self._session.messages_of(state)
-        timeline = self._session.timeline_of(state, thread_id)
+        messages, timeline = self._session.model_view(state, thread_id)
         context = self._build(messages, thread_id, timeline, None)
         return {"llm_input_messages": context.all_messages}
 
