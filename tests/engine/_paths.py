@@ -19,6 +19,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import WMWriter, agent_model, build_agent
 from tests.fakes import ScriptedChatModel
@@ -91,12 +92,12 @@ def make(
     model = agent_model(tool_every=tool_every, parallel=parallel)
     checkpointer = InMemorySaver()
     if kind == "stategraph":
-        wm = WorkingMemory(writer.model, config=config)
+        wm = WorkingMemory(writer.model, config=config, store=InMemoryStore())
         graph = build_agent(wm, model, checkpointer=checkpointer, store=wm.store)
         if graph_kwargs:
             graph = graph.builder.compile(checkpointer=checkpointer, store=wm.store, **graph_kwargs)
     elif kind == "react":
-        wm = WorkingMemory(writer.model, config=config)
+        wm = WorkingMemory(writer.model, config=config, store=InMemoryStore())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             graph = create_react_agent(

@@ -435,15 +435,18 @@ class ArchiveStore:
         if not ids:
             return
         ns = self.namespace(thread_id, "ids")
-        found = self.store.batch([GetOp(ns, i) for i in ids])
+        store = self.store_for(thread_id)
+        found = store.batch([GetOp(ns, i) for i in ids])
         puts: list[PutOp] = []
         for message_id, item in zip(ids, found, strict=True):
             value = item.value if isinstance(item, Item) else {}
             known = [str(a) for a in value.get("archives") or []]
             if archive_id not in known:
-                puts.append(PutOp(ns, message_id, {"archives": [*known, archive_id]}))
+                puts.append(
+                PutOp(ns, message_id, {"archives": [*known, archive_id]}, index=False)
+            )
         if puts:
-            self.store.batch(puts)
+            store.batch(puts)
 
     def archived_among(
         self, thread_id: str, message_ids: Sequence[str], timeline: Sequence[str]
@@ -454,7 +457,7 @@ class ArchiveStore:
             return set()
         on_timeline = set(timeline)
         ns = self.namespace(thread_id, "ids")
-        found = self.store.batch([GetOp(ns, i) for i in ids])
+        found = self.store_for(thread_id).batch([GetOp(ns, i) for i in ids])
         return {
             message_id
             for message_id, item in zip(ids, found, strict=True)
