@@ -111,7 +111,7 @@ def make(
                 **graph_kwargs,
             )
     elif kind == "middleware":
-        mw = WorkingMemoryMiddleware(writer.model, config=config)
+        mw = WorkingMemoryMiddleware(writer.model, config=config, store=InMemoryStore())
         wm = mw.memory
         graph = create_agent(
             model,
