@@ -11,6 +11,7 @@ EXPECTED = [
     "SECTIONS",
     "UPDATE_WORKING_MEMORY_TOOL",
     "ArchiveRecord",
+    "ConflictingMiddlewareError",
     "GuardDecision",
     "MergeResult",
     "NoStoreError",

@@ -18,6 +18,7 @@ from wm_langgraph.core.sections import (
     render_working_memory,
 )
 from wm_langgraph.core.tokens import count_tokens
+from wm_langgraph.engine._binding import ConflictingMiddlewareError
 from wm_langgraph.engine.archives import ArchiveRecord, NoStoreError
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
@@ -31,6 +32,7 @@ __all__ = [
     "SECTIONS",
     "UPDATE_WORKING_MEMORY_TOOL",
     "ArchiveRecord",
+    "ConflictingMiddlewareError",
     "GuardDecision",
     "MergeResult",
     "NoStoreError",

@@ -54,6 +54,13 @@ __all__ = ["WorkingMemoryAgentState", "WorkingMemoryMiddleware"]
 
 DEFAULT_NAME = "WorkingMemoryMiddleware"
 
+try:  # langchain >= 1.3: keep the writer's internal model calls out of run.messages
+    from langchain.agents.middleware.internal_call_transformer import InternalCallTransformer
+
+    _TRANSFORMERS: tuple[Any, ...] = (InternalCallTransformer,)
+except ImportError:  # pragma: no cover - older langchain
+    _TRANSFORMERS = ()
+
 _STATE_KEYS = frozenset({"messages", META_KEY})
 
 
@@ -71,6 +78,7 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
     """
 
     state_schema = WorkingMemoryAgentState
+    transformers = _TRANSFORMERS
 
     def __init__(
         self,
@@ -184,6 +192,16 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
             state=request.state,
         )
         messages = cast("list[AnyMessage]", context.messages)
+        # A tool selector (LLMToolSelectorMiddleware) listed before this middleware may have
+        # filtered the archive tools out: the messages point the model at them, so they stay.
+        present = {t.get("name") if isinstance(t, dict) else t.name for t in request.tools}
+        missing = [t for t in self.tools if t.name not in present]
+        if missing:
+            return request.override(
+                messages=messages,
+                system_message=context.system_message,
+                tools=[*request.tools, *missing],
+            )
         return request.override(messages=messages, system_message=context.system_message)
 
     # -- after_agent: after_turn ----------------------------------------------------------

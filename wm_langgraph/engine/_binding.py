@@ -30,11 +30,13 @@ from langgraph.store.base.batch import AsyncBatchedBaseStore
 
 __all__ = [
     "LC_SOURCE",
+    "ConflictingMiddlewareError",
     "graph_store",
     "in_run",
     "internal_callbacks",
     "loop_bound",
     "quiet_node_output",
+    "reject_foreign_summaries",
 ]
 
 LC_SOURCE = "wm_langgraph"
@@ -166,3 +168,36 @@ def loop_bound(store: BaseStore | None) -> bool:
     except RuntimeError:
         return False
     return running is getattr(store, "_loop", None)
+
+
+class ConflictingMiddlewareError(RuntimeError):
+    """Another summariser removed messages of the thread before the memory archived them."""
+
+
+_FOREIGN_SUMMARIES = {"summarization": "LangChain's SummarizationMiddleware"}
+
+
+def reject_foreign_summaries(messages: Any) -> None:
+    """Fail at once when another summariser has rewritten the thread's messages.
+
+    LangChain's ``SummarizationMiddleware`` replaces old messages with one summary message
+    (``additional_kwargs["lc_source"] == "summarization"``) before the memory has archived
+    them: they would be in neither an archive nor the Working Memory, a silent loss. A user's
+    own ``RemoveMessage`` leaves no such marker and stays a normal operation.
+
+    Raises:
+        ConflictingMiddlewareError: Such a summary message is in ``messages``.
+    """
+    if not isinstance(messages, list | tuple):
+        return
+    for message in messages:
+        kwargs = getattr(message, "additional_kwargs", None)
+        source = kwargs.get("lc_source") if isinstance(kwargs, Mapping) else None
+        if source in _FOREIGN_SUMMARIES:
+            raise ConflictingMiddlewareError(
+                f"{_FOREIGN_SUMMARIES[source]} removed messages of this thread before Working "
+                "Memory archived them (its summary message is in the state), so they are in "
+                "neither an archive nor the Working Memory. Use one of the two: Working Memory "
+                "already keeps the model input within token_budget (remove "
+                "SummarizationMiddleware from the agent's middleware)."
+            )

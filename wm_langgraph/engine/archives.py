@@ -442,9 +442,7 @@ class ArchiveStore:
             value = item.value if isinstance(item, Item) else {}
             known = [str(a) for a in value.get("archives") or []]
             if archive_id not in known:
-                puts.append(
-                PutOp(ns, message_id, {"archives": [*known, archive_id]}, index=False)
-            )
+                puts.append(PutOp(ns, message_id, {"archives": [*known, archive_id]}, index=False))
         if puts:
             store.batch(puts)
 

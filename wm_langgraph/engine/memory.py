@@ -31,6 +31,7 @@ from wm_langgraph.engine._binding import (
     internal_callbacks,
     loop_bound,
     quiet_node_output,
+    reject_foreign_summaries,
 )
 from wm_langgraph.engine._hooks import HookFn, NodeHook
 from wm_langgraph.engine._session import Session
@@ -238,6 +239,8 @@ class WorkingMemory:
         """``func`` as a hook: scoped, bound to the store, its output kept out of streams."""
 
         def hook(state: Mapping[str, Any], config: RunnableConfig | None) -> Any:
+            if isinstance(state, Mapping):
+                reject_foreign_summaries(state.get("messages"))
             key = self._enter(config, state if isinstance(state, Mapping) else None)
             update = func(state, self._engine_config(key, config))
             quiet_node_output(update, (config or {}).get("callbacks"))
@@ -382,6 +385,7 @@ class WorkingMemory:
         ``state`` (optional) is the graph state the messages come from; its meta names the
         timeline's archives, which after a fork or time travel differ from the thread's latest.
         """
+        reject_foreign_summaries(messages)
         thread_id = self._enter(config, state)
         if state is not None:
             timeline = self._session.timeline_of(state, thread_id)
