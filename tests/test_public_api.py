@@ -15,6 +15,7 @@ EXPECTED = [
     "GuardDecision",
     "MergeResult",
     "NoStoreError",
+    "OfflineAgentModel",
     "OfflineWorkingMemoryModel",
     "WorkingMemory",
     "WorkingMemoryConfig",

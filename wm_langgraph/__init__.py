@@ -24,6 +24,7 @@ from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.engine.persistence import aopen_sqlite, open_sqlite
 from wm_langgraph.engine.state import WorkingMemoryState
+from wm_langgraph.models.echo import OfflineAgentModel
 from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 
 __version__ = "0.1.0"
@@ -36,6 +37,7 @@ __all__ = [
     "GuardDecision",
     "MergeResult",
     "NoStoreError",
+    "OfflineAgentModel",
     "OfflineWorkingMemoryModel",
     "WorkingMemory",
     "WorkingMemoryConfig",

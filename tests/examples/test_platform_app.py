@@ -1,0 +1,149 @@
+"""``examples/platform_app`` served by ``langgraph dev`` and driven through ``langgraph_sdk``.
+
+The app builds ``WorkingMemoryMiddleware`` without ``store=``: the server's store must hold the
+archives and the Working Memory, so they survive a server restart (the in-memory runtime
+writes its checkpoints and store to ``.langgraph_api/`` and reads them back). The server binds
+127.0.0.1 on a free port, runs offline (no key: offline agent and writer models) in a copy of
+the example, and is stopped by its PID. This test runs in CI: it enables sockets for itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "platform_app"
+START_TIMEOUT_S = 90.0
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _langgraph_cli() -> str:
+    beside = Path(sys.executable).with_name("langgraph")
+    found = str(beside) if beside.exists() else shutil.which("langgraph")
+    assert found, "langgraph-cli is a dev extra: pip install '.[dev]'"
+    return found
+
+
+def _ready(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            pass
+    except OSError:
+        return False
+    import httpx
+
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/ok", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@contextmanager
+def _server(app: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LANGSMITH_"))}
+    env.update(
+        WM_COMMIT_RATIO="0",  # commit every turn
+        WM_KEEP_RECENT="2",
+        LANGGRAPH_CLI_NO_ANALYTICS="1",
+        LANGSMITH_TRACING="false",
+    )
+    log = (app / f"server-{port}.log").open("wb")
+    command = [_langgraph_cli(), "dev", "--no-browser", "--no-reload"]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--allow-blocking"]
+    proc = subprocess.Popen(command, cwd=app, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _ready(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.flush()
+                tail = (app / f"server-{port}.log").read_text(errors="replace")[-3000:]
+                pytest.fail(f"langgraph dev did not start (exit {proc.returncode}):\n{tail}")
+            time.sleep(0.5)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)  # a clean shutdown flushes the in-memory runtime
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        log.close()
+
+
+def _turn(client: Any, thread_id: str, text: str) -> None:
+    client.runs.wait(thread_id, "agent", input={"messages": [{"role": "user", "content": text}]})
+
+
+def _memory_items(client: Any, thread_id: str, kind: str) -> list[dict[str, Any]]:
+    found = client.store.search_items(("wm_langgraph", thread_id, kind), limit=100)
+    return list(found["items"])
+
+
+def _current_wm(client: Any, thread_id: str) -> str:
+    versions = _memory_items(client, thread_id, "wm")
+    if not versions:
+        return ""
+    newest = max(versions, key=lambda item: len(item["value"].get("covers") or []))
+    return str(newest["value"]["text"])
+
+
+def _wait_for_wm(client: Any, thread_id: str, fact: str) -> str:
+    deadline = time.monotonic() + 60
+    while True:  # Phase 2 runs in the background
+        text = _current_wm(client, thread_id)
+        if fact in text or time.monotonic() > deadline:
+            return text
+        time.sleep(0.5)
+
+
+@pytest.mark.enable_socket
+def test_langgraph_dev_serves_the_example_and_the_memory_survives_a_restart(tmp_path):
+    from langgraph_sdk import get_sync_client
+
+    app = tmp_path / "app"
+    shutil.copytree(EXAMPLE, app)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+
+    with _server(app, port):
+        client = get_sync_client(url=url)
+        thread_id = client.threads.create()["thread_id"]
+        for n in range(1, 6):
+            _turn(client, thread_id, f"note FACT-{n}: the build server is build-{n}.example.com")
+        archives_before = {item["key"] for item in _memory_items(client, thread_id, "archives")}
+        wm_before = _wait_for_wm(client, thread_id, "FACT-1")
+        assert archives_before, "the server's store has no archive: the memory used its own"
+        assert "FACT-1" in wm_before
+
+    port = _free_port()
+    with _server(app, port):
+        client = get_sync_client(url=f"http://127.0.0.1:{port}")
+        archives_after = {item["key"] for item in _memory_items(client, thread_id, "archives")}
+        assert archives_before <= archives_after, "a restart lost archives"
+        assert "FACT-1" in _current_wm(client, thread_id)
+        state = client.threads.get_state(thread_id)["values"]
+        live = [m["content"] for m in state["messages"]]
+        assert not any("FACT-1:" in str(text) for text in live)  # archived, not back live
+        for n in range(6, 9):
+            _turn(client, thread_id, f"note FACT-{n}: the build server is build-{n}.example.com")
+        wm_after = _wait_for_wm(client, thread_id, "FACT-6")
+        assert "FACT-1" in wm_after
+        assert "FACT-6" in wm_after
+        assert len(_memory_items(client, thread_id, "archives")) > len(archives_before)
