@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
@@ -52,6 +52,7 @@ from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.longterm import search_facts, write_key_facts
 from wm_langgraph.engine.render import message_tokens
 from wm_langgraph.engine.runner import Phase2Runner
+from wm_langgraph.engine.state import WorkingMemoryState
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -295,23 +296,23 @@ class WorkingMemory:
     # -- async twins -------------------------------------------------------------------------
     async def aafter_turn(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
         """Async twin of :attr:`after_turn`."""
-        return await self.after_turn.ainvoke(state, config)
+        return await self.after_turn.ainvoke(_as_state(state), config)
 
     async def acompact(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
         """Async twin of :attr:`compact`."""
-        return await self.compact.ainvoke(state, config)
+        return await self.compact.ainvoke(_as_state(state), config)
 
     async def aassemble(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
         """Async twin of :attr:`assemble`."""
-        return await self.assemble.ainvoke(state, config)
+        return await self.assemble.ainvoke(_as_state(state), config)
 
     async def apre_model_hook(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
         """Async twin of :attr:`pre_model_hook`."""
-        return await self.pre_model_hook.ainvoke(state, config)
+        return await self.pre_model_hook.ainvoke(_as_state(state), config)
 
     async def apost_model_hook(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
         """Async twin of :attr:`post_model_hook`."""
-        return await self.post_model_hook.ainvoke(state, config)
+        return await self.post_model_hook.ainvoke(_as_state(state), config)
 
     async def aoverflow_guard(
         self, state: Mapping[str, Any], config: RunnableConfig
@@ -558,6 +559,11 @@ class WorkingMemory:
             )
         except Exception:  # long-term memory must not undo a completed WM
             logger.exception("wm_langgraph: writing long-term facts failed")
+
+
+def _as_state(state: Mapping[str, Any]) -> WorkingMemoryState:
+    """A hook's state for the hook's typed Runnable interface (any mapping works)."""
+    return cast("WorkingMemoryState", state)
 
 
 def _check_name(name: object) -> str:
