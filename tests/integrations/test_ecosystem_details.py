@@ -76,7 +76,9 @@ def test_an_indexed_store_embeds_none_of_the_memorys_records():
         return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
 
     store = InMemoryStore(index={"dims": 4, "embed": embed})
-    mw = WorkingMemoryMiddleware(wm_model(), config=EVERY_TURN.replace(background=False))
+    mw = WorkingMemoryMiddleware(
+        wm_model(), config=EVERY_TURN.replace(background=False), store=store
+    )
     agent = create_agent(
         agent_model(), [lookup], middleware=[mw], checkpointer=InMemorySaver(), store=store
     )
