@@ -56,6 +56,12 @@ def _require_checkpointer(config: RunnableConfig | None) -> None:
         )
 
 
+def _in_subgraph(config: RunnableConfig | None) -> bool:
+    """True inside a graph that runs as a node (or a call) of a parent graph."""
+    configurable = (config or {}).get("configurable") or {}
+    return "|" in str(configurable.get("checkpoint_ns") or "")
+
+
 @dataclass
 class _Turn:
     thread_id: str
@@ -126,12 +132,13 @@ class Session:
         re-sent ids of archived messages (the next after_turn takes them out of the state)."""
         messages = self.messages_of(state)
         raw = state.get(META_KEY)
+        in_state = isinstance(raw, Mapping)
         if not isinstance(raw, Mapping):
             raw = self._stored(thread_id).get("meta") or {
                 "archives": self.timeline_for_thread(thread_id)
             }
         meta = clamp_meta(raw, self._config.commit_keep_recent_count)
-        resent = self.resent_ids(thread_id, messages, meta)
+        resent = self.resent_ids(thread_id, messages, meta, everything=not in_state)
         return [m for m in messages if m.id not in resent], meta["archives"]
 
     def timeline_for_thread(self, thread_id: str) -> list[str]:
@@ -183,7 +190,10 @@ class Session:
         if stored.get("removed_ids"):  # a commit whose removal never reached the checkpoint
             present = {m.id for m in messages}
             removals = [i for i in stored["removed_ids"] if i in present]
-        removals += sorted(self.resent_ids(thread_id, messages, meta) - set(removals))
+        # A meta read from the store (a subgraph's state lasts one parent step) cannot vouch
+        # for the messages before its last accounted one: the parent re-sends archived ones.
+        resent = self.resent_ids(thread_id, messages, meta, everything=not in_state)
+        removals += sorted(resent - set(removals))
         if removals:
             gone = set(removals)
             messages = [m for m in messages if m.id not in gone]
@@ -191,7 +201,12 @@ class Session:
         return _Turn(thread_id, messages, assigned, meta, in_state, removals)
 
     def resent_ids(
-        self, thread_id: str, messages: Sequence[BaseMessage], meta: WorkingMemoryMeta
+        self,
+        thread_id: str,
+        messages: Sequence[BaseMessage],
+        meta: WorkingMemoryMeta,
+        *,
+        everything: bool = False,
     ) -> set[str]:
         """Ids of messages new since the meta's last accounting that an archive of the meta's
         timeline already holds: a caller re-sent them (a parent graph passing its whole history
@@ -202,7 +217,7 @@ class Session:
         """
         if not meta["archives"]:
             return set()
-        start = new_messages_start(meta, messages)
+        start = None if everything else new_messages_start(meta, messages)
         fresh = messages if start is None else messages[start:]
         return self._archives.archived_among(
             thread_id, [str(m.id) for m in fresh if m.id], meta["archives"]
@@ -220,7 +235,9 @@ class Session:
             update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *live]
         elif removed or turn.removals:
             update["messages"] = [RemoveMessage(id=i) for i in [*turn.removals, *removed]]
-        if not turn.in_state:
+        if not turn.in_state or _in_subgraph(config):
+            # A subgraph's state may last one parent step only (no checkpointer of its own): the
+            # next step starts without the meta, so the store copy must be current there too.
             # Removals this update carries but the checkpoint has not confirmed yet: the earlier
             # unfinished ones too, or a crash before this update is checkpointed forgets them.
             pending_removals = [*turn.removals, *removed]
