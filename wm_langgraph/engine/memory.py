@@ -12,12 +12,10 @@ below as ``configurable.thread_id``.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
@@ -25,43 +23,28 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
 from wm_langgraph.core.tokens import TokenCounter, count_tokens
-from wm_langgraph.engine._binding import (
-    graph_store,
-    in_run,
-    internal_callbacks,
-    loop_bound,
-    quiet_node_output,
-    reject_foreign_summaries,
-)
-from wm_langgraph.engine._hooks import HookFn, NodeHook
+from wm_langgraph.engine._async import AsyncTwins
+from wm_langgraph.engine._binding import graph_store, reject_foreign_summaries
+from wm_langgraph.engine._hooks import NodeHook
+from wm_langgraph.engine._scoping import MemoryScope, Scoper, check_name
 from wm_langgraph.engine._session import Session
 from wm_langgraph.engine._token_cache import MessageTokenCache
 from wm_langgraph.engine.archives import (
     ArchiveRecord,
-    ArchiveStatus,
     ArchiveStore,
-    graph_namespace,
-    memory_key,
-    memory_scope,
-    split_memory_key,
     thread_id_from_config,
 )
 from wm_langgraph.engine.assemble import AssembledContext, assemble_context
 from wm_langgraph.engine.commit import CommitDeps, CommitState, build_commit_graph
 from wm_langgraph.engine.config import WorkingMemoryConfig
-from wm_langgraph.engine.longterm import search_facts, write_key_facts
+from wm_langgraph.engine.longterm import search_facts, write_after_commit
 from wm_langgraph.engine.render import message_tokens
 from wm_langgraph.engine.runner import Phase2Runner
-from wm_langgraph.engine.state import WorkingMemoryState
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
 __all__ = ["MemoryScope", "WorkingMemory"]
-
-MemoryScope = Literal["graph", "thread"]
-"""``"graph"``: one memory per thread, name and graph namespace (each subgraph agent has its
-own); ``"thread"``: one per thread and name, shared by every graph that uses that name."""
 
 logger = logging.getLogger("wm_langgraph")
 
@@ -77,7 +60,7 @@ def _check_prompt(name: str, template: object, **values: str) -> str | None:
     return template
 
 
-class WorkingMemory:
+class WorkingMemory(AsyncTwins):
     """Structured, loss-guarded Working Memory for one LangGraph agent (many threads).
 
     Hooks (each callable as ``hook(state, config)`` and usable as ``builder.add_node(name,
@@ -141,8 +124,7 @@ class WorkingMemory:
             raise TypeError("system_prompt must be a str or None")
         if scope not in ("graph", "thread"):
             raise ValueError(f"scope must be 'graph' or 'thread', got {scope!r}")
-        self._name = _check_name(name)
-        self._scope: MemoryScope = scope
+        self._name = check_name(name)
         self.config = config or WorkingMemoryConfig()
         self._counter: TokenCounter = token_counter or count_tokens
         # Each message is rendered and tokenised once per process, not on every assemble.
@@ -157,7 +139,6 @@ class WorkingMemory:
         self._model = model
         self._model_lock = threading.Lock()
         self._archives = ArchiveStore(store)
-        self._adopted: set[str] = set()
         self.commit_graph = build_commit_graph(
             CommitDeps(
                 get_model=self._get_model,
@@ -171,12 +152,15 @@ class WorkingMemory:
         )
         self._runner = Phase2Runner(self.commit_graph, self._archives, self.config)
         self._session = Session(self._archives, self._runner, self.config, self._count_message)
-        self.after_turn = NodeHook("wm_after_turn", self._hooked(self._session.after_turn))
-        self.compact = NodeHook("wm_compact", self._hooked(self._session.compact))
-        self.assemble = NodeHook("wm_assemble", self._hooked(self._assemble))
-        self.pre_model_hook = NodeHook("wm_pre_model_hook", self._hooked(self._pre_model_hook))
+        self._scoper = Scoper(self._archives, self._session, name=self._name, scope=scope)
+        self.after_turn = NodeHook("wm_after_turn", self._scoper.hooked(self._session.after_turn))
+        self.compact = NodeHook("wm_compact", self._scoper.hooked(self._session.compact))
+        self.assemble = NodeHook("wm_assemble", self._scoper.hooked(self._assemble))
+        self.pre_model_hook = NodeHook(
+            "wm_pre_model_hook", self._scoper.hooked(self._pre_model_hook)
+        )
         self.post_model_hook = NodeHook(
-            "wm_post_model_hook", self._hooked(self._session.post_model_hook)
+            "wm_post_model_hook", self._scoper.hooked(self._session.post_model_hook)
         )
 
     # -- store and scope ---------------------------------------------------------------------
@@ -201,67 +185,7 @@ class WorkingMemory:
         by hand for a memory inside a subgraph names the subgraph's node path itself:
         ``{"configurable": {"thread_id": "t1", "checkpoint_ns": "research_agent"}}``.
         """
-        thread_id = thread_id_from_config(config)
-        configurable = (config or {}).get("configurable") or {}
-        graph_ns = graph_namespace(configurable) if self._scope == "graph" else ""
-        return memory_key(thread_id, memory_scope(self._name, graph_ns))
-
-    def _enter(self, config: RunnableConfig | None, state: Mapping[str, Any] | None) -> str:
-        """Resolve the memory key of a hook call and bind it to the graph's store."""
-        key = self.memory_key(config)
-        configurable = (config or {}).get("configurable") or {}
-        found = graph_store(configurable)
-        if found is not None or in_run(configurable):
-            self._archives.bind(key, found)  # raises NoStoreError inside a run without store
-        else:
-            self._archives.store_for(key)  # a hand-driven call: the known store, or raises
-        if key not in self._adopted:
-            self._adopted.add(key)
-            if state is not None and split_memory_key(key)[1]:
-                self._archives.adopt_legacy(key, self._session.timeline_of(state, key))
-        return key
-
-    def _engine_config(self, key: str, config: RunnableConfig | None) -> RunnableConfig:
-        """The config the engine below sees: the memory key as thread id, quiet callbacks."""
-        given: RunnableConfig = config or {}
-        thread_id, scope = split_memory_key(key)
-        engine: RunnableConfig = {
-            **given,
-            "configurable": {**(given.get("configurable") or {}), "thread_id": key},
-        }
-        callbacks = internal_callbacks(given.get("callbacks"), thread_id=thread_id, scope=scope)
-        if callbacks is not None:
-            engine["callbacks"] = callbacks
-        else:
-            engine.pop("callbacks", None)
-        return engine
-
-    def _hooked(self, func: HookFn) -> HookFn:
-        """``func`` as a hook: scoped, bound to the store, its output kept out of streams."""
-
-        def hook(state: Mapping[str, Any], config: RunnableConfig | None) -> Any:
-            if isinstance(state, Mapping):
-                reject_foreign_summaries(state.get("messages"))
-            key = self._enter(config, state if isinstance(state, Mapping) else None)
-            update = func(state, self._engine_config(key, config))
-            quiet_node_output(update, (config or {}).get("callbacks"))
-            return update
-
-        return hook
-
-    def _readable(self, config: RunnableConfig | None) -> str:
-        """The key of a config-only call, checked against a deadlock on the event loop."""
-        key = self.memory_key(config)
-        configurable = (config or {}).get("configurable") or {}
-        found = graph_store(configurable)
-        if found is not None:
-            self._archives.bind(key, found)
-        if loop_bound(self._archives.store_for(key)):
-            raise RuntimeError(
-                "this store's sync API cannot be used on its own event loop: use "
-                "await memory.aget_working_memory(config) / await memory.alist_archives(config)"
-            )
-        return key
+        return self._scoper.key(config)
 
     # -- model -------------------------------------------------------------------------------
     @property
@@ -293,51 +217,6 @@ class WorkingMemory:
         """Prompt tokens of ``messages`` as the engine counts them."""
         return sum(self._count_message(m) for m in convert_to_messages(list(messages)))
 
-    # -- async twins -------------------------------------------------------------------------
-    async def aafter_turn(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
-        """Async twin of :attr:`after_turn`."""
-        return await self.after_turn.ainvoke(_as_state(state), config)
-
-    async def acompact(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
-        """Async twin of :attr:`compact`."""
-        return await self.compact.ainvoke(_as_state(state), config)
-
-    async def aassemble(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
-        """Async twin of :attr:`assemble`."""
-        return await self.assemble.ainvoke(_as_state(state), config)
-
-    async def apre_model_hook(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
-        """Async twin of :attr:`pre_model_hook`."""
-        return await self.pre_model_hook.ainvoke(_as_state(state), config)
-
-    async def apost_model_hook(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
-        """Async twin of :attr:`post_model_hook`."""
-        return await self.post_model_hook.ainvoke(_as_state(state), config)
-
-    async def aoverflow_guard(
-        self, state: Mapping[str, Any], config: RunnableConfig
-    ) -> dict[str, Any] | None:
-        """Async twin of :meth:`overflow_guard`."""
-        return await asyncio.to_thread(self.overflow_guard, state, config)
-
-    async def aget_working_memory(self, config: RunnableConfig | None) -> str:
-        """Async twin of :meth:`get_working_memory` (safe with async stores on their loop)."""
-        return await asyncio.to_thread(self._get_working_memory, self.memory_key(config), config)
-
-    async def alist_archives(self, config: RunnableConfig | None) -> list[ArchiveRecord]:
-        """Async twin of :meth:`list_archives` (safe with async stores on their loop)."""
-        return await asyncio.to_thread(self._list_archives, self.memory_key(config), config)
-
-    async def await_phase2(
-        self, config: RunnableConfig | None = None, timeout: float | None = None
-    ) -> bool:
-        """Await outstanding background Phase 2 work without blocking the event loop (which
-        an async store's Phase 2 needs): the async twin of :meth:`wait`."""
-        key = self.memory_key(config) if config is not None else None
-        return await asyncio.to_thread(self._runner.wait, key, timeout)
-
-    await_idle = await_phase2
-
     # -- assemble ----------------------------------------------------------------------------
     def _assemble(self, state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
         # config carries the memory key as thread id (see _hooked)
@@ -363,7 +242,7 @@ class WorkingMemory:
         Returns:
             The state update, or None when the live messages fit (nothing done).
         """
-        update: dict[str, Any] | None = self._hooked(self._overflow_update)(state, config)
+        update: dict[str, Any] | None = self._scoper.hooked(self._overflow_update)(state, config)
         return update
 
     def _overflow_update(
@@ -387,7 +266,7 @@ class WorkingMemory:
         timeline's archives, which after a fork or time travel differ from the thread's latest.
         """
         reject_foreign_summaries(messages)
-        thread_id = self._enter(config, state)
+        thread_id = self._scoper.enter(config, state)
         if state is not None:
             timeline = self._session.timeline_of(state, thread_id)
         else:
@@ -425,18 +304,11 @@ class WorkingMemory:
         :meth:`memory_key`). On an async store's own event loop use
         :meth:`aget_working_memory`.
         """
-        return self._get_working_memory(self._readable(config), config)
+        return self._get_working_memory(self._scoper.readable(config), config)
 
     def _get_working_memory(self, thread_id: str, config: RunnableConfig | None) -> str:
-        self._bind_for_read(thread_id, config)
-        timeline = self._session.timeline_for_thread(thread_id)
-        current = self._archives.current_wm(thread_id, timeline)
-        return current.text if current else ""
-
-    def _bind_for_read(self, key: str, config: RunnableConfig | None) -> None:
-        found = graph_store((config or {}).get("configurable") or {})
-        if found is not None:
-            self._archives.bind(key, found)
+        self._scoper.bind_for_read(thread_id, config)
+        return self._scoper.working_memory(thread_id)
 
     def list_archives(self, config: RunnableConfig | None) -> list[ArchiveRecord]:
         """The thread's archives in order; ``status`` is ``"done"`` once a WM covers them.
@@ -444,20 +316,11 @@ class WorkingMemory:
         The store and the subgraph are found as for :meth:`get_working_memory`; the async
         twin is :meth:`alist_archives`.
         """
-        return self._list_archives(self._readable(config), config)
+        return self._list_archives(self._scoper.readable(config), config)
 
     def _list_archives(self, thread_id: str, config: RunnableConfig | None) -> list[ArchiveRecord]:
-        self._bind_for_read(thread_id, config)
-        timeline = self._session.timeline_for_thread(thread_id)
-        current = self._archives.current_wm(thread_id, timeline)
-        covered = set(current.covers) if current else set()
-        records = []
-        for record in self._archives.get_archives(thread_id, timeline):
-            status: ArchiveStatus = "done" if record.id in covered else "pending"
-            if status == "pending" and record.status == "failed":
-                status = "failed"
-            records.append(_with_status(record, status))
-        return records
+        self._scoper.bind_for_read(thread_id, config)
+        return self._scoper.archives(thread_id)
 
     # -- phase 2 control ---------------------------------------------------------------------
     def wait(self, config: RunnableConfig | None = None, timeout: float | None = None) -> bool:
@@ -476,18 +339,12 @@ class WorkingMemory:
         thread_id = self.memory_key(config) if config is not None else None
         if self._runner.wait(thread_id, 0):
             return True
-        if self._loop_bound_work(thread_id):
+        if self._scoper.loop_bound_work(thread_id):
             raise RuntimeError(
                 "memory.wait() would block the event loop that this store's Phase 2 needs "
                 "(a deadlock): use `await memory.await_phase2(config)` in async code"
             )
         return self._runner.wait(thread_id, timeout)
-
-    def _loop_bound_work(self, key: str | None) -> bool:
-        if key is not None:
-            return loop_bound(self._archives.store_for(key))
-        stores = [self._archives.explicit, *self._archives.bound_stores()]
-        return any(loop_bound(s) for s in stores if s is not None)
 
     def resume(self, config: RunnableConfig | None, *, wait: bool | None = None) -> None:
         """Close the thread's circuit breaker and retry its pending and failed archives.
@@ -498,13 +355,13 @@ class WorkingMemory:
                 ``config.background``.
         """
         thread_id = self.memory_key(config)
-        self._bind_for_read(thread_id, config)
+        self._scoper.bind_for_read(thread_id, config)
         self._runner.reset_breaker(thread_id)
         inline = (not self.config.background) if wait is None else wait
         self._session.schedule(
             thread_id,
             self._session.timeline_for_thread(thread_id),
-            self._engine_config(thread_id, config),
+            self._scoper.engine_config(thread_id, config),
             wait=inline,
         )
 
@@ -542,39 +399,6 @@ class WorkingMemory:
         )
 
     def _on_done(self, state: CommitState) -> None:
-        if not self.config.long_term_memory:
-            return
-        user_id = state.get("user_id")
-        if not user_id:
-            logger.warning("wm_langgraph: long_term_memory is on but the run has no user_id")
-            return
-        try:
-            write_key_facts(
-                self._archives.store_for(state["thread_id"]),
-                self.config.long_term_namespace,
-                str(user_id),
-                state["text"],
-                thread_id=state["thread_id"],
-                archive_id=state["batch"][-1],
-            )
-        except Exception:  # long-term memory must not undo a completed WM
-            logger.exception("wm_langgraph: writing long-term facts failed")
-
-
-def _as_state(state: Mapping[str, Any]) -> WorkingMemoryState:
-    """A hook's state for the hook's typed Runnable interface (any mapping works)."""
-    return cast("WorkingMemoryState", state)
-
-
-def _check_name(name: object) -> str:
-    if name is None:
-        return ""
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str or None, got {type(name).__name__}")
-    if not name.strip() or any(c in name for c in "|:\x1f"):
-        raise ValueError(f"name must be non-empty, without '|' or ':', got {name!r}")
-    return name
-
-
-def _with_status(record: ArchiveRecord, status: ArchiveStatus) -> ArchiveRecord:
-    return record if record.status == status else replace(record, status=status)
+        if self.config.long_term_memory:
+            store = self._archives.store_for(state["thread_id"])
+            write_after_commit(store, self.config.long_term_namespace, state)
