@@ -190,9 +190,10 @@ class Session:
         if stored.get("removed_ids"):  # a commit whose removal never reached the checkpoint
             present = {m.id for m in messages}
             removals = [i for i in stored["removed_ids"] if i in present]
-        # A meta read from the store (a subgraph's state lasts one parent step) cannot vouch
-        # for the messages before its last accounted one: the parent re-sends archived ones.
-        resent = self.resent_ids(thread_id, messages, meta, everything=not in_state)
+        # A meta read from the store in a subgraph (whose state may last one parent step) cannot
+        # vouch for the messages before its last accounted one: the parent re-sends archived ones.
+        everything = not in_state and _in_subgraph(config)
+        resent = self.resent_ids(thread_id, messages, meta, everything=everything)
         removals += sorted(resent - set(removals))
         if removals:
             gone = set(removals)
