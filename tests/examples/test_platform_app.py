@@ -96,21 +96,30 @@ def _memory_items(client: Any, thread_id: str, kind: str) -> list[dict[str, Any]
     return list(found["items"])
 
 
-def _current_wm(client: Any, thread_id: str) -> str:
+def _newest_wm(client: Any, thread_id: str) -> dict[str, Any]:
     versions = _memory_items(client, thread_id, "wm")
     if not versions:
-        return ""
-    newest = max(versions, key=lambda item: len(item["value"].get("covers") or []))
-    return str(newest["value"]["text"])
+        return {"text": "", "covers": []}
+    return dict(max(versions, key=lambda item: len(item["value"].get("covers") or []))["value"])
 
 
-def _wait_for_wm(client: Any, thread_id: str, fact: str) -> str:
+def _archive_keys(client: Any, thread_id: str) -> set[str]:
+    return {item["key"] for item in _memory_items(client, thread_id, "archives")}
+
+
+def _wait_until_folded(client: Any, thread_id: str) -> dict[str, Any]:
+    """The newest WM once it covers every archive (Phase 2 runs in the background)."""
     deadline = time.monotonic() + 60
-    while True:  # Phase 2 runs in the background
-        text = _current_wm(client, thread_id)
-        if fact in text or time.monotonic() > deadline:
-            return text
+    while True:
+        wm = _newest_wm(client, thread_id)
+        if set(wm["covers"]) >= _archive_keys(client, thread_id) or time.monotonic() > deadline:
+            return wm
         time.sleep(0.5)
+
+
+def _archived_text(client: Any, thread_id: str) -> str:
+    items = _memory_items(client, thread_id, "archives")
+    return " ".join(str(m["data"]["content"]) for i in items for m in i["value"]["messages"])
 
 
 @pytest.mark.enable_socket
@@ -127,23 +136,27 @@ def test_langgraph_dev_serves_the_example_and_the_memory_survives_a_restart(tmp_
         thread_id = client.threads.create()["thread_id"]
         for n in range(1, 6):
             _turn(client, thread_id, f"note FACT-{n}: the build server is build-{n}.example.com")
-        archives_before = {item["key"] for item in _memory_items(client, thread_id, "archives")}
-        wm_before = _wait_for_wm(client, thread_id, "FACT-1")
+        archives_before = _archive_keys(client, thread_id)
         assert archives_before, "the server's store has no archive: the memory used its own"
-        assert "FACT-1" in wm_before
+        wm_before = _wait_until_folded(client, thread_id)
+        assert set(wm_before["covers"]) == archives_before
+        assert "FACT-1" in wm_before["text"]
+        assert "FACT-1" in _archived_text(client, thread_id)
 
     port = _free_port()
     with _server(app, port):
         client = get_sync_client(url=f"http://127.0.0.1:{port}")
-        archives_after = {item["key"] for item in _memory_items(client, thread_id, "archives")}
-        assert archives_before <= archives_after, "a restart lost archives"
-        assert "FACT-1" in _current_wm(client, thread_id)
+        assert _archive_keys(client, thread_id) == archives_before, "a restart lost archives"
+        assert _newest_wm(client, thread_id) == wm_before, "a restart lost the Working Memory"
         state = client.threads.get_state(thread_id)["values"]
-        live = [m["content"] for m in state["messages"]]
-        assert not any("FACT-1:" in str(text) for text in live)  # archived, not back live
+        live = [str(m["content"]) for m in state["messages"]]
+        assert not any("FACT-1:" in text for text in live)  # archived, not back live
         for n in range(6, 9):
             _turn(client, thread_id, f"note FACT-{n}: the build server is build-{n}.example.com")
-        wm_after = _wait_for_wm(client, thread_id, "FACT-6")
-        assert "FACT-1" in wm_after
-        assert "FACT-6" in wm_after
-        assert len(_memory_items(client, thread_id, "archives")) > len(archives_before)
+        archives_after = _archive_keys(client, thread_id)
+        assert archives_after > archives_before
+        wm_after = _wait_until_folded(client, thread_id)
+        # The same lineage goes on: the new version covers the old archives, then the new ones.
+        assert wm_after["covers"][: len(wm_before["covers"])] == wm_before["covers"]
+        assert set(wm_after["covers"]) == archives_after
+        assert "FACT-6" in _archived_text(client, thread_id)
