@@ -7,9 +7,10 @@
     from langgraph.store.memory import InMemoryStore
     from wm_langgraph import WorkingMemoryMiddleware
 
-    store = InMemoryStore()
-    mw = WorkingMemoryMiddleware(store=store)
-    agent = create_agent(model, tools, middleware=[mw], checkpointer=InMemorySaver(), store=store)
+    mw = WorkingMemoryMiddleware()  # uses the agent's store
+    agent = create_agent(
+        model, tools, middleware=[mw], checkpointer=InMemorySaver(), store=InMemoryStore()
+    )
 
 The hooks map onto the engine (:class:`~wm_langgraph.engine.memory.WorkingMemory`, ``mw.memory``):
 
@@ -96,8 +97,8 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
             model: The chat model that writes the Working Memory (``None``: the default model,
                 see :func:`wm_langgraph.models.resolve_default_model`). Not the agent's model.
             config: Engine settings (token budget, thresholds, ...).
-            store: The BaseStore for archives and WM versions; pass the same store to
-                ``create_agent(store=...)``. ``None``: an in-memory store owned by the engine.
+            store: The BaseStore for archives and WM versions. ``None`` (default): the agent's
+                store (``create_agent(store=...)``, or the platform's under ``langgraph dev``).
             name: The middleware name; ``create_agent`` names the hook nodes after it, so two
                 instances in one agent need different names.
             memory: An existing engine to use instead of building one (then ``model``,
