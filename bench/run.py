@@ -212,13 +212,15 @@ def hot_path(
 
 def _hook_seconds(system: str, model: Any, base: list[Any], turn: list[Any]) -> float:
     if system in {"wm_langgraph", "wm_assemble"}:
+        from langgraph.store.memory import InMemoryStore
+
         from wm_langgraph.engine.config import WorkingMemoryConfig
         from wm_langgraph.engine.memory import WorkingMemory
 
         cfg = WorkingMemoryConfig(
             token_budget=10_000_000, commit_token_threshold_ratio=1.0, background=False
         )
-        wm = WorkingMemory(model, config=cfg)
+        wm = WorkingMemory(model, config=cfg, store=InMemoryStore())
         config: Any = {"configurable": {"thread_id": "hot"}}
         meta = wm.after_turn({"messages": base}, config).get("working_memory")
         state = {"messages": [*base, *turn], "working_memory": meta}

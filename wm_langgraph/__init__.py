@@ -18,11 +18,13 @@ from wm_langgraph.core.sections import (
     render_working_memory,
 )
 from wm_langgraph.core.tokens import count_tokens
-from wm_langgraph.engine.archives import ArchiveRecord
+from wm_langgraph.engine._binding import ConflictingMiddlewareError
+from wm_langgraph.engine.archives import ArchiveRecord, NoStoreError
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.engine.persistence import aopen_sqlite, open_sqlite
 from wm_langgraph.engine.state import WorkingMemoryState
+from wm_langgraph.models.echo import OfflineAgentModel
 from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 
 __version__ = "0.1.0"
@@ -31,8 +33,11 @@ __all__ = [
     "SECTIONS",
     "UPDATE_WORKING_MEMORY_TOOL",
     "ArchiveRecord",
+    "ConflictingMiddlewareError",
     "GuardDecision",
     "MergeResult",
+    "NoStoreError",
+    "OfflineAgentModel",
     "OfflineWorkingMemoryModel",
     "WorkingMemory",
     "WorkingMemoryConfig",

@@ -16,6 +16,7 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import agent_model, build_agent
 from wm_langgraph import OfflineWorkingMemoryModel, WorkingMemory, WorkingMemoryConfig, count_tokens
@@ -35,7 +36,9 @@ def _msgs(start: int, n: int) -> list[Any]:
 def after_turn_cost(live: int, repeats: int = 200) -> tuple[float, float]:
     """Median and p95 ms of one after_turn that accounts 2 new messages."""
     wm = WorkingMemory(
-        OfflineWorkingMemoryModel(), config=WorkingMemoryConfig(token_budget=100_000_000)
+        OfflineWorkingMemoryModel(),
+        config=WorkingMemoryConfig(token_budget=100_000_000),
+        store=InMemoryStore(),
     )
     cfg = {"configurable": {"thread_id": f"cost-{live}"}}
     messages = _msgs(0, live // 2)
@@ -63,7 +66,7 @@ class _Prompts(BaseCallbackHandler):
 def session(turns: int = 300, budget: int = 16_000) -> None:
     """A long session: WM prompt sizes per commit and assembled context sizes per turn."""
     config = WorkingMemoryConfig(token_budget=budget, background=False)
-    wm = WorkingMemory(OfflineWorkingMemoryModel(), config=config)
+    wm = WorkingMemory(OfflineWorkingMemoryModel(), config=config, store=InMemoryStore())
     graph = build_agent(wm, agent_model(tool_every=5, parallel=2), checkpointer=InMemorySaver())
     prompts = _Prompts()
     cfg: Any = {"configurable": {"thread_id": "measure"}, "callbacks": [prompts]}

@@ -7,6 +7,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tracers.base import BaseTracer
+from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import FACT_RE, WMWriter, is_update_call, prior_text, wm_document
 from tests.fakes import ScriptedChatModel
@@ -33,14 +34,14 @@ def _compact(wm, cfg, messages):
 
 
 def test_graph_has_create_update_and_guard_merge_nodes():
-    wm = WorkingMemory(WMWriter().model, config=CONFIG)
+    wm = WorkingMemory(WMWriter().model, config=CONFIG, store=InMemoryStore())
     nodes = set(wm.commit_graph.get_graph().nodes)
     assert {"prepare", "create", "update", "guard_merge", "save"} <= nodes
 
 
 def test_first_commit_creates_then_updates_with_only_the_delta():
     writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=CONFIG)
+    wm = WorkingMemory(writer.model, config=CONFIG, store=InMemoryStore())
     cfg = _cfg("delta")
     _compact(wm, cfg, _turn(1, "alpha-marker"))
     _compact(wm, cfg, _turn(2, "beta-marker"))
@@ -59,7 +60,7 @@ def test_first_commit_creates_then_updates_with_only_the_delta():
 
 def test_no_tool_call_falls_back_to_create_with_the_prior_wm():
     writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=CONFIG)
+    wm = WorkingMemory(writer.model, config=CONFIG, store=InMemoryStore())
     cfg = _cfg("no-call")
     _compact(wm, cfg, _turn(1))
     writer.mode = "no_tool_call"
@@ -76,7 +77,7 @@ def test_no_tool_call_falls_back_to_create_with_the_prior_wm():
 
 def test_unparseable_arguments_are_recovered():
     writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=CONFIG)
+    wm = WorkingMemory(writer.model, config=CONFIG, store=InMemoryStore())
     cfg = _cfg("garbage")
     _compact(wm, cfg, _turn(1))
     before = parse_working_memory(wm.get_working_memory(cfg))
@@ -93,7 +94,7 @@ def test_arguments_with_no_readable_section_fall_back_to_create():
     # Accepting "{}" as the answer would mark the archive done with nothing folded in, and its
     # messages would leave the model's view unread.
     writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=CONFIG)
+    wm = WorkingMemory(writer.model, config=CONFIG, store=InMemoryStore())
     cfg = _cfg("unreadable")
     _compact(wm, cfg, _turn(1))
     writer.mode = "unreadable_args"
@@ -111,7 +112,7 @@ def test_arguments_with_no_readable_section_fall_back_to_create():
 
 def test_unreadable_arguments_and_a_failing_create_leave_the_archive_visible():
     writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=CONFIG)
+    wm = WorkingMemory(writer.model, config=CONFIG, store=InMemoryStore())
     cfg = _cfg("unreadable-then-down")
     _compact(wm, cfg, _turn(1))
     good = wm.get_working_memory(cfg)
@@ -145,7 +146,7 @@ class _NoToolsModel(BaseChatModel):
 
 
 def test_a_model_without_tool_calling_keeps_committing_through_create():
-    wm = WorkingMemory(_NoToolsModel(), config=CONFIG)
+    wm = WorkingMemory(_NoToolsModel(), config=CONFIG, store=InMemoryStore())
     cfg = _cfg("no-tools")
     for i in range(1, 5):
         _compact(wm, cfg, _turn(i))
@@ -157,7 +158,7 @@ def test_a_model_without_tool_calling_keeps_committing_through_create():
 
 def test_a_raising_model_keeps_the_old_wm_and_the_archive_pending():
     writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=CONFIG)
+    wm = WorkingMemory(writer.model, config=CONFIG, store=InMemoryStore())
     cfg = _cfg("raise")
     _compact(wm, cfg, _turn(1))
     good = wm.get_working_memory(cfg)
@@ -176,7 +177,7 @@ def test_artifact_trail_and_tool_rendering():
         return wm_document(["FACT-001"])  # never mentions a file
 
     model = ScriptedChatModel(replies=forgetful)
-    wm = WorkingMemory(model, config=CONFIG)
+    wm = WorkingMemory(model, config=CONFIG, store=InMemoryStore())
     cfg = _cfg("trail")
     call = {
         "name": "edit",
@@ -203,7 +204,9 @@ def test_artifact_trail_and_tool_rendering():
 
 def test_circuit_breaker_pauses_and_resume_retries():
     writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=CONFIG.replace(max_consecutive_failures=3))
+    wm = WorkingMemory(
+        writer.model, config=CONFIG.replace(max_consecutive_failures=3), store=InMemoryStore()
+    )
     cfg = _cfg("breaker")
     _compact(wm, cfg, _turn(1))
     writer.mode = "raise"
@@ -229,7 +232,7 @@ def test_circuit_breaker_pauses_and_resume_retries():
 def test_cooldown_lets_one_probe_through():
     writer = WMWriter()
     cfg_obj = CONFIG.replace(max_consecutive_failures=1, failure_cooldown_seconds=0.0)
-    wm = WorkingMemory(writer.model, config=cfg_obj)
+    wm = WorkingMemory(writer.model, config=cfg_obj, store=InMemoryStore())
     cfg = _cfg("probe")
     writer.mode = "raise"
     _compact(wm, cfg, _turn(1))
@@ -253,7 +256,7 @@ class _Recorder(BaseTracer):
 
 def test_commit_runs_are_named_tagged_and_carry_guard_decisions():
     writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=CONFIG)
+    wm = WorkingMemory(writer.model, config=CONFIG, store=InMemoryStore())
     cfg = _cfg("trace")
     tracer = _Recorder()
     _compact(wm, {**cfg, "callbacks": [tracer]}, _turn(1))
@@ -276,7 +279,11 @@ def test_background_commits_trace_as_their_own_runs_linked_by_thread_id():
     from tests.engine._support import agent_model, build_agent, user
 
     writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=CONFIG.replace(token_budget=3000, background=True))
+    wm = WorkingMemory(
+        writer.model,
+        config=CONFIG.replace(token_budget=3000, background=True),
+        store=InMemoryStore(),
+    )
     graph = build_agent(wm, agent_model(), checkpointer=InMemorySaver())
     tracer = _Recorder()
     cfg = {"configurable": {"thread_id": "bg-trace"}}
@@ -293,7 +300,7 @@ def test_background_commits_trace_as_their_own_runs_linked_by_thread_id():
 
 def test_a_missing_archive_record_does_not_block_the_lineage():
     writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=CONFIG)
+    wm = WorkingMemory(writer.model, config=CONFIG, store=InMemoryStore())
     cfg = _cfg("missing")
     writer.mode = "raise"
     _compact(wm, cfg, _turn(1))
@@ -326,7 +333,9 @@ def _title_drift_model():
 def test_title_drift_is_kept_by_default_and_applied_with_guards_off():
     titles = {}
     for guards in (True, False):
-        wm = WorkingMemory(_title_drift_model(), config=CONFIG.replace(guards=guards))
+        wm = WorkingMemory(
+            _title_drift_model(), config=CONFIG.replace(guards=guards), store=InMemoryStore()
+        )
         cfg = _cfg(f"drift-{guards}")
         _compact(wm, cfg, _turn(1))
         _compact(wm, cfg, _turn(2))
@@ -360,7 +369,7 @@ def test_the_wm_version_is_written_before_the_archive_is_marked_done(monkeypatch
 
     monkeypatch.setattr(ArchiveStore, "put_wm", recording_put_wm)
     monkeypatch.setattr(ArchiveStore, "update_archives", recording_update)
-    wm = WorkingMemory(WMWriter().model, config=CONFIG)
+    wm = WorkingMemory(WMWriter().model, config=CONFIG, store=InMemoryStore())
     _compact(wm, _cfg("order"), _turn(1))
     assert "put_wm" in order
     assert "status=done" in order
@@ -368,7 +377,7 @@ def test_the_wm_version_is_written_before_the_archive_is_marked_done(monkeypatch
 
 
 def test_archive_records_carry_counts_and_timings():
-    wm = WorkingMemory(WMWriter().model, config=CONFIG)
+    wm = WorkingMemory(WMWriter().model, config=CONFIG, store=InMemoryStore())
     cfg = _cfg("meta")
     messages = _turn(1) + _turn(2)
     _compact(wm, cfg, messages)

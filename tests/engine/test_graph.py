@@ -6,6 +6,7 @@ import asyncio
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import (
     FACT_RE,
@@ -30,7 +31,7 @@ def _facts(text):
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
 def test_many_turns_commit_in_the_background_and_lose_nothing(mode):
     writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=SMALL)
+    wm = WorkingMemory(writer.model, config=SMALL, store=InMemoryStore())
     graph = build_agent(wm, agent_model(tool_every=4, parallel=2), checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": f"many-{mode}"}}
     sent = []
@@ -54,7 +55,7 @@ def test_many_turns_commit_in_the_background_and_lose_nothing(mode):
 
 def test_the_model_sees_memory_instead_of_old_turns_and_stays_in_budget():
     writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=SMALL.replace(background=False))
+    wm = WorkingMemory(writer.model, config=SMALL.replace(background=False), store=InMemoryStore())
     agent = agent_model()
     graph = build_agent(wm, agent, checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "budget"}}
@@ -69,7 +70,7 @@ def test_the_model_sees_memory_instead_of_old_turns_and_stays_in_budget():
 
 def test_explicit_compaction_between_turns():
     writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=SMALL)
+    wm = WorkingMemory(writer.model, config=SMALL, store=InMemoryStore())
     graph = build_agent(wm, agent_model(), checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "compact"}}
     sent = []
@@ -88,7 +89,7 @@ def test_explicit_compaction_between_turns():
 
 def test_failures_keep_archives_visible_and_the_next_success_folds_them():
     writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=SMALL.replace(background=False))
+    wm = WorkingMemory(writer.model, config=SMALL.replace(background=False), store=InMemoryStore())
     graph = build_agent(wm, agent_model(), checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "fail"}}
     i = 0
@@ -160,7 +161,7 @@ def test_simulated_crash_is_a_base_exception():
 
 def test_commits_stay_out_of_message_streaming():
     writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=SMALL.replace(background=False))
+    wm = WorkingMemory(writer.model, config=SMALL.replace(background=False), store=InMemoryStore())
     graph = build_agent(wm, agent_model(), checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "stream"}}
     streamed = []

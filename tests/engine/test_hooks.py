@@ -11,6 +11,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import WMWriter, user
 from wm_langgraph.engine.config import WorkingMemoryConfig
@@ -29,7 +30,7 @@ def _conversation(n, start=1):
 def _memory(**changes):
     cfg = WorkingMemoryConfig(token_budget=4000, background=False, commit_keep_recent_count=4)
     writer = WMWriter()
-    return WorkingMemory(writer.model, config=cfg.replace(**changes)), writer
+    return WorkingMemory(writer.model, config=cfg.replace(**changes), store=InMemoryStore()), writer
 
 
 def _run(hook_name, wm, state, config, mode):
@@ -145,9 +146,9 @@ def test_constructor_is_keyword_only_and_validates():
     with pytest.raises(TypeError, match="model must be"):
         WorkingMemory("gpt-4o")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="config must be"):
-        WorkingMemory(config={"token_budget": 5})  # type: ignore[arg-type]
+        WorkingMemory(config={"token_budget": 5}, store=InMemoryStore())  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        WorkingMemory(create_prompt="no placeholders here")
+        WorkingMemory(create_prompt="no placeholders here", store=InMemoryStore())
 
 
 def test_count_tokens_counts_messages():
@@ -188,7 +189,7 @@ def test_tools_are_the_archive_recall_tools():
 
 def test_default_model_is_resolved_on_first_use_and_logged(monkeypatch, caplog):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    wm = WorkingMemory(config=WorkingMemoryConfig(background=False))
+    wm = WorkingMemory(config=WorkingMemoryConfig(background=False), store=InMemoryStore())
     with caplog.at_level("INFO", logger="wm_langgraph"):
         wm.compact({"messages": _conversation(2)}, CFG)
     assert type(wm.model).__name__ == "OfflineWorkingMemoryModel"

@@ -7,6 +7,7 @@ import threading
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.message import add_messages
+from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import (
     FACT_RE,
@@ -39,7 +40,9 @@ def _apply(state, update):
 def test_1_nothing_is_lost_through_commits_compaction_failures_and_retries():
     rng = random.Random(7)
     writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=SMALL.replace(max_consecutive_failures=2))
+    wm = WorkingMemory(
+        writer.model, config=SMALL.replace(max_consecutive_failures=2), store=InMemoryStore()
+    )
     cfg = {"configurable": {"thread_id": "inv1"}}
     state = {"messages": []}
     sent = []
@@ -76,7 +79,7 @@ def test_2_lineage_each_fold_starts_from_the_previous_wm_in_archive_order():
             return script(messages, tools, tool_choice)
 
     config = SMALL.replace(background=True, commit_token_threshold_ratio=0.0)
-    wm = WorkingMemory(ScriptedChatModel(replies=gated), config=config)
+    wm = WorkingMemory(ScriptedChatModel(replies=gated), config=config, store=InMemoryStore())
     graph = build_agent(wm, agent_model(), checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "inv2"}}
     with gate:  # hold the model while commits queue up behind the first job
@@ -113,7 +116,7 @@ def test_3_guards_keep_errors_paths_and_open_issues():
             "tool_calls": [{"name": "update_working_memory", "args": {"sections": wiped}}],
         }
 
-    wm = WorkingMemory(ScriptedChatModel(replies=careless), config=SMALL)
+    wm = WorkingMemory(ScriptedChatModel(replies=careless), config=SMALL, store=InMemoryStore())
     cfg = {"configurable": {"thread_id": "inv3"}}
     wm.compact({"messages": [user(1)]}, cfg)
     wm.compact({"messages": [user(2)]}, cfg)
@@ -131,6 +134,7 @@ def test_4_no_tool_pair_is_split_at_any_archive_boundary_parallel_calls_included
     wm = WorkingMemory(
         WMWriter().model,
         config=SMALL.replace(commit_token_threshold_ratio=0.0, commit_keep_recent_count=3),
+        store=InMemoryStore(),
     )
     graph = build_agent(wm, agent_model(tool_every=2, parallel=3), checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "inv4"}}
@@ -145,7 +149,7 @@ def test_4_no_tool_pair_is_split_at_any_archive_boundary_parallel_calls_included
 
 
 def test_5_pending_tokens_always_equal_a_rebuild():
-    wm = WorkingMemory(WMWriter().model, config=SMALL)
+    wm = WorkingMemory(WMWriter().model, config=SMALL, store=InMemoryStore())
     graph = build_agent(wm, agent_model(tool_every=3, parallel=2), checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "inv5"}}
     for i in range(1, 40):
@@ -169,7 +173,9 @@ def test_6_model_failures_never_make_the_wm_worse_and_the_breaker_stops_calls():
         return RuntimeError("boom")
 
     model = ScriptedChatModel(replies=flaky)
-    wm = WorkingMemory(model, config=SMALL.replace(max_consecutive_failures=3))
+    wm = WorkingMemory(
+        model, config=SMALL.replace(max_consecutive_failures=3), store=InMemoryStore()
+    )
     cfg = {"configurable": {"thread_id": "inv6"}}
     wm.compact({"messages": [user(1)]}, cfg)
     good = wm.get_working_memory(cfg)
@@ -203,7 +209,7 @@ def test_7_the_document_always_has_exactly_seven_sections():
             "tool_calls": [{"name": "update_working_memory", "args": {"sections": sections}}],
         }
 
-    wm = WorkingMemory(ScriptedChatModel(replies=injector), config=SMALL)
+    wm = WorkingMemory(ScriptedChatModel(replies=injector), config=SMALL, store=InMemoryStore())
     cfg = {"configurable": {"thread_id": "inv7"}}
     for i in range(1, 4):
         wm.compact({"messages": [user(i)]}, cfg)

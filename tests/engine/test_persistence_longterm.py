@@ -5,6 +5,7 @@ import asyncio
 import pytest
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
 from tests.engine._support import WMWriter, agent_model, build_agent, user
@@ -53,8 +54,8 @@ def test_async_sqlite_pair_runs_an_async_graph(tmp_path):
             cfg = {"configurable": {"thread_id": "async"}}
             for i in range(1, 25):
                 out = await graph.ainvoke({"messages": [user(i)]}, cfg)
-            assert await asyncio.to_thread(wm.wait, cfg, 30)
-            archives = wm.list_archives(cfg)
+            assert await wm.await_phase2(cfg, 30)
+            archives = await wm.alist_archives(cfg)  # the store is async: not on its own loop
             wm.close()
             return archives, out
 
@@ -71,14 +72,16 @@ def _commit_facts(wm, thread, user_id, facts):
 
 
 def test_long_term_memory_is_off_by_default():
-    wm = WorkingMemory(WMWriter().model, config=WorkingMemoryConfig(background=False))
+    wm = WorkingMemory(
+        WMWriter().model, config=WorkingMemoryConfig(background=False), store=InMemoryStore()
+    )
     _commit_facts(wm, "a", "ann", [1, 2])
     assert wm.search_long_term({"configurable": {"user_id": "ann"}}) == []
 
 
 def test_key_facts_are_shared_across_threads_of_the_same_user_only():
     config = WorkingMemoryConfig(background=False, long_term_memory=True)
-    wm = WorkingMemory(WMWriter().model, config=config)
+    wm = WorkingMemory(WMWriter().model, config=config, store=InMemoryStore())
     _commit_facts(wm, "thread-a", "ann", [1, 2])
     _commit_facts(wm, "thread-b", "bob", [3])
     from_other_thread = {"configurable": {"thread_id": "thread-c", "user_id": "ann"}}

@@ -6,6 +6,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import WMWriter, agent_model, assert_nothing_lost, user
 from wm_langgraph.engine.config import WorkingMemoryConfig
@@ -41,7 +42,7 @@ def test_react_agent_commits_over_many_invocations_and_loses_nothing(background)
     config = WorkingMemoryConfig(
         token_budget=3000, commit_keep_recent_count=4, background=background
     )
-    wm = WorkingMemory(writer.model, config=config)
+    wm = WorkingMemory(writer.model, config=config, store=InMemoryStore())
     agent_llm = agent_model(tool_every=3, parallel=2)
     graph = _agent(wm, agent_llm, InMemorySaver())
     cfg = {"configurable": {"thread_id": f"react-{background}"}}
@@ -73,7 +74,7 @@ def test_react_agent_mid_turn_overflow_commits_and_keeps_the_turn():
     config = WorkingMemoryConfig(
         token_budget=2000, commit_keep_recent_count=10_000, background=False
     )
-    wm = WorkingMemory(writer.model, config=config)
+    wm = WorkingMemory(writer.model, config=config, store=InMemoryStore())
     graph = _agent(wm, agent_model(tool_every=1, parallel=3), InMemorySaver())
     cfg = {"configurable": {"thread_id": "overflow"}}
     sent = []
@@ -87,7 +88,7 @@ def test_react_agent_mid_turn_overflow_commits_and_keeps_the_turn():
 
 
 def test_missing_thread_or_checkpointer_is_a_clear_error():
-    wm = WorkingMemory(WMWriter().model)
+    wm = WorkingMemory(WMWriter().model, store=InMemoryStore())
     with pytest.raises(ValueError, match="checkpointer"):
         _agent(wm, agent_model(), None).invoke(
             {"messages": [user(1)]}, {"configurable": {"thread_id": "x"}}

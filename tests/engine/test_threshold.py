@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import WMWriter
 from wm_langgraph import WorkingMemory, WorkingMemoryConfig
@@ -17,7 +18,9 @@ def _memory(ratio: float) -> WorkingMemory:
         commit_keep_recent_count=2,
         background=False,
     )
-    return WorkingMemory(WMWriter().model, config=config, token_counter=lambda _text: 0)
+    return WorkingMemory(
+        WMWriter().model, config=config, token_counter=lambda _text: 0, store=InMemoryStore()
+    )
 
 
 def _messages() -> list:

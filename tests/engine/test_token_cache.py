@@ -15,6 +15,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.store.memory import InMemoryStore
 
 from tests.fakes import ScriptedChatModel
 from wm_langgraph.engine._token_cache import MessageTokenCache
@@ -67,7 +68,10 @@ def _memory(counter: _Recording) -> WorkingMemory:
         token_budget=1_000_000, commit_token_threshold_ratio=1.0, background=False
     )
     return WorkingMemory(
-        ScriptedChatModel(replies=["unused"]), config=config, token_counter=counter
+        ScriptedChatModel(replies=["unused"]),
+        config=config,
+        token_counter=counter,
+        store=InMemoryStore(),
     )
 
 
@@ -103,7 +107,9 @@ def test_after_turn_counts_feed_assemble_and_new_messages_are_counted_once():
 
 
 def test_build_context_tokens_equal_an_uncached_count_of_what_it_returns():
-    wm = WorkingMemory(ScriptedChatModel(replies=["unused"]), config=WorkingMemoryConfig())
+    wm = WorkingMemory(
+        ScriptedChatModel(replies=["unused"]), config=WorkingMemoryConfig(), store=InMemoryStore()
+    )
     history = _history(20)
     wm.build_context(history, CFG)
     context = wm.build_context(history, CFG)

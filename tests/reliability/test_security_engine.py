@@ -218,7 +218,7 @@ def test_a_model_reply_that_quotes_the_conversation_is_not_logged(caplog):
             return f"I'm sorry, I can't store credentials like {SECRET}."
         return None
 
-    wm = WorkingMemory(MarkerModel(fault=quoting).model, config=CONFIG)
+    wm = WorkingMemory(MarkerModel(fault=quoting).model, config=CONFIG, store=InMemoryStore())
     graph = build_agent(wm, checkpointer=InMemorySaver(), store=wm.store)
     conv = Conversation("logs-quoting")
     try:

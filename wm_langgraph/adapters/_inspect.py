@@ -20,12 +20,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
 from wm_langgraph.adapters._runtime import persistence
-from wm_langgraph.engine.archives import ROOT_LABEL
+from wm_langgraph.engine.archives import ROOT_LABEL, SCOPE_PREFIX
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.engine.state import META_KEY
 from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 
 __all__ = ["inspect_db", "thread_report"]
+
+_MEMORY_KINDS = frozenset({"archives", "wm", "meta", "ids"})
 
 
 def _label_to_thread_id(label: str) -> str:
@@ -51,12 +53,19 @@ def _thread_ids(checkpointer: BaseCheckpointSaver[Any], store: BaseStore) -> lis
             thread = str(item.config["configurable"]["thread_id"])
             if thread not in found:
                 found.append(thread)
-    for namespace in store.list_namespaces(prefix=(ROOT_LABEL,), max_depth=2, limit=10_000):
-        if len(namespace) == 2:
-            thread = _label_to_thread_id(namespace[1])
-            if thread not in found:
-                found.append(thread)
+    for namespace in store.list_namespaces(prefix=(ROOT_LABEL,), max_depth=3, limit=10_000):
+        # A memory's namespaces are (root, thread, kind) or (root, thread, "@scope", kind);
+        # anything else under the root (the long-term facts of users) is not a thread.
+        if len(namespace) < 3 or not _is_memory_segment(namespace[2]):
+            continue
+        thread = _label_to_thread_id(namespace[1])
+        if thread not in found:
+            found.append(thread)
     return found
+
+
+def _is_memory_segment(segment: str) -> bool:
+    return segment in _MEMORY_KINDS or segment.startswith(SCOPE_PREFIX)
 
 
 def thread_report(

@@ -7,9 +7,10 @@
     from langgraph.store.memory import InMemoryStore
     from wm_langgraph import WorkingMemoryMiddleware
 
-    store = InMemoryStore()
-    mw = WorkingMemoryMiddleware(store=store)
-    agent = create_agent(model, tools, middleware=[mw], checkpointer=InMemorySaver(), store=store)
+    mw = WorkingMemoryMiddleware()  # uses the agent's store
+    agent = create_agent(
+        model, tools, middleware=[mw], checkpointer=InMemorySaver(), store=InMemoryStore()
+    )
 
 The hooks map onto the engine (:class:`~wm_langgraph.engine.memory.WorkingMemory`, ``mw.memory``):
 
@@ -54,6 +55,13 @@ __all__ = ["WorkingMemoryAgentState", "WorkingMemoryMiddleware"]
 
 DEFAULT_NAME = "WorkingMemoryMiddleware"
 
+try:  # langchain >= 1.3: keep the writer's internal model calls out of run.messages
+    from langchain.agents.middleware.internal_call_transformer import InternalCallTransformer
+
+    _TRANSFORMERS: tuple[Any, ...] = (InternalCallTransformer,)
+except ImportError:  # pragma: no cover - older langchain
+    _TRANSFORMERS = ()
+
 _STATE_KEYS = frozenset({"messages", META_KEY})
 
 
@@ -71,6 +79,7 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
     """
 
     state_schema = WorkingMemoryAgentState
+    transformers = _TRANSFORMERS
 
     def __init__(
         self,
@@ -88,8 +97,8 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
             model: The chat model that writes the Working Memory (``None``: the default model,
                 see :func:`wm_langgraph.models.resolve_default_model`). Not the agent's model.
             config: Engine settings (token budget, thresholds, ...).
-            store: The BaseStore for archives and WM versions; pass the same store to
-                ``create_agent(store=...)``. ``None``: an in-memory store owned by the engine.
+            store: The BaseStore for archives and WM versions. ``None`` (default): the agent's
+                store (``create_agent(store=...)``, or the platform's under ``langgraph dev``).
             name: The middleware name; ``create_agent`` names the hook nodes after it, so two
                 instances in one agent need different names.
             memory: An existing engine to use instead of building one (then ``model``,
@@ -126,7 +135,10 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
                 )
             self._memory = memory
         else:
-            self._memory = WorkingMemory(model, config=config, store=store, **engine_kwargs)
+            engine_name = None if name == DEFAULT_NAME else name
+            self._memory = WorkingMemory(
+                model, config=config, store=store, name=engine_name, **engine_kwargs
+            )
         self._name = name
         self.tools = list(self._memory.tools)
 
@@ -181,6 +193,16 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
             state=request.state,
         )
         messages = cast("list[AnyMessage]", context.messages)
+        # A tool selector (LLMToolSelectorMiddleware) listed before this middleware may have
+        # filtered the archive tools out: the messages point the model at them, so they stay.
+        present = {t.get("name") if isinstance(t, dict) else t.name for t in request.tools}
+        missing = [t for t in self.tools if t.name not in present]
+        if missing:
+            return request.override(
+                messages=messages,
+                system_message=context.system_message,
+                tools=[*request.tools, *missing],
+            )
         return request.override(messages=messages, system_message=context.system_message)
 
     # -- after_agent: after_turn ----------------------------------------------------------

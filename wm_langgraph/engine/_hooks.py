@@ -1,4 +1,10 @@
-"""A hook that is both a plain callable and a Runnable (sync and async) for ``add_node``."""
+"""A hook that is both a plain callable and a Runnable (sync and async) for ``add_node``.
+
+Typed as ``Runnable[WorkingMemoryState, Any]`` so that ``builder.add_node("assemble",
+memory.assemble)`` satisfies ``mypy --strict`` (LangGraph wants a node's input to be a state
+class, not a ``Mapping``); any state schema with a ``messages`` list works at run time, and
+direct calls take any mapping.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
+
+from wm_langgraph.engine.state import WorkingMemoryState
 
 __all__ = ["HookFn", "NodeHook", "to_thread_twin"]
 
@@ -22,7 +30,7 @@ def to_thread_twin(func: HookFn) -> Callable[..., Any]:
     return twin
 
 
-class NodeHook(RunnableLambda[Mapping[str, Any], Any]):
+class NodeHook(RunnableLambda[WorkingMemoryState, Any]):
     """``hook(state, config)`` works directly; ``builder.add_node("x", hook)`` works in
     ``invoke`` and ``ainvoke`` (the async path runs the sync code off the event loop)."""
 

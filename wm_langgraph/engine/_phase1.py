@@ -78,12 +78,16 @@ def archive_oldest(
     if split <= 0:
         return None
     archived = convo[:split]
-    archived_ids = {m.id for m in archived}
-    remaining = [m for m in messages if isinstance(m, SystemMessage) or m.id not in archived_ids]
+    gone = {m.id for m in archived}
+    remaining = [m for m in messages if isinstance(m, SystemMessage) or m.id not in gone]
     known = {str(k): int(v) for k, v in meta["window"]}
     tokens = sum(known[m.id] if m.id in known else count(m) for m in archived)
     timeline = list(meta["archives"])
-    archive_id = archives.allocate_id(thread_id, timeline, [str(m.id) for m in archived])
+    archived_ids = [str(m.id) for m in archived]
+    archive_id = archives.allocate_id(thread_id, timeline, archived_ids)
+    # The index first: an index entry naming an archive that never got written is harmless
+    # (lookups only count archives of the asking timeline), a record missing from it is not.
+    archives.index_messages(thread_id, archive_id, archived_ids)
     stamp = now_iso()
     record = ArchiveRecord(
         id=archive_id,

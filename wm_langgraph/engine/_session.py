@@ -34,6 +34,7 @@ from wm_langgraph.engine.window import (
     conversation,
     ensure_message_ids,
     live_tokens,
+    new_messages_start,
     newest_turn_start,
 )
 
@@ -55,6 +56,12 @@ def _require_checkpointer(config: RunnableConfig | None) -> None:
         )
 
 
+def _in_subgraph(config: RunnableConfig | None) -> bool:
+    """True inside a graph that runs as a node (or a call) of a parent graph."""
+    configurable = (config or {}).get("configurable") or {}
+    return "|" in str(configurable.get("checkpoint_ns") or "")
+
+
 @dataclass
 class _Turn:
     thread_id: str
@@ -62,7 +69,9 @@ class _Turn:
     ids_assigned: bool
     meta: WorkingMemoryMeta
     in_state: bool
-    unfinished_removals: list[str]
+    # Live messages this turn takes out of the state without archiving them: the removals of a
+    # commit that never reached the checkpoint, and re-sent ids of already archived messages.
+    removals: list[str]
 
 
 class Session:
@@ -116,6 +125,22 @@ class Session:
             return clamp_meta(raw, self._config.commit_keep_recent_count)["archives"]
         return self.timeline_for_thread(thread_id)
 
+    def model_view(
+        self, state: Mapping[str, Any], thread_id: str
+    ) -> tuple[list[BaseMessage], list[str]]:
+        """The state's messages as the model may see them, and the state's timeline: without
+        re-sent ids of archived messages (the next after_turn takes them out of the state)."""
+        messages = self.messages_of(state)
+        raw = state.get(META_KEY)
+        in_state = isinstance(raw, Mapping)
+        if not isinstance(raw, Mapping):
+            raw = self._stored(thread_id).get("meta") or {
+                "archives": self.timeline_for_thread(thread_id)
+            }
+        meta = clamp_meta(raw, self._config.commit_keep_recent_count)
+        resent = self.resent_ids(thread_id, messages, meta, everything=not in_state)
+        return [m for m in messages if m.id not in resent], meta["archives"]
+
     def timeline_for_thread(self, thread_id: str) -> list[str]:
         """The thread's latest timeline, for config-only calls (read from the store, so other
         processes serving the thread are seen)."""
@@ -161,15 +186,43 @@ class Session:
                 "last_counted_index": -1,
             }
         messages, assigned = self._messages_for(state, meta)
-        unfinished: list[str] = []
-        if stored.get("removed_ids"):
+        removals: list[str] = []
+        if stored.get("removed_ids"):  # a commit whose removal never reached the checkpoint
             present = {m.id for m in messages}
-            unfinished = [i for i in stored["removed_ids"] if i in present]
-        if unfinished:  # a commit whose removal never reached the checkpoint: finish it
-            gone = set(unfinished)
+            removals = [i for i in stored["removed_ids"] if i in present]
+        # A meta read from the store in a subgraph (whose state may last one parent step) cannot
+        # vouch for the messages before its last accounted one: the parent re-sends archived ones.
+        everything = not in_state and _in_subgraph(config)
+        resent = self.resent_ids(thread_id, messages, meta, everything=everything)
+        removals += sorted(resent - set(removals))
+        if removals:
+            gone = set(removals)
             messages = [m for m in messages if m.id not in gone]
         meta = account_messages(meta, messages, self._count)
-        return _Turn(thread_id, messages, assigned, meta, in_state, unfinished)
+        return _Turn(thread_id, messages, assigned, meta, in_state, removals)
+
+    def resent_ids(
+        self,
+        thread_id: str,
+        messages: Sequence[BaseMessage],
+        meta: WorkingMemoryMeta,
+        *,
+        everything: bool = False,
+    ) -> set[str]:
+        """Ids of messages new since the meta's last accounting that an archive of the meta's
+        timeline already holds: a caller re-sent them (a parent graph passing its whole history
+        on every turn, a client replaying the conversation). They are recognised by id, whatever
+        their content: an archived message is immutable and is never archived a second time.
+
+        O(new messages): one batched store read, none when nothing is new.
+        """
+        if not meta["archives"]:
+            return set()
+        start = None if everything else new_messages_start(meta, messages)
+        fresh = messages if start is None else messages[start:]
+        return self._archives.archived_among(
+            thread_id, [str(m.id) for m in fresh if m.id], meta["archives"]
+        )
 
     # -- writing state -----------------------------------------------------------------------
     def _finish(
@@ -181,14 +234,14 @@ class Session:
         if turn.ids_assigned:
             live = result.remaining if result is not None else turn.messages
             update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *live]
-        elif removed or turn.unfinished_removals:
-            update["messages"] = [
-                RemoveMessage(id=i) for i in [*turn.unfinished_removals, *removed]
-            ]
-        if not turn.in_state:
+        elif removed or turn.removals:
+            update["messages"] = [RemoveMessage(id=i) for i in [*turn.removals, *removed]]
+        if not turn.in_state or _in_subgraph(config):
+            # A subgraph's state may last one parent step only (no checkpointer of its own): the
+            # next step starts without the meta, so the store copy must be current there too.
             # Removals this update carries but the checkpoint has not confirmed yet: the earlier
             # unfinished ones too, or a crash before this update is checkpointed forgets them.
-            pending_removals = [*turn.unfinished_removals, *removed]
+            pending_removals = [*turn.removals, *removed]
             self._archives.put_meta(
                 turn.thread_id, _STORE_META, {"meta": dict(meta), "removed_ids": pending_removals}
             )
@@ -301,6 +354,8 @@ class Session:
             self._config.archive_memory_tokens,
         )
         if live_tokens(turn.meta) <= budgets.usable - budgets.archive:
+            if turn.removals or turn.ids_assigned:  # e.g. re-sent archived ids: out again
+                return self._finish(turn, None, config), turn.messages, turn.meta["archives"]
             return None, turn.messages, turn.meta["archives"]
         convo = conversation(turn.messages)
         keep = len(convo) - newest_turn_start(convo)

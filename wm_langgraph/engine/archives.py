@@ -1,10 +1,18 @@
 """Archive records and Working Memory versions over a LangGraph ``BaseStore`` (DESIGN §2).
 
-Layout, per thread (``label`` is the thread id made safe for store namespaces)::
+Layout, per memory (``label`` is the thread id made safe for store namespaces)::
 
     ("wm_langgraph", label, "archives")  archive_001, archive_002, ...  messages verbatim
     ("wm_langgraph", label, "wm")        <last covered archive id>       a WM + its coverage
     ("wm_langgraph", label, "meta")      timeline | breaker | state       bookkeeping values
+    ("wm_langgraph", label, "ids")       <message id>                    the archives holding it
+
+A thread can hold several memories (two named middlewares, agents in subgraphs of a supervisor
+or swarm): each has a *scope* (:func:`memory_scope`: its name and graph namespace). The default
+scope (default name, top-level graph) keeps the layout above, so stores written before scopes
+existed read unchanged; any other scope adds one segment, ``("wm_langgraph", label, "@" +
+<scope label>, kind)``. The engine addresses a memory by its *memory key*
+(:func:`memory_key`), the thread id plus the scope in one injective string.
 
 The current WM of a timeline (its ordered archive ids) is the newest version whose coverage is a
 prefix of the timeline; the archives after that prefix are pending. Archive ids are never reused:
@@ -15,64 +23,51 @@ from __future__ import annotations
 
 import base64
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
-from langchain_core.runnables import RunnableConfig
-from langgraph.store.base import BaseStore, GetOp, Item
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp
+
+from wm_langgraph.engine._keys import (
+    ROOT_LABEL,
+    SCOPE_PREFIX,
+    NoStoreError,
+    graph_namespace,
+    memory_key,
+    memory_scope,
+    namespace,
+    split_memory_key,
+    thread_id_from_config,
+    thread_label,
+)
 
 __all__ = [
     "ROOT_LABEL",
+    "SCOPE_PREFIX",
     "ArchiveRecord",
     "ArchiveStatus",
     "ArchiveStore",
+    "NoStoreError",
     "WorkingMemoryVersion",
+    "graph_namespace",
+    "memory_key",
+    "memory_scope",
+    "namespace",
     "now_iso",
+    "split_memory_key",
     "thread_id_from_config",
     "thread_label",
 ]
 
-ROOT_LABEL = "wm_langgraph"
 ArchiveStatus = Literal["pending", "done", "failed"]
-_SAFE_LABEL = re.compile(r"[A-Za-z0-9_\-]{1,128}")
 
 
 def now_iso() -> str:
     """The current UTC time as ISO 8601."""
     return datetime.now(UTC).isoformat()
-
-
-def thread_label(thread_id: object) -> str:
-    """A store-namespace-safe, injective label for a thread id.
-
-    Plain ids (letters, digits, ``_``, ``-``) are used as they are; any other id is encoded
-    as ``~`` + unpadded base32 of its UTF-8 bytes (no ``.``, never empty, never clashes with a
-    plain id).
-    """
-    text = str(thread_id)
-    if _SAFE_LABEL.fullmatch(text):
-        return text
-    return "~" + base64.b32encode(text.encode("utf-8")).decode("ascii").rstrip("=")
-
-
-def thread_id_from_config(config: RunnableConfig | Mapping[str, Any] | None) -> str:
-    """The ``thread_id`` of a run config.
-
-    Raises:
-        ValueError: The config has no ``configurable.thread_id``.
-    """
-    configurable = (config or {}).get("configurable") or {}
-    thread_id = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
-    if thread_id is None or str(thread_id) == "":
-        raise ValueError(
-            "Working Memory needs a thread: pass config={'configurable': {'thread_id': '...'}} "
-            "(and compile the graph with a checkpointer so the thread's messages persist)"
-        )
-    return str(thread_id)
 
 
 _BYTES_KEY = "__wm_bytes_b64__"
@@ -190,17 +185,115 @@ class WorkingMemoryVersion:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-class ArchiveStore:
-    """Archive records, WM versions and per-thread bookkeeping over one ``BaseStore``."""
+_NO_STORE = (
+    "Working Memory has no store: pass store=... to WorkingMemory / WorkingMemoryMiddleware, "
+    "or compile the graph with one (builder.compile(store=...), create_agent(store=...); "
+    "LangGraph Platform and `langgraph dev` provide one). Config-only calls outside a run "
+    "(get_working_memory(config), ...) use the store the memory last ran with in this process."
+)
+_MAX_BOUND = 4096
 
-    def __init__(self, store: BaseStore) -> None:
-        """Wrap ``store`` (any BaseStore: in-memory, SQLite, Postgres)."""
-        self.store = store
+
+class ArchiveStore:
+    """Archive records, WM versions and per-memory bookkeeping over a ``BaseStore``.
+
+    With an explicit store every memory key uses it. Without one, the hooks :meth:`bind` each
+    key to the graph's store as they run, and background work for the key uses that store;
+    keys never bound (a config-only call) use the store bound last.
+    """
+
+    def __init__(self, store: BaseStore | None = None) -> None:
+        """Wrap ``store`` (any BaseStore: in-memory, SQLite, Postgres), or none yet."""
+        self._explicit = store
+        self._bound: dict[str, BaseStore] = {}
+        self._last: BaseStore | None = None
+
+    @property
+    def explicit(self) -> BaseStore | None:
+        """The store given at construction, if any."""
+        return self._explicit
+
+    @property
+    def store(self) -> BaseStore:
+        """The explicit store, else the graph store bound last.
+
+        Raises:
+            NoStoreError: Neither exists.
+        """
+        found = self._explicit if self._explicit is not None else self._last
+        if found is None:
+            raise NoStoreError(_NO_STORE)
+        return found
+
+    def bind(self, key: str, store: BaseStore | None) -> BaseStore:
+        """Use ``store`` (a graph's store) for ``key`` unless an explicit store was given.
+
+        Raises:
+            NoStoreError: No explicit store and ``store`` is None.
+        """
+        if self._explicit is not None:
+            return self._explicit
+        if store is None:
+            raise NoStoreError(_NO_STORE)
+        if self._bound.get(key) is not store:
+            if len(self._bound) >= _MAX_BOUND and key not in self._bound:
+                self._bound.pop(next(iter(self._bound)))  # oldest; it falls back to _last
+            self._bound[key] = store
+        self._last = store
+        return store
+
+    def bound_stores(self) -> list[BaseStore]:
+        """The distinct graph stores keys are bound to."""
+        found: list[BaseStore] = []
+        for store in [*self._bound.values(), self._last]:
+            if store is not None and all(store is not s for s in found):
+                found.append(store)
+        return found
+
+    def store_for(self, key: str) -> BaseStore:
+        """The store that holds ``key``'s memory."""
+        if self._explicit is not None:
+            return self._explicit
+        return self._bound.get(key) or self.store
 
     @staticmethod
-    def namespace(thread_id: str, kind: str) -> tuple[str, str, str]:
-        """The namespace of ``kind`` ("archives", "wm", "meta") for a thread."""
-        return (ROOT_LABEL, thread_label(thread_id), kind)
+    def namespace(thread_id: str, kind: str) -> tuple[str, ...]:
+        """The namespace of ``kind`` ("archives", "wm", "meta") for a memory key."""
+        return namespace(thread_id, kind)
+
+    def adopt_legacy(self, key: str, timeline: Sequence[str]) -> int:
+        """Move a scoped memory's archives and WM versions written before scopes existed.
+
+        Such stores kept every memory of a thread in the default scope's namespace. A scoped
+        memory whose own namespace lacks the archives its timeline (from its checkpoint) names
+        copies those from the default namespace, with the WM versions covering them; what its
+        timeline does not name stays where it is.
+
+        Returns:
+            How many records were copied.
+        """
+        thread_id, scope = split_memory_key(key)
+        if not scope or not timeline:
+            return 0
+        store = self.store_for(key)
+        if store.get(namespace(key, "archives"), timeline[0]) is not None:
+            return 0
+        legacy = memory_key(thread_id)
+        copied = 0
+        for archive_id in timeline:
+            item = store.get(namespace(legacy, "archives"), archive_id)
+            if item is None:
+                continue
+            store.put(namespace(key, "archives"), archive_id, item.value, index=False)
+            copied += 1
+            wm = store.get(namespace(legacy, "wm"), archive_id)
+            covers = [str(x) for x in (wm.value.get("covers") or [])] if wm else []
+            if wm is not None and covers == list(timeline[: len(covers)]):
+                store.put(namespace(key, "wm"), archive_id, wm.value, index=False)
+                copied += 1
+        if copied:
+            self.set_timeline(key, timeline)
+        return copied
 
     # -- archives -------------------------------------------------------------------------
     def allocate_id(self, thread_id: str, timeline: Sequence[str], message_ids: list[str]) -> str:
@@ -208,8 +301,9 @@ class ArchiveStore:
         base = f"archive_{len(timeline) + 1:03d}"
         ns = self.namespace(thread_id, "archives")
         candidate, n = base, 1
+        store = self.store_for(thread_id)
         while True:
-            item = self.store.get(ns, candidate)
+            item = store.get(ns, candidate)
             if item is None:
                 return candidate
             # A record left by an interrupted Phase 1 for the same messages is taken over.
@@ -221,21 +315,24 @@ class ArchiveStore:
 
     def put_archive(self, record: ArchiveRecord) -> None:
         """Write (or overwrite) an archive record."""
-        self.store.put(self.namespace(record.thread_id, "archives"), record.id, record.to_value())
+        self.store_for(record.thread_id).put(
+            self.namespace(record.thread_id, "archives"), record.id, record.to_value(), index=False
+        )
 
     def get_archives(self, thread_id: str, ids: Sequence[str]) -> list[ArchiveRecord]:
         """The records of ``ids`` in that order (missing ones are skipped)."""
         if not ids:
             return []
         ns = self.namespace(thread_id, "archives")
-        items = self.store.batch([GetOp(ns, archive_id) for archive_id in ids])
+        items = self.store_for(thread_id).batch([GetOp(ns, archive_id) for archive_id in ids])
         return [ArchiveRecord.from_value(item.value) for item in items if isinstance(item, Item)]
 
     def update_archives(self, thread_id: str, ids: Sequence[str], **changes: Any) -> None:
         """Set fields on stored records (``metadata`` is merged, ``updated_at`` refreshed)."""
         ns = self.namespace(thread_id, "archives")
+        store = self.store_for(thread_id)
         for archive_id in ids:
-            item = self.store.get(ns, archive_id)
+            item = store.get(ns, archive_id)
             if item is None:
                 continue
             value = dict(item.value)
@@ -245,14 +342,54 @@ class ArchiveStore:
                 else:
                     value[key] = new
             value["updated_at"] = now_iso()
-            self.store.put(ns, archive_id, value)
+            store.put(ns, archive_id, value, index=False)
+
+    # -- message id index ------------------------------------------------------------------
+    def index_messages(self, thread_id: str, archive_id: str, message_ids: Sequence[str]) -> None:
+        """Record that the messages ``message_ids`` are archived in ``archive_id``.
+
+        A message id can be in several archives only across forks (each branch archives its own
+        copy); the index keeps all of them, so a lookup can ask about one timeline.
+        """
+        ids = list(dict.fromkeys(str(i) for i in message_ids))
+        if not ids:
+            return
+        ns = self.namespace(thread_id, "ids")
+        store = self.store_for(thread_id)
+        found = store.batch([GetOp(ns, i) for i in ids])
+        puts: list[PutOp] = []
+        for message_id, item in zip(ids, found, strict=True):
+            value = item.value if isinstance(item, Item) else {}
+            known = [str(a) for a in value.get("archives") or []]
+            if archive_id not in known:
+                puts.append(PutOp(ns, message_id, {"archives": [*known, archive_id]}, index=False))
+        if puts:
+            store.batch(puts)
+
+    def archived_among(
+        self, thread_id: str, message_ids: Sequence[str], timeline: Sequence[str]
+    ) -> set[str]:
+        """The ids among ``message_ids`` that an archive of ``timeline`` already holds."""
+        ids = list(dict.fromkeys(str(i) for i in message_ids))
+        if not ids or not timeline:
+            return set()
+        on_timeline = set(timeline)
+        ns = self.namespace(thread_id, "ids")
+        found = self.store_for(thread_id).batch([GetOp(ns, i) for i in ids])
+        return {
+            message_id
+            for message_id, item in zip(ids, found, strict=True)
+            if isinstance(item, Item)
+            and on_timeline.intersection(str(a) for a in item.value.get("archives") or [])
+        }
 
     # -- working memory versions --------------------------------------------------------------
     def current_wm(self, thread_id: str, timeline: Sequence[str]) -> WorkingMemoryVersion | None:
         """The newest WM version whose coverage is a prefix of ``timeline`` (None: no WM yet)."""
         ns = self.namespace(thread_id, "wm")
+        store = self.store_for(thread_id)
         for k in range(len(timeline), 0, -1):
-            item = self.store.get(ns, timeline[k - 1])
+            item = store.get(ns, timeline[k - 1])
             if item is None:
                 continue
             covers = [str(x) for x in item.value.get("covers") or []]
@@ -271,17 +408,21 @@ class ArchiveStore:
         if not covers:
             raise ValueError("a Working Memory version must cover at least one archive")
         value = {**dict(info), "text": text, "covers": list(covers), "created_at": now_iso()}
-        self.store.put(self.namespace(thread_id, "wm"), covers[-1], value)
+        self.store_for(thread_id).put(
+            self.namespace(thread_id, "wm"), covers[-1], value, index=False
+        )
 
     # -- small bookkeeping values ---------------------------------------------------------------
     def get_meta(self, thread_id: str, key: str) -> dict[str, Any] | None:
         """A bookkeeping value ("timeline", "breaker", "state") or None."""
-        item = self.store.get(self.namespace(thread_id, "meta"), key)
+        item = self.store_for(thread_id).get(self.namespace(thread_id, "meta"), key)
         return dict(item.value) if item is not None else None
 
     def put_meta(self, thread_id: str, key: str, value: Mapping[str, Any]) -> None:
         """Write a bookkeeping value."""
-        self.store.put(self.namespace(thread_id, "meta"), key, dict(value))
+        self.store_for(thread_id).put(
+            self.namespace(thread_id, "meta"), key, dict(value), index=False
+        )
 
     def timeline(self, thread_id: str) -> list[str]:
         """The archive ids of the thread's most recently written timeline."""

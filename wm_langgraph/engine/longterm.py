@@ -11,7 +11,8 @@ Any thread of the same user can search them. Off by default
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langgraph.store.base import BaseStore
@@ -19,7 +20,15 @@ from langgraph.store.base import BaseStore
 from wm_langgraph.core.sections import item_key, parse_working_memory, section_items
 from wm_langgraph.engine.archives import now_iso, thread_label
 
-__all__ = ["FACTS_SECTION", "facts_namespace", "search_facts", "write_key_facts"]
+__all__ = [
+    "FACTS_SECTION",
+    "facts_namespace",
+    "search_facts",
+    "write_after_commit",
+    "write_key_facts",
+]
+
+logger = logging.getLogger("wm_langgraph")
 
 FACTS_SECTION = "Key Facts & Decisions"
 _SENTINEL_PREFIX = "[⚠ CONSOLIDATION REQUIRED"
@@ -96,3 +105,25 @@ def search_facts(
         offset += _PAGE
     hits.sort(key=lambda v: str(v.get("updated_at", "")), reverse=True)
     return hits[:limit]
+
+
+def write_after_commit(store: BaseStore, prefix: Sequence[str], state: Mapping[str, Any]) -> None:
+    """Write the Key Facts of a completed commit (its state) for the run's ``user_id``.
+
+    Never raises: long-term memory must not undo a completed Working Memory.
+    """
+    user_id = state.get("user_id")
+    if not user_id:
+        logger.warning("wm_langgraph: long_term_memory is on but the run has no user_id")
+        return
+    try:
+        write_key_facts(
+            store,
+            prefix,
+            str(user_id),
+            state["text"],
+            thread_id=state["thread_id"],
+            archive_id=state["batch"][-1],
+        )
+    except Exception:
+        logger.exception("wm_langgraph: writing long-term facts failed")

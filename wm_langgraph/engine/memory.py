@@ -3,44 +3,48 @@
 Where data lives (DESIGN §2): the live messages and a small JSON-plain meta in the graph state
 (``state["working_memory"]``); archives and Working Memory versions in a ``BaseStore``. Graphs
 without a ``working_memory`` channel (``create_react_agent`` hooks) keep the meta in the store.
+
+The store is the one given as ``store=``, else the running graph's (``compile(store=...)``, the
+platform's). A memory is addressed by its key (:func:`~wm_langgraph.engine.archives.memory_key`:
+thread id + name + graph namespace), which every hook puts into the config it hands the engine
+below as ``configurable.thread_id``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
-from langgraph.store.memory import InMemoryStore
 
 from wm_langgraph.core.tokens import TokenCounter, count_tokens
+from wm_langgraph.engine._async import AsyncTwins
+from wm_langgraph.engine._binding import graph_store, reject_foreign_summaries
 from wm_langgraph.engine._hooks import NodeHook
+from wm_langgraph.engine._scoping import MemoryScope, Scoper, check_name
 from wm_langgraph.engine._session import Session
 from wm_langgraph.engine._token_cache import MessageTokenCache
 from wm_langgraph.engine.archives import (
     ArchiveRecord,
-    ArchiveStatus,
     ArchiveStore,
     thread_id_from_config,
 )
 from wm_langgraph.engine.assemble import AssembledContext, assemble_context
 from wm_langgraph.engine.commit import CommitDeps, CommitState, build_commit_graph
 from wm_langgraph.engine.config import WorkingMemoryConfig
-from wm_langgraph.engine.longterm import search_facts, write_key_facts
+from wm_langgraph.engine.longterm import search_facts, write_after_commit
 from wm_langgraph.engine.render import message_tokens
 from wm_langgraph.engine.runner import Phase2Runner
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
-__all__ = ["WorkingMemory"]
+__all__ = ["MemoryScope", "WorkingMemory"]
 
 logger = logging.getLogger("wm_langgraph")
 
@@ -56,7 +60,7 @@ def _check_prompt(name: str, template: object, **values: str) -> str | None:
     return template
 
 
-class WorkingMemory:
+class WorkingMemory(AsyncTwins):
     """Structured, loss-guarded Working Memory for one LangGraph agent (many threads).
 
     Hooks (each callable as ``hook(state, config)`` and usable as ``builder.add_node(name,
@@ -76,6 +80,8 @@ class WorkingMemory:
         create_prompt: str | None = None,
         update_prompt: str | None = None,
         system_prompt: str | None = None,
+        name: str | None = None,
+        scope: MemoryScope = "graph",
     ) -> None:
         """Create the engine.
 
@@ -84,8 +90,9 @@ class WorkingMemory:
                 ``update_working_memory`` tool forced). None resolves a default on first use
                 (ChatOpenAI when ``OPENAI_API_KEY`` is set, else the offline model).
             config: Settings; defaults to ``WorkingMemoryConfig()``.
-            store: BaseStore for archives and WM versions (default: an in-memory store owned by
-                this instance). Pass the same store to ``compile(store=...)``.
+            store: BaseStore for archives and WM versions. None (default): the running graph's
+                store (``compile(store=...)``, ``create_agent(store=...)``, the platform's store
+                under ``langgraph dev``); a run without any store raises :class:`NoStoreError`.
             token_counter: Text -> tokens (a pure function: message counts are cached);
                 defaults to offline cl100k counts.
             create_prompt: Overrides ``prompts/create.md`` (placeholders ``{{prior_summary}}``,
@@ -93,6 +100,13 @@ class WorkingMemory:
             update_prompt: Overrides ``prompts/update.md`` (``{{working_memory}}``,
                 ``{{messages}}``, ``{{section_size_warnings}}``).
             system_prompt: Overrides the assemble system-prompt addition (``prompts/system.md``).
+            name: Separates memories that share a thread and a store (two agents on one
+                conversation); None is the default name. ``WorkingMemoryMiddleware`` passes
+                its own ``name``.
+            scope: ``"graph"`` (default) also separates the memories of agents in different
+                subgraphs (supervisor or swarm members) by their graph namespace;
+                ``"thread"`` shares one memory between every agent of the thread that uses
+                this name (deliberate sharing).
 
         Raises:
             TypeError: An argument of the wrong type.
@@ -108,8 +122,10 @@ class WorkingMemory:
             raise TypeError("token_counter must be a callable str -> int")
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise TypeError("system_prompt must be a str or None")
+        if scope not in ("graph", "thread"):
+            raise ValueError(f"scope must be 'graph' or 'thread', got {scope!r}")
+        self._name = check_name(name)
         self.config = config or WorkingMemoryConfig()
-        self.store: BaseStore = store if store is not None else InMemoryStore()
         self._counter: TokenCounter = token_counter or count_tokens
         # Each message is rendered and tokenised once per process, not on every assemble.
         self._message_tokens = MessageTokenCache(self._uncached_message_tokens)
@@ -122,7 +138,7 @@ class WorkingMemory:
         self._system_prompt = system_prompt
         self._model = model
         self._model_lock = threading.Lock()
-        self._archives = ArchiveStore(self.store)
+        self._archives = ArchiveStore(store)
         self.commit_graph = build_commit_graph(
             CommitDeps(
                 get_model=self._get_model,
@@ -136,11 +152,40 @@ class WorkingMemory:
         )
         self._runner = Phase2Runner(self.commit_graph, self._archives, self.config)
         self._session = Session(self._archives, self._runner, self.config, self._count_message)
-        self.after_turn = NodeHook("wm_after_turn", self._session.after_turn)
-        self.compact = NodeHook("wm_compact", self._session.compact)
-        self.assemble = NodeHook("wm_assemble", self._assemble)
-        self.pre_model_hook = NodeHook("wm_pre_model_hook", self._pre_model_hook)
-        self.post_model_hook = NodeHook("wm_post_model_hook", self._session.post_model_hook)
+        self._scoper = Scoper(self._archives, self._session, name=self._name, scope=scope)
+        self.after_turn = NodeHook("wm_after_turn", self._scoper.hooked(self._session.after_turn))
+        self.compact = NodeHook("wm_compact", self._scoper.hooked(self._session.compact))
+        self.assemble = NodeHook("wm_assemble", self._scoper.hooked(self._assemble))
+        self.pre_model_hook = NodeHook(
+            "wm_pre_model_hook", self._scoper.hooked(self._pre_model_hook)
+        )
+        self.post_model_hook = NodeHook(
+            "wm_post_model_hook", self._scoper.hooked(self._session.post_model_hook)
+        )
+
+    # -- store and scope ---------------------------------------------------------------------
+    @property
+    def store(self) -> BaseStore:
+        """The store given as ``store=``, else the graph store this memory last ran with.
+
+        Raises:
+            NoStoreError: No store was given and the memory has not run in a graph yet.
+        """
+        return self._archives.store
+
+    @property
+    def name(self) -> str | None:
+        """The memory's name (None: the default name)."""
+        return self._name or None
+
+    def memory_key(self, config: RunnableConfig | None) -> str:
+        """The key of the memory a config addresses (thread id, name, graph namespace).
+
+        Inside a run the graph namespace comes from the run's ``checkpoint_ns``; a config built
+        by hand for a memory inside a subgraph names the subgraph's node path itself:
+        ``{"configurable": {"thread_id": "t1", "checkpoint_ns": "research_agent"}}``.
+        """
+        return self._scoper.key(config)
 
     # -- model -------------------------------------------------------------------------------
     @property
@@ -172,38 +217,11 @@ class WorkingMemory:
         """Prompt tokens of ``messages`` as the engine counts them."""
         return sum(self._count_message(m) for m in convert_to_messages(list(messages)))
 
-    # -- async twins -------------------------------------------------------------------------
-    async def aafter_turn(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
-        """Async twin of :attr:`after_turn`."""
-        return await self.after_turn.ainvoke(state, config)
-
-    async def acompact(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
-        """Async twin of :attr:`compact`."""
-        return await self.compact.ainvoke(state, config)
-
-    async def aassemble(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
-        """Async twin of :attr:`assemble`."""
-        return await self.assemble.ainvoke(state, config)
-
-    async def apre_model_hook(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
-        """Async twin of :attr:`pre_model_hook`."""
-        return await self.pre_model_hook.ainvoke(state, config)
-
-    async def apost_model_hook(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
-        """Async twin of :attr:`post_model_hook`."""
-        return await self.post_model_hook.ainvoke(state, config)
-
-    async def aoverflow_guard(
-        self, state: Mapping[str, Any], config: RunnableConfig
-    ) -> dict[str, Any] | None:
-        """Async twin of :meth:`overflow_guard`."""
-        return await asyncio.to_thread(self.overflow_guard, state, config)
-
     # -- assemble ----------------------------------------------------------------------------
     def _assemble(self, state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
+        # config carries the memory key as thread id (see _hooked)
         thread_id = thread_id_from_config(config)
-        messages = self._session.messages_of(state)
-        timeline = self._session.timeline_of(state, thread_id)
+        messages, timeline = self._session.model_view(state, thread_id)
         context = self._build(messages, thread_id, timeline, None)
         return {"llm_input_messages": context.all_messages}
 
@@ -224,6 +242,12 @@ class WorkingMemory:
         Returns:
             The state update, or None when the live messages fit (nothing done).
         """
+        update: dict[str, Any] | None = self._scoper.hooked(self._overflow_update)(state, config)
+        return update
+
+    def _overflow_update(
+        self, state: Mapping[str, Any], config: RunnableConfig | None
+    ) -> dict[str, Any] | None:
         update, _, _ = self._session.overflow(state, config)
         return update
 
@@ -241,7 +265,8 @@ class WorkingMemory:
         ``state`` (optional) is the graph state the messages come from; its meta names the
         timeline's archives, which after a fork or time travel differ from the thread's latest.
         """
-        thread_id = thread_id_from_config(config)
+        reject_foreign_summaries(messages)
+        thread_id = self._scoper.enter(config, state)
         if state is not None:
             timeline = self._session.timeline_of(state, thread_id)
         else:
@@ -272,34 +297,53 @@ class WorkingMemory:
 
     # -- reading -----------------------------------------------------------------------------
     def get_working_memory(self, config: RunnableConfig | None) -> str:
-        """The thread's current Working Memory document (``""`` while there is none)."""
-        thread_id = thread_id_from_config(config)
-        timeline = self._session.timeline_for_thread(thread_id)
-        current = self._archives.current_wm(thread_id, timeline)
-        return current.text if current else ""
+        """The thread's current Working Memory document (``""`` while there is none).
+
+        Outside a run this reads the store given as ``store=``, else the one the memory last
+        ran with in this process; a memory in a subgraph is named by ``checkpoint_ns`` (see
+        :meth:`memory_key`). On an async store's own event loop use
+        :meth:`aget_working_memory`.
+        """
+        return self._get_working_memory(self._scoper.readable(config), config)
+
+    def _get_working_memory(self, thread_id: str, config: RunnableConfig | None) -> str:
+        self._scoper.bind_for_read(thread_id, config)
+        return self._scoper.working_memory(thread_id)
 
     def list_archives(self, config: RunnableConfig | None) -> list[ArchiveRecord]:
-        """The thread's archives in order; ``status`` is ``"done"`` once a WM covers them."""
-        thread_id = thread_id_from_config(config)
-        timeline = self._session.timeline_for_thread(thread_id)
-        current = self._archives.current_wm(thread_id, timeline)
-        covered = set(current.covers) if current else set()
-        records = []
-        for record in self._archives.get_archives(thread_id, timeline):
-            status: ArchiveStatus = "done" if record.id in covered else "pending"
-            if status == "pending" and record.status == "failed":
-                status = "failed"
-            records.append(_with_status(record, status))
-        return records
+        """The thread's archives in order; ``status`` is ``"done"`` once a WM covers them.
+
+        The store and the subgraph are found as for :meth:`get_working_memory`; the async
+        twin is :meth:`alist_archives`.
+        """
+        return self._list_archives(self._scoper.readable(config), config)
+
+    def _list_archives(self, thread_id: str, config: RunnableConfig | None) -> list[ArchiveRecord]:
+        self._scoper.bind_for_read(thread_id, config)
+        return self._scoper.archives(thread_id)
 
     # -- phase 2 control ---------------------------------------------------------------------
     def wait(self, config: RunnableConfig | None = None, timeout: float | None = None) -> bool:
         """Wait for outstanding background Phase 2 work (of one thread, or of all).
 
+        On the event loop that an async store (``AsyncSqliteStore``, ``AsyncPostgresStore``,
+        the platform's) runs on, blocking would stop the Phase 2 it waits for: there it raises
+        and says to ``await memory.await_phase2(config)`` instead.
+
         Returns:
             True when all of it finished, False when ``timeout`` seconds passed first.
+
+        Raises:
+            RuntimeError: Called on the event loop the work needs, with work outstanding.
         """
-        thread_id = thread_id_from_config(config) if config is not None else None
+        thread_id = self.memory_key(config) if config is not None else None
+        if self._runner.wait(thread_id, 0):
+            return True
+        if self._scoper.loop_bound_work(thread_id):
+            raise RuntimeError(
+                "memory.wait() would block the event loop that this store's Phase 2 needs "
+                "(a deadlock): use `await memory.await_phase2(config)` in async code"
+            )
         return self._runner.wait(thread_id, timeout)
 
     def resume(self, config: RunnableConfig | None, *, wait: bool | None = None) -> None:
@@ -310,16 +354,20 @@ class WorkingMemory:
             wait: Run inline (True) or in the background (False); default: the opposite of
                 ``config.background``.
         """
-        thread_id = thread_id_from_config(config)
+        thread_id = self.memory_key(config)
+        self._scoper.bind_for_read(thread_id, config)
         self._runner.reset_breaker(thread_id)
         inline = (not self.config.background) if wait is None else wait
         self._session.schedule(
-            thread_id, self._session.timeline_for_thread(thread_id), config, wait=inline
+            thread_id,
+            self._session.timeline_for_thread(thread_id),
+            self._scoper.engine_config(thread_id, config),
+            wait=inline,
         )
 
     def phase2_status(self, config: RunnableConfig | None) -> dict[str, Any]:
         """The thread's breaker record and whether its Phase 2 is paused now."""
-        thread_id = thread_id_from_config(config)
+        thread_id = self.memory_key(config)
         return {**self._runner.breaker(thread_id), "paused": self._runner.is_paused(thread_id)}
 
     def close(self) -> None:
@@ -345,29 +393,12 @@ class WorkingMemory:
         user_id = ((config or {}).get("configurable") or {}).get("user_id")
         if user_id is None:
             raise ValueError("search_long_term needs config={'configurable': {'user_id': ...}}")
+        store = graph_store(config.get("configurable") or {}) if config else None
         return search_facts(
-            self.store, self.config.long_term_namespace, str(user_id), query, limit=limit
+            store or self.store, self.config.long_term_namespace, str(user_id), query, limit=limit
         )
 
     def _on_done(self, state: CommitState) -> None:
-        if not self.config.long_term_memory:
-            return
-        user_id = state.get("user_id")
-        if not user_id:
-            logger.warning("wm_langgraph: long_term_memory is on but the run has no user_id")
-            return
-        try:
-            write_key_facts(
-                self.store,
-                self.config.long_term_namespace,
-                str(user_id),
-                state["text"],
-                thread_id=state["thread_id"],
-                archive_id=state["batch"][-1],
-            )
-        except Exception:  # long-term memory must not undo a completed WM
-            logger.exception("wm_langgraph: writing long-term facts failed")
-
-
-def _with_status(record: ArchiveRecord, status: ArchiveStatus) -> ArchiveRecord:
-    return record if record.status == status else replace(record, status=status)
+        if self.config.long_term_memory:
+            store = self._archives.store_for(state["thread_id"])
+            write_after_commit(store, self.config.long_term_namespace, state)

@@ -22,9 +22,14 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, closing, contextmanager
 from os import PathLike, fspath
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.sqlite import SqliteStore
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
 
 __all__ = ["aopen_sqlite", "open_sqlite"]
 
@@ -81,20 +86,67 @@ def open_sqlite(path: str | PathLike[str]) -> Iterator[tuple[SqliteSaver, Sqlite
         yield checkpointer, store
 
 
+def _immediate_store_class() -> type[AsyncSqliteStore]:
+    """``AsyncSqliteStore`` whose write transactions start with ``BEGIN IMMEDIATE``.
+
+    Its transactions read, then write. Beside the checkpointer's connection on the same file,
+    a ``BEGIN`` (deferred) transaction that read before the checkpointer committed cannot take
+    the write lock (SQLite reports "database is locked" at once, without waiting for the busy
+    timeout); taking the write lock at ``BEGIN`` lets the busy timeout do its job.
+    """
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    class _ImmediateAsyncSqliteStore(AsyncSqliteStore):
+        @asynccontextmanager
+        async def _cursor(self, *, transaction: bool = True) -> AsyncIterator[Any]:
+            if not self.is_setup:
+                await self.setup()
+            async with self.lock:
+                if transaction:
+                    await self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    async with self.conn.cursor() as cur:
+                        yield cur
+                except BaseException:
+                    if transaction:
+                        await self.conn.execute("ROLLBACK")
+                    raise
+                if transaction:
+                    await self.conn.execute("COMMIT")
+
+    _ImmediateAsyncSqliteStore.__name__ = "AsyncSqliteStore"
+    _ImmediateAsyncSqliteStore.__qualname__ = "AsyncSqliteStore"
+    return _ImmediateAsyncSqliteStore
+
+
 @asynccontextmanager
-async def aopen_sqlite(path: str | PathLike[str]) -> AsyncIterator[tuple[object, SqliteStore]]:
+async def aopen_sqlite(
+    path: str | PathLike[str],
+) -> AsyncIterator[tuple[AsyncSqliteSaver, AsyncSqliteStore]]:
     """Async twin of :func:`open_sqlite` for graphs run with ``ainvoke``/``astream``.
 
-    Yields an ``AsyncSqliteSaver`` (SqliteSaver is sync-only) and a ``SqliteStore`` on the same
-    file. Give the store to ``WorkingMemory(store=...)``; the engine uses it from worker
-    threads. (``SqliteStore`` has no async methods, so do not hand it to async graph nodes.)
+    Yields an ``AsyncSqliteSaver`` and an ``AsyncSqliteStore`` on the same file (each on its
+    own connection, WAL journal, busy timeout), both set up. Both have the full async API
+    (``await runtime.store.aput(...)`` in a user's tool works); the engine uses the store's
+    sync API from worker threads, which hands the work to this event loop. So, in async code,
+    read with ``await memory.aget_working_memory(config)`` / ``alist_archives`` and wait with
+    ``await memory.await_phase2(config)`` (before leaving the block: the store closes on exit).
+
+    Raises:
+        ValueError: ``path`` is empty or ``":memory:"``.
     """
+    import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     text = _check_path(path)
-    with closing(_connect(text, autocommit=True)) as store_conn:
-        store = SqliteStore(store_conn)
-        store.setup()
-        async with AsyncSqliteSaver.from_conn_string(text) as checkpointer:
-            await checkpointer.setup()
-            yield checkpointer, store
+    async with (
+        aiosqlite.connect(text, timeout=_BUSY_TIMEOUT_S) as saver_conn,
+        aiosqlite.connect(text, timeout=_BUSY_TIMEOUT_S, isolation_level=None) as store_conn,
+    ):
+        async with store_conn.execute("PRAGMA journal_mode=WAL") as cursor:
+            await cursor.fetchall()
+        checkpointer = AsyncSqliteSaver(saver_conn)
+        await checkpointer.setup()
+        store = _immediate_store_class()(store_conn)
+        await store.setup()
+        yield checkpointer, store

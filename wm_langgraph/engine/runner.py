@@ -39,19 +39,26 @@ JobOutcome = Literal["done", "failed", "noop", "paused"]
 _BREAKER = "breaker"
 
 
-def background_callbacks(callbacks: Any) -> list[Any] | None:
-    """The caller's callback handlers for a background run of its own (a new root run).
+def background_callbacks(callbacks: Any) -> Any:
+    """The caller's callbacks for a background run of its own (a new root run).
 
-    LangGraph's internal handlers (streaming, ...) are left out: the caller's run is over.
+    A callback manager keeps its handlers, tags and metadata (LangSmith users keep the link to
+    the thread's trace by them) but loses its parent run: the caller's run is over. LangGraph's
+    internal handlers (streaming, ...) are left out.
     """
     if callbacks is None:
         return None
-    handlers = (
-        callbacks.inheritable_handlers if isinstance(callbacks, BaseCallbackManager) else callbacks
-    )
-    if not isinstance(handlers, list):
+    if isinstance(callbacks, BaseCallbackManager):
+        manager = callbacks.copy()
+        manager.parent_run_id = None
+        for handler in [*manager.handlers, *manager.inheritable_handlers]:
+            if type(handler).__module__.startswith("langgraph."):
+                manager.remove_handler(handler)
+        manager.handlers = list(manager.inheritable_handlers)
+        return manager if manager.handlers else None
+    if not isinstance(callbacks, list):
         return None
-    kept = [h for h in handlers if not type(h).__module__.startswith("langgraph.")]
+    kept = [h for h in callbacks if not type(h).__module__.startswith("langgraph.")]
     return kept or None
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "conversation",
     "ensure_message_ids",
     "live_tokens",
+    "new_messages_start",
     "newest_turn_start",
     "pending_tokens_of",
     "rebuild_meta",
@@ -113,7 +114,7 @@ def rebuild_meta(
     }
 
 
-def _new_messages_start(meta: WorkingMemoryMeta, messages: Sequence[BaseMessage]) -> int | None:
+def new_messages_start(meta: WorkingMemoryMeta, messages: Sequence[BaseMessage]) -> int | None:
     """Index of the first unaccounted message, or None when the meta does not fit ``messages``."""
     last_id = meta["last_counted_id"]
     if last_id is None:
@@ -135,7 +136,7 @@ def account_messages(
     When the meta does not describe ``messages`` (edited history, another timeline, a lost
     meta) the accounting is rebuilt from scratch, so the result is always exact.
     """
-    start = _new_messages_start(meta, messages)
+    start = new_messages_start(meta, messages)
     if start is None:
         known = {str(k): int(v) for k, v in meta["window"]}
         return rebuild_meta(

@@ -1,0 +1,113 @@
+"""Issue 13, items 6 and 8: other middleware in the same agent.
+
+LangChain's ``SummarizationMiddleware`` removes old messages and puts its summary in their place
+before the memory has archived them: they ended in neither the WM, the model input nor an
+archive, without a word. Now the run fails at the first such rewrite, naming the conflict; a
+user's own ``RemoveMessage`` stays a normal operation. ``LLMToolSelectorMiddleware`` used to
+drop the archive tools silently.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain.agents.middleware import LLMToolSelectorMiddleware, SummarizationMiddleware
+from langchain_core.messages import HumanMessage, RemoveMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+
+from tests.fakes import ScriptedChatModel, tool_reply
+from tests.integrations.helpers import agent_model, ids, wm_model
+from wm_langgraph import ConflictingMiddlewareError, WorkingMemoryConfig, WorkingMemoryMiddleware
+
+CONFIG = WorkingMemoryConfig(
+    token_budget=6_000,
+    commit_token_threshold_ratio=0.5,  # the memory would commit late: the summariser is first
+    commit_keep_recent_count=4,
+    background=False,
+)
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up in the team wiki."""
+    return f"wiki entry for {key}"
+
+
+def _cfg(thread: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread}}
+
+
+@pytest.mark.parametrize("summariser_first", [True, False])
+def test_summarization_middleware_beside_the_memory_fails_at_once(summariser_first):
+    summariser = SummarizationMiddleware(
+        model=ScriptedChatModel(replies=["Earlier: some notes."], repeat_last=True),
+        trigger=("messages", 6),
+        keep=("messages", 2),
+    )
+    mw = WorkingMemoryMiddleware(wm_model(), config=CONFIG)
+    middleware = [summariser, mw] if summariser_first else [mw, summariser]
+    agent = create_agent(
+        agent_model(),
+        [lookup],
+        middleware=middleware,
+        checkpointer=InMemorySaver(),
+        store=InMemoryStore(),
+    )
+    config = _cfg(f"summ-{summariser_first}")
+    errors: list[str] = []
+    turns = 0
+    for n in range(1, 13):
+        turns = n
+        try:
+            agent.invoke({"messages": [HumanMessage(f"note FACT-{n}")]}, config)
+        except ConflictingMiddlewareError as exc:
+            errors.append(str(exc))
+            break
+    assert errors, "the summariser removed messages and nobody said a word"
+    assert "SummarizationMiddleware" in errors[0]
+    assert turns <= 4  # six messages trigger the summariser: at the latest the fourth turn
+
+
+def test_a_users_own_remove_message_stays_a_normal_operation():
+    every_turn = CONFIG.replace(commit_keep_recent_count=2, commit_token_threshold_ratio=0.0)
+    mw = WorkingMemoryMiddleware(wm_model(), config=every_turn)
+    agent = create_agent(
+        agent_model(),
+        [lookup],
+        middleware=[mw],
+        checkpointer=InMemorySaver(),
+        store=InMemoryStore(),
+    )
+    config = _cfg("user-remove")
+    agent.invoke({"messages": [HumanMessage("note FACT-1")]}, config)
+    agent.invoke({"messages": [HumanMessage("note FACT-2 (wrong, delete me)")]}, config)
+    wrong = [m for m in agent.get_state(config).values["messages"] if "delete me" in m.text]
+    agent.update_state(config, {"messages": [RemoveMessage(id=str(wrong[0].id))]})
+    for n in range(3, 12):
+        agent.invoke({"messages": [HumanMessage(f"note FACT-{n}")]}, config)
+    archived = [m for r in mw.memory.list_archives(config) for m in r.messages]
+    assert archived
+    assert str(wrong[0].id) not in ids(archived)
+    assert "FACT-1" in " ".join(str(m.text) for m in archived)
+
+
+def test_a_tool_selector_listed_first_does_not_take_the_archive_tools_away():
+    selector_model = ScriptedChatModel(
+        replies=[tool_reply("ToolSelectionResponse", {"tools": ["lookup"]})], repeat_last=True
+    )
+    mw = WorkingMemoryMiddleware(wm_model(), config=CONFIG)
+    model = agent_model()
+    agent = create_agent(
+        model,
+        [lookup],
+        middleware=[LLMToolSelectorMiddleware(model=selector_model, max_tools=1), mw],
+        checkpointer=InMemorySaver(),
+        store=InMemoryStore(),
+    )
+    agent.invoke({"messages": [HumanMessage("hello")]}, _cfg("selector"))
+    bound = {t["function"]["name"] for t in model.bound[-1]["tools"]}
+    assert {"archive_expand", "archive_search"} <= bound

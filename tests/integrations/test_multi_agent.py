@@ -1,0 +1,178 @@
+"""Issue 13, item 2: the memory inside subgraphs, langgraph-supervisor and langgraph-swarm.
+
+A parent graph re-sends its whole message history to a sub-agent every turn. Before, the
+sub-agent's model input grew with the conversation (85 -> 1,434 tokens over 12 turns; under
+the supervisor 3, 10, 19 ... 54 messages) and the same messages were archived again and again.
+Over 30 turns each agent's model input must stay bounded, and no message may be archived twice.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.store.memory import InMemoryStore
+
+from tests.fakes import ScriptedChatModel, tool_reply
+from tests.integrations.helpers import wm_model
+from wm_langgraph import WorkingMemoryConfig, WorkingMemoryMiddleware
+
+TURNS = 30
+CONFIG = WorkingMemoryConfig(
+    token_budget=4_000,
+    commit_token_threshold_ratio=0.05,
+    commit_keep_recent_count=4,
+    reserve_tokens=0,
+    background=False,
+)
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look a key up in the team wiki."""
+    return f"wiki entry for {key}"
+
+
+def _newest_human(messages: list[BaseMessage]) -> tuple[int, str]:
+    index = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
+    return index, str(messages[index].text)
+
+
+def _answerer(label: str, handoffs: Callable[[str], str | None] | None = None) -> ScriptedChatModel:
+    """An agent model: hands off when ``handoffs(user text)`` names a tool (once per turn),
+    otherwise answers with a sentence that quotes the user's FACT."""
+
+    def reply(messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
+        start, text = _newest_human(messages)
+        target = handoffs(text) if handoffs else None
+        called = any(isinstance(m, ToolMessage) for m in messages[start:])
+        if target and not called:
+            return tool_reply(target, {})
+        return f"{label} answers: {text} — recorded with details " + "x " * 20
+
+    return ScriptedChatModel(replies=reply)
+
+
+def _turn_text(n: int) -> str:
+    return f"turn {n}: remember FACT-{n}, the server build-{n}.example.com"
+
+
+def _input_sizes(model: ScriptedChatModel, mw: WorkingMemoryMiddleware) -> list[int]:
+    return [mw.memory.count_tokens(call.messages) for call in model.calls]
+
+
+def _assert_bounded(sizes: list[int], what: str) -> None:
+    assert len(sizes) >= TURNS // 3, f"{what}: the agent ran too rarely ({len(sizes)})"
+    third = len(sizes) // 3
+    early, late = max(sizes[third : 2 * third]), max(sizes[2 * third :])
+    # Far below the budget: assemble's trimming to the budget must not be what bounds it.
+    bound = (CONFIG.token_budget - CONFIG.reserve_tokens) // 4
+    assert max(sizes) <= bound, f"{what}: model input not bounded by the memory: {sizes}"
+    assert late <= early * 1.25 + 50, f"{what}: model input keeps growing: {sizes}"
+
+
+def _assert_archived_once(mw: WorkingMemoryMiddleware, config: dict[str, Any]) -> None:
+    records = mw.memory.list_archives(config)
+    assert records, "nothing was archived"
+    archived = [str(m.id) for r in records for m in r.messages]
+    assert len(archived) == len(set(archived)), "a message was archived twice"
+
+
+def _scoped(thread: str, node: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread, "checkpoint_ns": node}}
+
+
+@pytest.mark.parametrize("own_checkpointer", [False, True], ids=["inherited", "own"])
+def test_a_create_agent_subgraph_node_stays_bounded_and_archives_once(own_checkpointer):
+    mw = WorkingMemoryMiddleware(wm_model(), config=CONFIG)
+    model = _answerer("worker")
+    worker = create_agent(
+        model, [lookup], middleware=[mw], checkpointer=True if own_checkpointer else None
+    )
+    builder = StateGraph(MessagesState)
+    builder.add_node("worker", worker)
+    builder.add_edge(START, "worker")
+    graph = builder.compile(checkpointer=InMemorySaver(), store=InMemoryStore())
+    config: Any = {"configurable": {"thread_id": f"sub-{own_checkpointer}"}}
+    for n in range(1, TURNS + 1):
+        graph.invoke({"messages": [HumanMessage(_turn_text(n))]}, config)
+    _assert_bounded(_input_sizes(model, mw), "subgraph")
+    _assert_archived_once(mw, _scoped(config["configurable"]["thread_id"], "worker"))
+    assert "FACT-1" in mw.memory.get_working_memory(
+        _scoped(config["configurable"]["thread_id"], "worker")
+    )
+
+
+def test_under_langgraph_supervisor_the_research_agent_stays_bounded():
+    from langgraph_supervisor import create_supervisor
+
+    mw = WorkingMemoryMiddleware(wm_model(), config=CONFIG)
+    research_model = _answerer("research")
+    research = create_agent(research_model, [lookup], middleware=[mw], name="research_expert")
+
+    def supervise(messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
+        last = messages[-1]
+        if isinstance(last, HumanMessage):
+            return tool_reply("transfer_to_research_expert", {})
+        return AIMessage(content="The research expert has answered.")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the supervisor builds on create_react_agent
+        workflow = create_supervisor(
+            [research], model=ScriptedChatModel(replies=supervise), output_mode="full_history"
+        )
+        graph = workflow.compile(checkpointer=InMemorySaver(), store=InMemoryStore())
+    config: Any = {"configurable": {"thread_id": "supervised"}}
+    for n in range(1, TURNS + 1):
+        graph.invoke({"messages": [HumanMessage(_turn_text(n))]}, config)
+    _assert_bounded(_input_sizes(research_model, mw), "supervisor's research agent")
+    _assert_archived_once(mw, _scoped("supervised", "research_expert"))
+
+
+def test_under_langgraph_swarm_each_agent_stays_bounded_and_has_its_own_memory():
+    from langgraph_swarm import create_handoff_tool, create_swarm
+
+    def hands_to(other: str) -> Callable[[str], str | None]:
+        return lambda text: f"transfer_to_{other}" if f"for {other}" in text else None
+
+    memories = {
+        name: WorkingMemoryMiddleware(wm_model(), config=CONFIG) for name in ("alice", "bob")
+    }
+    models = {
+        "alice": _answerer("alice", hands_to("bob")),
+        "bob": _answerer("bob", hands_to("alice")),
+    }
+    agents = [
+        create_agent(
+            models[name],
+            [lookup, create_handoff_tool(agent_name=other)],
+            middleware=[memories[name]],
+            name=name,
+        )
+        for name, other in (("alice", "bob"), ("bob", "alice"))
+    ]
+    graph = create_swarm(agents, default_active_agent="alice").compile(
+        checkpointer=InMemorySaver(), store=InMemoryStore()
+    )
+    config: Any = {"configurable": {"thread_id": "swarm"}}
+    for n in range(1, TURNS + 1):
+        target = "bob" if n % 4 == 0 else "alice" if n % 4 == 2 else "whoever"
+        graph.invoke({"messages": [HumanMessage(f"{_turn_text(n)} (for {target})")]}, config)
+    for name in ("alice", "bob"):
+        _assert_bounded(_input_sizes(models[name], memories[name]), f"swarm agent {name}")
+        _assert_archived_once(memories[name], _scoped("swarm", name))
+    alice_ids = {
+        str(m.id)
+        for r in memories["alice"].memory.list_archives(_scoped("swarm", "alice"))
+        for m in r.messages
+    }
+    bob_records = memories["bob"].memory.list_archives(_scoped("swarm", "bob"))
+    assert alice_ids
+    assert bob_records  # each agent reads its own memory (namespaces by graph)

@@ -1,0 +1,203 @@
+"""How the memory meets the graph it runs in: the graph's store, the caller's callbacks, streams.
+
+Private helpers of :mod:`wm_langgraph.engine.memory`:
+
+- :func:`graph_store`: the store LangGraph hands the running graph (``compile(store=...)``,
+  ``create_agent(store=...)``, the platform's store under ``langgraph dev``) — read from the
+  run's ``Runtime`` in the config, as ``langgraph.config.get_store()`` does.
+- :func:`internal_callbacks`: the callbacks the Working Memory writer's runs get. Tracers
+  (LangSmith's, any ``BaseTracer`` in ``config["callbacks"]``) keep seeing them; handlers that
+  feed the user's streams (``astream_events``, ``astream_log``, ``stream_mode="messages"``: every
+  ``_StreamingCallbackHandler``) never do, so no writer token reaches a chat UI.
+- :func:`quiet_node_output`: the messages a hook node returns only for the model's input (the
+  system addition, the ``[Session History Summary]``, pending archives) or to remove messages are
+  not conversation; ``stream_mode="messages"`` streams node outputs, so they are marked as seen.
+- :func:`loop_bound`: whether a store's sync API would deadlock on the current event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+from uuid import uuid4
+
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
+from langchain_core.messages import BaseMessage
+from langchain_core.tracers._streaming import _StreamingCallbackHandler
+from langgraph.store.base import BaseStore
+from langgraph.store.base.batch import AsyncBatchedBaseStore
+
+__all__ = [
+    "LC_SOURCE",
+    "ConflictingMiddlewareError",
+    "graph_store",
+    "in_run",
+    "internal_callbacks",
+    "loop_bound",
+    "quiet_node_output",
+    "reject_foreign_summaries",
+]
+
+LC_SOURCE = "wm_langgraph"
+"""``metadata["lc_source"]`` of the writer's runs (LangChain's marker for middleware calls)."""
+
+try:  # langchain >= 1.3 marks middleware-internal model calls with it
+    from langchain.agents.middleware.internal_call_transformer import internal_call_metadata
+except ImportError:  # pragma: no cover - older langchain
+
+    def internal_call_metadata() -> dict[str, Any]:
+        """No internal-call marker in this langchain version."""
+        return {}
+
+
+_RUNTIME_KEY = "__pregel_runtime"
+_TASK_ID_KEY = "__pregel_task_id"
+
+
+def in_run(configurable: Mapping[str, Any]) -> bool:
+    """True when the config is a running graph task's."""
+    return _TASK_ID_KEY in configurable
+
+
+def graph_store(configurable: Mapping[str, Any]) -> BaseStore | None:
+    """The running graph's store (None outside a run, or when the graph has none)."""
+    runtime = configurable.get(_RUNTIME_KEY)
+    store = getattr(runtime, "store", None)
+    if isinstance(store, BaseStore):
+        return store
+    if in_run(configurable):
+        try:
+            from langgraph.config import get_store
+
+            found = get_store()
+        except (RuntimeError, KeyError, AttributeError):
+            return None
+        return found if isinstance(found, BaseStore) else None
+    return None
+
+
+def _streaming(handler: BaseCallbackHandler) -> bool:
+    return isinstance(handler, _StreamingCallbackHandler)
+
+
+def _user_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The caller's metadata without LangGraph's per-task keys (they describe its node)."""
+    return {
+        key: value
+        for key, value in metadata.items()
+        if not key.startswith(("langgraph_", "checkpoint_", "__"))
+    }
+
+
+def internal_callbacks(
+    callbacks: Any, *, thread_id: str, scope: str
+) -> BaseCallbackManager | list[BaseCallbackHandler] | None:
+    """The callbacks for the writer's runs started from a hook run with ``callbacks``.
+
+    A callback manager is copied without streaming handlers, keeping its parent run (an inline
+    commit nests under the hook that started it; a background one is made a root run by the
+    runner) and the caller's tags and metadata, plus LangChain's internal-call markers
+    (``lc_source``, ``internal_call_metadata()``) and the thread id.
+    """
+    extra: dict[str, Any] = {"lc_source": LC_SOURCE, **internal_call_metadata()}
+    extra["thread_id"] = thread_id
+    if scope:
+        extra["wm_scope"] = scope
+    if isinstance(callbacks, BaseCallbackManager):
+        manager = callbacks.copy()
+        for handler in [*manager.handlers, *manager.inheritable_handlers]:
+            if _streaming(handler):
+                manager.remove_handler(handler)
+        manager.inheritable_metadata = _user_metadata(manager.inheritable_metadata)
+        manager.metadata = _user_metadata(manager.metadata)
+        manager.add_metadata(extra, inherit=True)
+        return manager
+    if isinstance(callbacks, list):
+        kept = [h for h in callbacks if isinstance(h, BaseCallbackHandler) and not _streaming(h)]
+        from langchain_core.callbacks import CallbackManager
+
+        manager = CallbackManager(handlers=kept, inheritable_handlers=list(kept))
+        manager.add_metadata(extra, inherit=True)
+        return manager
+    return None
+
+
+def _handlers(callbacks: Any) -> list[Any]:
+    if isinstance(callbacks, BaseCallbackManager):
+        return [*callbacks.handlers, *callbacks.inheritable_handlers]
+    if isinstance(callbacks, list):
+        return list(callbacks)
+    return []
+
+
+def quiet_node_output(update: Any, callbacks: Any) -> None:
+    """Keep a hook node's output messages out of ``stream_mode="messages"``.
+
+    LangGraph's messages stream emits the messages of a node's output that it has not seen in
+    the node's input, deduplicated by id; the hook's messages are marked seen.
+    """
+    if not isinstance(update, Mapping):
+        return
+    messages: list[BaseMessage] = []
+    for value in update.values():
+        if isinstance(value, BaseMessage):
+            messages.append(value)
+        elif isinstance(value, list | tuple):
+            messages.extend(m for m in value if isinstance(m, BaseMessage))
+    if not messages:
+        return
+    for handler in _handlers(callbacks):
+        seen = getattr(handler, "seen", None)
+        if not (_streaming(handler) and isinstance(seen, set)):
+            continue
+        for message in messages:
+            if message.id is None:  # the hook's own messages (system addition, summary)
+                message.id = f"wm-{uuid4()}"
+            seen.add(message.id)
+
+
+def loop_bound(store: BaseStore | None) -> bool:
+    """True when ``store``'s sync methods need the event loop running in this thread (an
+    ``AsyncSqliteStore``, ``AsyncPostgresStore``, or the platform's batched store): blocking
+    this thread on work that uses the store would deadlock."""
+    if not isinstance(store, AsyncBatchedBaseStore):
+        return False
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return running is getattr(store, "_loop", None)
+
+
+class ConflictingMiddlewareError(RuntimeError):
+    """Another summariser removed messages of the thread before the memory archived them."""
+
+
+_FOREIGN_SUMMARIES = {"summarization": "LangChain's SummarizationMiddleware"}
+
+
+def reject_foreign_summaries(messages: Any) -> None:
+    """Fail at once when another summariser has rewritten the thread's messages.
+
+    LangChain's ``SummarizationMiddleware`` replaces old messages with one summary message
+    (``additional_kwargs["lc_source"] == "summarization"``) before the memory has archived
+    them: they would be in neither an archive nor the Working Memory, a silent loss. A user's
+    own ``RemoveMessage`` leaves no such marker and stays a normal operation.
+
+    Raises:
+        ConflictingMiddlewareError: Such a summary message is in ``messages``.
+    """
+    if not isinstance(messages, list | tuple):
+        return
+    for message in messages:
+        kwargs = getattr(message, "additional_kwargs", None)
+        source = kwargs.get("lc_source") if isinstance(kwargs, Mapping) else None
+        if source in _FOREIGN_SUMMARIES:
+            raise ConflictingMiddlewareError(
+                f"{_FOREIGN_SUMMARIES[source]} removed messages of this thread before Working "
+                "Memory archived them (its summary message is in the state), so they are in "
+                "neither an archive nor the Working Memory. Use one of the two: Working Memory "
+                "already keeps the model input within token_budget (remove "
+                "SummarizationMiddleware from the agent's middleware)."
+            )

@@ -1,0 +1,174 @@
+"""Which memory a call addresses, with which store, and its records: helper of ``memory.py``.
+
+A :class:`Scoper` turns a run's config into the memory key (thread id, the memory's name, the
+graph namespace), binds that key to the graph's store, adopts the key's records from the old
+store layout on first sight, and wraps the engine's hook functions so that each one sees the
+memory key as ``configurable.thread_id``, runs with callbacks that reach tracers but no user
+stream, fails at once beside another summariser, and leaves no message in the user's streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, Literal
+
+from langchain_core.runnables import RunnableConfig
+
+from wm_langgraph.engine._binding import (
+    graph_store,
+    in_run,
+    internal_callbacks,
+    loop_bound,
+    quiet_node_output,
+    reject_foreign_summaries,
+)
+from wm_langgraph.engine._hooks import HookFn
+from wm_langgraph.engine._session import Session
+from wm_langgraph.engine.archives import (
+    ArchiveRecord,
+    ArchiveStatus,
+    ArchiveStore,
+    graph_namespace,
+    memory_key,
+    memory_scope,
+    split_memory_key,
+    thread_id_from_config,
+)
+
+__all__ = ["MemoryScope", "Scoper", "check_name"]
+
+MemoryScope = Literal["graph", "thread"]
+"""``"graph"``: one memory per thread, name and graph namespace (each subgraph agent has its
+own); ``"thread"``: one per thread and name, shared by every graph that uses that name."""
+
+
+def check_name(name: object) -> str:
+    """A memory name as stored ("" for the default), validated.
+
+    Raises:
+        TypeError: Not a str or None.
+        ValueError: Empty, or with ``|`` / ``:`` (LangGraph's namespace separators).
+    """
+    if name is None:
+        return ""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str or None, got {type(name).__name__}")
+    if not name.strip() or any(c in name for c in "|:\x1f"):
+        raise ValueError(f"name must be non-empty, without '|' or ':', got {name!r}")
+    return name
+
+
+class Scoper:
+    """Memory keys, store binding and hook wrapping for one ``WorkingMemory``."""
+
+    def __init__(
+        self, archives: ArchiveStore, session: Session, *, name: str, scope: MemoryScope
+    ) -> None:
+        """Bind the helper to the memory's archive store and session logic."""
+        self._archives = archives
+        self._session = session
+        self._name = name
+        self._scope: MemoryScope = scope
+        self._adopted: set[str] = set()
+
+    def key(self, config: RunnableConfig | None) -> str:
+        """The memory key a config addresses (see ``WorkingMemory.memory_key``)."""
+        thread_id = thread_id_from_config(config)
+        configurable = (config or {}).get("configurable") or {}
+        graph_ns = graph_namespace(configurable) if self._scope == "graph" else ""
+        return memory_key(thread_id, memory_scope(self._name, graph_ns))
+
+    def enter(self, config: RunnableConfig | None, state: Mapping[str, Any] | None) -> str:
+        """Resolve the memory key of a hook call and bind it to the graph's store.
+
+        Raises:
+            NoStoreError: A run without any store, or a hand-driven call with none known.
+        """
+        key = self.key(config)
+        configurable = (config or {}).get("configurable") or {}
+        found = graph_store(configurable)
+        if found is not None or in_run(configurable):
+            self._archives.bind(key, found)  # raises NoStoreError inside a run without store
+        else:
+            self._archives.store_for(key)  # a hand-driven call: the known store, or raises
+        if key not in self._adopted:
+            self._adopted.add(key)
+            if state is not None and split_memory_key(key)[1]:
+                self._archives.adopt_legacy(key, self._session.timeline_of(state, key))
+        return key
+
+    def bind_for_read(self, key: str, config: RunnableConfig | None) -> None:
+        """Bind ``key`` to the run's store when a config-only call happens inside a run."""
+        found = graph_store((config or {}).get("configurable") or {})
+        if found is not None:
+            self._archives.bind(key, found)
+
+    def readable(self, config: RunnableConfig | None) -> str:
+        """The key of a config-only call, checked against a deadlock on the event loop.
+
+        Raises:
+            RuntimeError: The key's store is an async store bound to the running loop.
+        """
+        key = self.key(config)
+        self.bind_for_read(key, config)
+        if loop_bound(self._archives.store_for(key)):
+            raise RuntimeError(
+                "this store's sync API cannot be used on its own event loop: use "
+                "await memory.aget_working_memory(config) / await memory.alist_archives(config)"
+            )
+        return key
+
+    def loop_bound_work(self, key: str | None) -> bool:
+        """True when waiting for ``key``'s (or any) Phase 2 here would block its store's loop."""
+        if key is not None:
+            return loop_bound(self._archives.store_for(key))
+        stores = [self._archives.explicit, *self._archives.bound_stores()]
+        return any(loop_bound(s) for s in stores if s is not None)
+
+    def working_memory(self, key: str) -> str:
+        """The current WM text of ``key``'s latest timeline ("" while there is none)."""
+        timeline = self._session.timeline_for_thread(key)
+        current = self._archives.current_wm(key, timeline)
+        return current.text if current else ""
+
+    def archives(self, key: str) -> list[ArchiveRecord]:
+        """``key``'s archives in order, ``status`` "done" once a WM covers them."""
+        timeline = self._session.timeline_for_thread(key)
+        current = self._archives.current_wm(key, timeline)
+        covered = set(current.covers) if current else set()
+        records = []
+        for record in self._archives.get_archives(key, timeline):
+            status: ArchiveStatus = "done" if record.id in covered else "pending"
+            if status == "pending" and record.status == "failed":
+                status = "failed"
+            records.append(record if record.status == status else replace(record, status=status))
+        return records
+
+    def engine_config(self, key: str, config: RunnableConfig | None) -> RunnableConfig:
+        """The config the engine below sees: the memory key as thread id, quiet callbacks."""
+        given: RunnableConfig = config or {}
+        thread_id, scope = split_memory_key(key)
+        engine: RunnableConfig = {
+            **given,
+            "configurable": {**(given.get("configurable") or {}), "thread_id": key},
+        }
+        callbacks = internal_callbacks(given.get("callbacks"), thread_id=thread_id, scope=scope)
+        if callbacks is not None:
+            engine["callbacks"] = callbacks
+        else:
+            engine.pop("callbacks", None)
+        return engine
+
+    def hooked(self, func: HookFn) -> HookFn:
+        """``func`` as a hook: scoped, bound to the store, its output kept out of streams."""
+
+        def hook(state: Mapping[str, Any], config: RunnableConfig | None) -> Any:
+            if isinstance(state, Mapping):
+                reject_foreign_summaries(state.get("messages"))
+            key = self.enter(config, state if isinstance(state, Mapping) else None)
+            update = func(state, self.engine_config(key, config))
+            quiet_node_output(update, (config or {}).get("callbacks"))
+            return update
+
+        return hook
