@@ -397,7 +397,7 @@ def test_error_trail_keeps_the_errors_tool_results_reported():
         return wm_document(["FACT-001"])  # never names an error
 
     model = ScriptedChatModel(replies=vague)
-    wm = WorkingMemory(model, config=CONFIG)
+    wm = WorkingMemory(model, config=CONFIG, store=InMemoryStore())
     cfg = _cfg("errors")
     call = {"name": "run_tests", "args": {"cmd": "pytest"}, "id": "c1"}
     output = (
