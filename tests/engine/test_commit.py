@@ -431,7 +431,9 @@ def test_error_trail_keeps_the_errors_tool_results_reported():
             "Errors & Corrections": "- test_total: AssertionError: expected '42.50', got '42.5'",
         }
     )
-    wm2 = WorkingMemory(ScriptedChatModel(replies=lambda m, t, c: recorded), config=CONFIG)
+    wm2 = WorkingMemory(
+        ScriptedChatModel(replies=lambda m, t, c: recorded), config=CONFIG, store=InMemoryStore()
+    )
     _compact(wm2, _cfg("errors2"), messages)
     errors2 = parse_working_memory(wm2.get_working_memory(_cfg("errors2")))["Errors & Corrections"]
     assert errors2.splitlines() == [
