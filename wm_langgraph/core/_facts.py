@@ -29,15 +29,18 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from wm_langgraph.core._match import term_in
 from wm_langgraph.core._paths import CJK_CHARS
 from wm_langgraph.core.sections import item_key, section_items
-from wm_langgraph.core.text import extract_anchors, missing_anchors
+from wm_langgraph.core.text import ANCHOR_STOPWORDS, extract_anchors, missing_anchors
 
 __all__ = [
     "RESTORED_MARKER",
     "SUPERSEDED_PREFIX",
     "SUPERSEDE_MIN_OVERLAP",
     "VanishedFacts",
+    "clauses",
+    "salvage_clauses",
     "settle_vanished_facts",
 ]
 
@@ -51,7 +54,7 @@ the same fact with a changed value."""
 
 _TOKEN_RE = re.compile(rf"[a-z]+|[{CJK_CHARS}]+")
 _CJK_RE = re.compile(rf"[{CJK_CHARS}]")
-_CLAUSE_RE = re.compile(r";\s+|；")
+_CLAUSE_RE = re.compile(r";\s+|；|(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,26 +119,54 @@ def _changed_value(old: str, old_anchors: set[str], lost: set[str], new: str) ->
     return len(before & after) / len(union) >= SUPERSEDE_MIN_OVERLAP
 
 
-def _retire(item: str, lost: set[str], candidates: Sequence[str]) -> tuple[str, list[str]]:
-    """Split ``item`` into what is still to restore and the clauses a candidate superseded.
+def clauses(item: str) -> list[str]:
+    """The clauses of a bullet: split at ``;`` and at sentence ends (marker removed)."""
+    return [c.strip() for c in _CLAUSE_RE.split(_unmarked(item)) if c.strip()]
 
-    A consolidated bullet ("A; B; C") is judged clause by clause, so that one changed value
-    inside it is retired without restoring the stale clause next to its new value.
-    """
-    clauses = [c.strip() for c in _CLAUSE_RE.split(_unmarked(item)) if c.strip()]
+
+def _join(parts: Sequence[str]) -> str:
+    out = ""
+    for part in parts:
+        if not out:
+            out = part
+        elif out.endswith((".", "!", "?", "。", "！", "？")):
+            out = f"{out} {part}"
+        else:
+            out = f"{out}; {part}"
+    return out
+
+
+def _to_restore(
+    item: str,
+    anchors: set[str],
+    lost: set[str],
+    candidates: Sequence[str],
+    covered: set[str],
+    *,
+    supersede: bool,
+) -> tuple[str, list[str]]:
+    """What of ``item`` comes back (its clauses that carry vanished anchors not restored yet
+    this round) and the clauses a candidate superseded (a changed value)."""
     keep: list[str] = []
     retired: list[str] = []
-    for clause in clauses:
-        anchors = extract_anchors(clause, include_markers=False)
-        gone = anchors & lost
-        if gone and any(_changed_value(clause, anchors, gone, new) for new in candidates):
+    reached: set[str] = set()
+    for clause in clauses(item):
+        clause_anchors = extract_anchors(clause, include_markers=False)
+        gone = clause_anchors & lost
+        reached |= gone
+        if not gone:
+            continue
+        if supersede and any(_changed_value(clause, clause_anchors, gone, c) for c in candidates):
             retired.append(clause)
-        else:
+        elif not gone <= covered:
+            covered |= gone
             keep.append(clause)
-    if not retired:
-        return item, []
-    rest = "; ".join(keep)
-    return (rest if extract_anchors(rest, include_markers=False) & lost else ""), retired
+    # An anchor that only the whole bullet gives (it spans a clause break): the whole bullet.
+    spanning = (anchors & lost) - reached - covered
+    if spanning:
+        covered |= anchors & lost
+        return _unmarked(item), retired
+    return _join(keep), retired
 
 
 def settle_vanished_facts(
@@ -145,19 +176,23 @@ def settle_vanished_facts(
     *,
     supersede: bool = True,
 ) -> VanishedFacts:
-    """Restore or retire the old Key Facts bullets whose anchors vanished from the document.
+    """Restore or retire the old Key Facts clauses whose anchors vanished from the document.
 
-    Every old bullet with an anchor (decision markers aside) that appears nowhere in
-    ``new_document`` is either retired — when ``supersede`` is on and a bullet of ``new_body``
-    is the same fact with a changed value — or appended to ``new_body`` as
-    ``- [restored] <bullet>``. An anchor kept anywhere in the new document counts as kept, so a
-    value the model itself moved to Errors & Corrections as superseded is neither.
+    For every old bullet with an anchor (decision markers aside) that appears nowhere in
+    ``new_document``, each clause (split at ``;`` and sentence ends) that carries such an
+    anchor is either retired — when ``supersede`` is on and a bullet of ``new_body`` is the same
+    fact with a changed value — or restored: the restored clauses of a bullet are appended to
+    ``new_body`` together as ``- [restored] <clauses>``. Clauses that kept their anchors are not
+    restored (issue 11: a bullet of eight facts does not come back whole when one vanished),
+    and a vanished anchor is restored once even when several old bullets carried it. An anchor
+    kept anywhere in ``new_document`` counts as kept, so a value the model itself moved to Errors
+    & Corrections as superseded is neither.
 
     Args:
         old_items: The old Key Facts bullets (sentinel lines left out).
         new_body: The accepted Key Facts body.
-        new_document: The whole new document (all seven sections, ``new_body`` included).
-        supersede: Look for changed values (False: restore every vanished bullet).
+        new_document: The durable sections of the new document (``new_body`` included).
+        supersede: Look for changed values (False: restore every vanished clause).
     """
     per_item: list[tuple[str, set[str]]] = []
     for item in old_items:
@@ -170,18 +205,19 @@ def settle_vanished_facts(
     lost = missing_anchors(known, new_document)
     current = section_items(new_body)
     old_keys = {item_key(item) for item in old_items}
-    candidates = [item for item in current if item_key(item) not in old_keys]
+    candidates = [item for item in current if item_key(item) not in old_keys] if supersede else []
     wanted: list[str] = []
     retired: list[str] = []
+    covered: set[str] = set()
     for item, anchors in per_item:
         if not anchors & lost:
             continue
-        if supersede and candidates:
-            item, clauses = _retire(item, lost, candidates)  # noqa: PLW2901
-            retired.extend(f"{SUPERSEDED_PREFIX} {clause}" for clause in clauses)
-            if not item:
-                continue
-        wanted.append(item if item.startswith(RESTORED_MARKER) else f"{RESTORED_MARKER} {item}")
+        text, clauses_retired = _to_restore(
+            item, anchors, lost, candidates, covered, supersede=supersede
+        )
+        retired.extend(f"{SUPERSEDED_PREFIX} {clause}" for clause in clauses_retired)
+        if text:
+            wanted.append(f"{RESTORED_MARKER} {text}")
     seen = {item_key(item) for item in current}
     restored: list[str] = []
     for item in wanted:
@@ -194,3 +230,44 @@ def settle_vanished_facts(
         lines = "\n".join(f"- {item}" for item in restored)
         body = f"{new_body.rstrip()}\n{lines}" if new_body.strip() else lines
     return VanishedFacts(body, tuple(restored), tuple(dict.fromkeys(retired)))
+
+
+def _content_words(text: str) -> set[str]:
+    return {
+        token
+        for token in _tokens(text)
+        if _CJK_RE.match(token) or (len(token) >= 3 and token not in ANCHOR_STOPWORDS)
+    }
+
+
+def salvage_clauses(old_body: str, bullets: Sequence[str]) -> list[str]:
+    """From a rejected UPDATE's new bullets, what the section lacks (issue 11).
+
+    A clause (see :func:`clauses`) is salvaged when it brings an anchor that neither the old
+    body nor an earlier salvaged clause has, or — anchors aside — when at least half of its
+    content words are new. A regrouped consolidation of old facts brings neither and is not
+    appended again. The salvaged clauses of one bullet stay together as one item.
+
+    Args:
+        old_body: The section body before this round.
+        bullets: The UPDATE's bullets that are not already items of ``old_body``.
+    """
+    known_text = old_body
+    known = extract_anchors(old_body, include_markers=False)
+    words = _content_words(old_body)
+    out: list[str] = []
+    for bullet in bullets:
+        keep: list[str] = []
+        for clause in clauses(bullet):
+            anchors = extract_anchors(clause, include_markers=False)
+            fresh = {a for a in anchors - known if not term_in(a, known_text)}
+            clause_words = _content_words(clause)
+            novel = len(clause_words - words) * 2 >= len(clause_words) > 0
+            if fresh or novel:
+                keep.append(clause)
+                known |= anchors
+                known_text = f"{known_text}\n{clause}"
+                words |= clause_words
+        if keep:
+            out.append(_join(keep))
+    return out

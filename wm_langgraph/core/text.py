@@ -33,10 +33,13 @@ from wm_langgraph.core._anchors import (
     extract_anchors,
     missing_anchors,
 )
+from wm_langgraph.core._match import item_present, path_listed, paths_listed, term_in
 from wm_langgraph.core._paths import (
     CJK_CHARS,
+    MAX_PATH_CHARS,
     PATH_EXTENSIONS,
     extract_paths,
+    is_junk,
     is_path_like,
     normalise_path,
     words,
@@ -45,17 +48,23 @@ from wm_langgraph.core._paths import (
 __all__ = [
     "ANCHOR_STOPWORDS",
     "DECISION_MARKERS",
+    "MAX_PATH_CHARS",
     "PATH_EXTENSIONS",
     "TITLE_STOPWORDS",
     "anchor_in_text",
     "contains_cjk",
     "extract_anchors",
     "extract_paths",
+    "is_junk",
     "is_path_like",
+    "item_present",
     "meaningful_words",
     "missing_anchors",
     "normalise_path",
+    "path_listed",
+    "paths_listed",
     "shares_meaningful_word",
+    "term_in",
 ]
 
 
