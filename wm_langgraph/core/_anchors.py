@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 
 from wm_langgraph.core._cjk_entities import cjk_entities
 from wm_langgraph.core._match import term_in
@@ -324,10 +325,9 @@ def extract_anchors(
     ``getUser``, backticked spans); decision markers; capitalised proper nouns of 3+ letters not
     in ``ANCHOR_STOPWORDS``; CJK names and proper nouns (``王小明``, ``招商``, ``田中``,
     ``《三体》`` -> ``三体``; see ``core._cjk_entities``); katakana words; other numbers of
-    2+ digits; constraint and
-    decision phrases (``never push``, ``always open``, ``only read``, ``不要推送``,
-    ``because smooth``, ``decided postgresql``: a negation / obligation / decision marker with
-    the word it governs, see ``core._phrases``).
+    2+ digits; constraint and decision phrases (``never push``, ``always open``,
+    ``only read``, ``不要推送``, ``because smooth``, ``decided postgresql``: a negation /
+    obligation / decision marker with the word it governs, see ``core._phrases``).
 
     Args:
         text: Any text.
@@ -337,6 +337,12 @@ def extract_anchors(
             layer-2 coverage check of a consolidation does not count them: a reworded rule
             must not make a clean consolidation fail; the restore pass does count them).
     """
+    # The guards ask for the anchors of the same bullets and bodies many times a merge.
+    return set(_anchors(text, include_markers, include_phrases))
+
+
+@lru_cache(maxsize=8192)
+def _anchors(text: str, include_markers: bool, include_phrases: bool) -> frozenset[str]:
     anchors: set[str] = set()
     mask = bytearray(len(text))
     for path in extract_paths(text):
@@ -360,7 +366,7 @@ def extract_anchors(
     # and ``never redis``), so they are added without the overlap mask.
     if include_phrases:
         anchors |= phrase_anchors(text)
-    return anchors
+    return frozenset(anchors)
 
 
 def anchor_in_text(anchor: str, text: str, text_anchors: set[str] | None = None) -> bool:

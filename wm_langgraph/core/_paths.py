@@ -138,8 +138,12 @@ def _is_route(named: list[str]) -> bool:
 def is_path_like(token: str) -> bool:
     """Apply the path rule of this module's docstring to one whitespace-free token."""
     text = token.rstrip(_TRAILING_PUNCT)
-    if not text or any(ch.isspace() for ch in text) or is_junk(text):
+    if not text or len(text) > MAX_PATH_CHARS or any(ch.isspace() for ch in text):
         return False
+    return _path_shape(text) and not is_junk(text)
+
+
+def _path_shape(text: str) -> bool:
     if _URL_RE.fullmatch(text) or _WINDOWS_RE.fullmatch(text):
         return True
     segments = text.split("/")

@@ -128,9 +128,14 @@ def _stem(word: str) -> str:
     return word
 
 
+_BY_FIRST: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+for _seq, _kind in _EN_MARKERS:
+    _BY_FIRST.setdefault(_seq[0], []).append((_seq, _kind))
+
+
 def _marker_at(words: list[str], i: int) -> tuple[int, str] | None:
     """(length, class) of the marker starting at ``words[i]``, or None."""
-    for seq, kind in _EN_MARKERS:
+    for seq, kind in _BY_FIRST.get(words[i], ()):
         if tuple(words[i : i + len(seq)]) == seq:
             if kind == "only" and i and words[i - 1] in _NOT_ONLY_AFTER:
                 return None
