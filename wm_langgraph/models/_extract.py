@@ -276,8 +276,8 @@ def extract_findings(turns: list[Turn]) -> Findings:
     language = detect_language(spoken or "\n".join(t.text for t in turns))
     found = Findings(language)
     # What the user said, without injected structure ("### Working Memory"): never a title.
-    said = [(t, without_headers(t.text)) for t in turns if t.role == "user"]
-    requests = [text for _, text in said if text.strip() and not _ACK_RE.match(text)]
+    spoken_by_user = [without_headers(t.text) for t in turns if t.role == "user"]
+    requests = [text for text in spoken_by_user if text.strip() and not _ACK_RE.match(text)]
     if requests:
         found.title = _title_from(requests[0], language)
         latest = [s for s in sentences(requests[-1]) if not _ACK_RE.match(s)]
