@@ -98,7 +98,10 @@ def contains_cjk(text: str) -> bool:
 
 
 def _stem(word: str) -> str:
-    """A crude English stem so that ``migration`` and ``migrating`` compare equal."""
+    """A crude English stem so that ``migration`` and ``migrating`` (and ``retries`` and
+    ``retry``) compare equal."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
     for suffix in ("ations", "ation", "ings", "ing", "ions", "ion", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
             return word[: -len(suffix)]
