@@ -78,7 +78,7 @@ def _faithful() -> str:
 @pytest.mark.parametrize("seed", [1, 2])
 def test_each_anchored_fact_appears_once_under_a_drifting_writer(seed):
     """On main the same run held up to 9 copies of a fact (seeds 1-3: 8, 9, 4), lost 28 facts
-    with seed 1, and grew to 1.8-2.4x the faithful writer's Key Facts (now 1.33x)."""
+    with seed 1, and grew to 1.8-2.4x the faithful writer's Key Facts (now 1.1x)."""
     drifting, faithful = _drift(0.3, seed), _faithful()
     copies = collections.Counter(re.findall(r"FACT-\d{3}", drifting))
     assert set(copies) == {f"FACT-{n:03d}" for n in range(200)}

@@ -29,8 +29,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from wm_langgraph.core._match import term_in
-from wm_langgraph.core._paths import CJK_CHARS
+from wm_langgraph.core._match import item_core, join_texts, term_in, terms_in_texts
+from wm_langgraph.core._paths import CJK_CHARS, words
 from wm_langgraph.core.sections import item_key, section_items
 from wm_langgraph.core.text import ANCHOR_STOPWORDS, extract_anchors, missing_anchors
 
@@ -120,8 +120,9 @@ def _changed_value(old: str, old_anchors: set[str], lost: set[str], new: str) ->
 
 
 def clauses(item: str) -> list[str]:
-    """The clauses of a bullet: split at ``;`` and at sentence ends (marker removed)."""
-    return [c.strip() for c in _CLAUSE_RE.split(_unmarked(item)) if c.strip()]
+    """The clauses of a bullet: split at ``;`` and at sentence ends (restore markers removed,
+    also from clauses that a consolidation joined: ``A; [restored] B``)."""
+    return [_unmarked(c.strip()) for c in _CLAUSE_RE.split(item) if c.strip()]
 
 
 def _join(parts: Sequence[str]) -> str:
@@ -136,35 +137,132 @@ def _join(parts: Sequence[str]) -> str:
     return out
 
 
+_SUPERSEDED_RE = re.compile(r"^(?:\[[^\]\n]*\]\s*)*superseded\b", re.IGNORECASE)
+_NEW_VALUE_RE = re.compile(r"\s*[(（]?\s*(?:changed to|replaced by|now|→|->|=>)", re.IGNORECASE)
+
+
+def _retired_part(clause: str) -> str:
+    """A ``superseded: <old> (changed to <new>)`` record keeps the old fact, not the new one:
+    the current value must be stated as current somewhere else."""
+    if not _SUPERSEDED_RE.match(clause):
+        return clause
+    return _NEW_VALUE_RE.split(clause, maxsplit=1)[0]
+
+
+class _ClauseIndex:
+    """Clauses of some items (one per distinct text), indexed by anchor."""
+
+    def __init__(self, items: Iterable[str]) -> None:
+        distinct: dict[str, str] = {}
+        for item in items:
+            for clause in clauses(item):
+                part = _retired_part(clause)
+                distinct.setdefault(item_core(part), part)
+        self.cores = list(distinct)
+        self.clauses = list(distinct.values())
+        self._where: dict[str, set[int]] = {}
+        for i, clause in enumerate(self.clauses):
+            for anchor in extract_anchors(clause):
+                self._where.setdefault(anchor, set()).add(i)
+        self._looked: set[str] = set()
+        self._words: dict[int, set[str]] = {}
+        self._starts, self._joined = join_texts(self.clauses)
+
+    def _ids(self, anchor: str) -> set[int]:
+        # A literal occurrence the extraction did not give (only looked for when extraction
+        # found the anchor nowhere; missing one makes a restore more likely, never a loss).
+        if anchor not in self._where and anchor not in self._looked:
+            self._looked.add(anchor)
+            self._where[anchor] = terms_in_texts(anchor, self.clauses, self._starts, self._joined)
+        return self._where.get(anchor, set())
+
+    def holding(self, anchors: set[str]) -> set[int]:
+        """The clauses that hold all of ``anchors``."""
+        ids: set[int] | None = None
+        for anchor in anchors:
+            ids = set(self._ids(anchor)) if ids is None else ids & self._ids(anchor)
+            if not ids:
+                return set()
+        return ids or set()
+
+    def words(self, i: int) -> set[str]:
+        if i not in self._words:
+            self._words[i] = _plain_words(self.clauses[i])
+        return self._words[i]
+
+
+class _Keepers:
+    """Is an old fact still held by the new durable sections?"""
+
+    def __init__(self, document: str, old_items: Iterable[str]) -> None:
+        self._new = _ClauseIndex(section_items(document))
+        self._old = _ClauseIndex(old_items)
+        old = set(self._old.cores)
+        self._was_old = {i for i, core in enumerate(self._new.cores) if core in old}
+
+    def holds(self, anchors: set[str], words: set[str]) -> bool:
+        """True when one clause of the new document holds all of ``anchors`` and is the same
+        fact. An old clause (it stood next to this one before, so it is another fact) must
+        have all of ``words``: "Aiko's first driving lesson on 2024-01-08" does not hold
+        "Aiko's chess tournament on 2024-01-08". A clause written this round may reword; when
+        the anchors name several old facts (a person's name) it must share a word of
+        ``words``: "Owen lives in Porto" does not hold "Owen plays drums in a band"."""
+        shared = len(self._old.holding(anchors)) > 1
+        for i in self._new.holding(anchors):
+            held = self._new.words(i)
+            if i in self._was_old:
+                if words <= held:
+                    return True
+            elif not shared or not words or words & held:
+                return True
+        return False
+
+
 def _to_restore(
     item: str,
     anchors: set[str],
     lost: set[str],
-    candidates: Sequence[str],
-    covered: set[str],
+    context: tuple[Sequence[str], _Keepers, list[tuple[set[str], set[str]]]],
     *,
     supersede: bool,
 ) -> tuple[str, list[str]]:
-    """What of ``item`` comes back (its clauses that carry vanished anchors not restored yet
-    this round) and the clauses a candidate superseded (a changed value)."""
+    """What of ``item`` comes back and the clauses a candidate superseded (a changed value).
+
+    A clause has vanished when one of its anchors appears nowhere in the new document, or when
+    no clause of the new document holds its anchors together as the same fact any more
+    (``_Keepers.holds``: "Owen is allergic to peanuts" is not kept by "Aiko is allergic to
+    peanuts" next to another line about Owen). A vanished clause comes back — unless it is
+    the same fact as a clause already restored this round (its anchors and words are within
+    that clause's): two bullets holding one fact give one restore, two facts that share a
+    date both come back.
+    """
+    candidates, keepers, restored = context
     keep: list[str] = []
     retired: list[str] = []
     reached: set[str] = set()
     for clause in clauses(item):
         clause_anchors = extract_anchors(clause, include_markers=False)
         gone = clause_anchors & lost
-        reached |= gone
-        if not gone:
+        reached |= clause_anchors
+        clause_words = _content_words(clause) - _anchor_tokens(clause_anchors)
+        plain = _plain_words(clause) - _anchor_tokens(clause_anchors)
+        if not clause_anchors or (not gone and keepers.holds(clause_anchors, plain)):
             continue
-        if supersede and any(_changed_value(clause, clause_anchors, gone, c) for c in candidates):
+        if (
+            gone
+            and supersede
+            and any(_changed_value(clause, clause_anchors, gone, c) for c in candidates)
+        ):
             retired.append(clause)
-        elif not gone <= covered:
-            covered |= gone
-            keep.append(clause)
+            continue
+        if any(clause_anchors <= a and clause_words <= w for a, w in restored):
+            continue
+        restored.append((clause_anchors, clause_words))
+        keep.append(clause)
     # An anchor that only the whole bullet gives (it spans a clause break): the whole bullet.
-    spanning = (anchors & lost) - reached - covered
+    spanning = (anchors & lost) - reached
     if spanning:
-        covered |= anchors & lost
+        restored.append((anchors, _content_words(item)))
         return _unmarked(item), retired
     return _join(keep), retired
 
@@ -175,6 +273,7 @@ def settle_vanished_facts(
     new_document: str,
     *,
     supersede: bool = True,
+    old_document: str = "",
 ) -> VanishedFacts:
     """Restore or retire the old Key Facts clauses whose anchors vanished from the document.
 
@@ -193,6 +292,8 @@ def settle_vanished_facts(
         new_body: The accepted Key Facts body.
         new_document: The durable sections of the new document (``new_body`` included).
         supersede: Look for changed values (False: restore every vanished clause).
+        old_document: The durable sections of the old document: its clauses are other facts,
+            so one of them keeps a vanished clause only if it also has all of its words.
     """
     per_item: list[tuple[str, set[str]]] = []
     for item in old_items:
@@ -208,13 +309,10 @@ def settle_vanished_facts(
     candidates = [item for item in current if item_key(item) not in old_keys] if supersede else []
     wanted: list[str] = []
     retired: list[str] = []
-    covered: set[str] = set()
+    keepers = _Keepers(new_document, [*old_items, *section_items(old_document)])
+    context = (candidates, keepers, list[tuple[set[str], set[str]]]())
     for item, anchors in per_item:
-        if not anchors & lost:
-            continue
-        text, clauses_retired = _to_restore(
-            item, anchors, lost, candidates, covered, supersede=supersede
-        )
+        text, clauses_retired = _to_restore(item, anchors, lost, context, supersede=supersede)
         retired.extend(f"{SUPERSEDED_PREFIX} {clause}" for clause in clauses_retired)
         if text:
             wanted.append(f"{RESTORED_MARKER} {text}")
@@ -230,6 +328,18 @@ def settle_vanished_facts(
         lines = "\n".join(f"- {item}" for item in restored)
         body = f"{new_body.rstrip()}\n{lines}" if new_body.strip() else lines
     return VanishedFacts(body, tuple(restored), tuple(dict.fromkeys(retired)))
+
+
+_GLUE = words(
+    "the a an and or of to in on at for with by from is are was were be it its this that his "
+    "her their our your my as"
+)
+
+
+def _plain_words(text: str) -> set[str]:
+    """Letter words and CJK bigrams of ``text`` except glue words: what tells "Owen lives in
+    Porto" from "Owen grew up in Porto"."""
+    return {t for t in _tokens(text) if t not in _GLUE}
 
 
 def _content_words(text: str) -> set[str]:

@@ -21,7 +21,9 @@ item, path or anchor is still present goes through here (issue 14: no substring 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable
+from functools import lru_cache
 
 from wm_langgraph.core._paths import extract_paths, normalise_path
 from wm_langgraph.core.sections import section_items
@@ -29,10 +31,12 @@ from wm_langgraph.core.sections import section_items
 __all__ = [
     "item_core",
     "item_present",
+    "join_texts",
     "path_listed",
     "paths_listed",
     "strip_tags",
     "term_in",
+    "terms_in_texts",
 ]
 
 _TAGS_RE = re.compile(r"^(?:\[[^\]\n]{0,40}\][ \t]*)+")
@@ -41,6 +45,7 @@ _LEFT = r"(?<![0-9a-z_])(?<![0-9a-z_][.\-])"
 _RIGHT = r"(?![0-9a-z_])(?![.\-][0-9a-z_])"
 
 
+@lru_cache(maxsize=16384)
 def _collapse(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().casefold()
 
@@ -57,6 +62,7 @@ def item_core(item: str) -> str:
     return text.strip(" \t.;,:!?'\"").strip()
 
 
+@lru_cache(maxsize=16384)
 def _bounded(core: str) -> re.Pattern[str]:
     return re.compile(_LEFT + re.escape(core) + _RIGHT)
 
@@ -69,6 +75,29 @@ def term_in(term: str, text: str) -> bool:
     """
     core = _collapse(term)
     return bool(core) and _bounded(core).search(_collapse(text)) is not None
+
+
+def terms_in_texts(term: str, texts: list[str], starts: list[int], joined: str) -> set[int]:
+    """The indexes of ``texts`` in which ``term`` occurs (:func:`term_in`), found with one
+    search over ``joined`` (the collapsed texts joined by newlines, ``starts`` their offsets;
+    see :func:`join_texts`)."""
+    core = _collapse(term)
+    if not core:
+        return set()
+    return {bisect_right(starts, m.start()) - 1 for m in _bounded(core).finditer(joined)}
+
+
+def join_texts(texts: list[str]) -> tuple[list[int], str]:
+    """Offsets and the joined collapsed form of ``texts`` for :func:`terms_in_texts`."""
+    starts: list[int] = []
+    parts: list[str] = []
+    offset = 0
+    for text in texts:
+        collapsed = _collapse(text)
+        starts.append(offset)
+        parts.append(collapsed)
+        offset += len(collapsed) + 1
+    return starts, "\n".join(parts)
 
 
 def item_present(item: str, candidates: Iterable[str]) -> bool:

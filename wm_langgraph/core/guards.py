@@ -313,7 +313,9 @@ def restore_vanished_facts(
     return settled.body, list(settled.restored)
 
 
-def settle_key_facts(old_body: str, new_body: str, new_document: str) -> VanishedFacts:
+def settle_key_facts(
+    old_body: str, new_body: str, new_document: str, *, old_document: str = ""
+) -> VanishedFacts:
     """After an accepted Key Facts UPDATE: restore vanished bullets, retire changed values.
 
     Like :func:`restore_vanished_facts`, except that an old bullet whose value the new Key
@@ -325,9 +327,12 @@ def settle_key_facts(old_body: str, new_body: str, new_document: str) -> Vanishe
     Args:
         old_body: The Key Facts body before the update.
         new_body: The accepted Key Facts body.
-        new_document: The whole new document (all seven sections, ``new_body`` included).
+        new_document: The durable sections of the new document (``new_body`` included).
+        old_document: The durable sections of the old document (see ``core._facts``).
     """
-    return settle_vanished_facts(_fact_lines(old_body), new_body, new_document)
+    return settle_vanished_facts(
+        _fact_lines(old_body), new_body, new_document, old_document=old_document
+    )
 
 
 def guard_files_context(old_body: str, op: SectionOp) -> GuardOutcome:

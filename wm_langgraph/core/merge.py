@@ -313,7 +313,12 @@ def _restore_key_facts(
     if decision.applied != "UPDATE":
         return
     document = _durable(new_sections)
-    settled = settle_key_facts(old_sections[_KEY_FACTS], new_sections[_KEY_FACTS], document)
+    settled = settle_key_facts(
+        old_sections[_KEY_FACTS],
+        new_sections[_KEY_FACTS],
+        document,
+        old_document=_durable(old_sections),
+    )
     notes: list[str] = []
     if settled.restored:
         new_sections[_KEY_FACTS] = settled.body
