@@ -299,3 +299,17 @@ def test_found5_a_salvaged_partial_update_is_judged_by_the_guards():
     for anchor in ("FACT-017", "Redis 7", "port 5432"):
         assert anchor in _section(text, FACTS)
     assert _section(text, STATE) == "Partial text"
+
+
+def test_a_bullets_anchors_do_not_depend_on_unicode_line_breaks():
+    """Found by the lossy-rewrite property: section_items splits at U+0085 (as splitlines
+    does), so "$\\x850B" was "0 b" in the section but "$0" in the document: a KEEP looked like
+    a lost anchor."""
+    from wm_langgraph.core.text import extract_anchors, missing_anchors
+
+    bullet = "$\x850B"
+    assert extract_anchors(bullet) == extract_anchors("$\n0B")
+    old = _doc(facts=f"- Alice\n- Alice\n- {bullet}")
+    text = merge_working_memory(old, _update(FACTS, "- Alice\n- Alice")).text
+    facts = "\n".join(section_items(parse_working_memory(old)[FACTS]))
+    assert missing_anchors(extract_anchors(facts, include_markers=False), text) == set()

@@ -337,8 +337,14 @@ def extract_anchors(
             layer-2 coverage check of a consolidation does not count them: a reworded rule
             must not make a clean consolidation fail; the restore pass does count them).
     """
+    # Line breaks as str.splitlines() (and so section_items) sees them: a bullet's anchors
+    # must not depend on whether it is read alone or inside its section ("$\x850B").
+    text = text.translate(_LINE_BREAKS)
     # The guards ask for the anchors of the same bullets and bodies many times a merge.
     return set(_anchors(text, include_markers, include_phrases))
+
+
+_LINE_BREAKS = str.maketrans(dict.fromkeys("\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\r", "\n"))
 
 
 @lru_cache(maxsize=8192)

@@ -1,14 +1,19 @@
 """Closing the 30% hole of Key Facts (SPEC §4.3): restore vanished bullets, or retire them.
 
-After an accepted Key Facts UPDATE, an old bullet with an anchor that appears nowhere in the
-new document has vanished. Usually the model dropped it by mistake, and it is restored
-(appended, marked ``[restored]``). But when the new Key Facts holds a bullet that is clearly
-the same fact with a changed value ("DB port 5433" -> "DB port 5432", "Owen lives in Ghent"
--> "Owen lives in Porto"), restoring the old bullet would put the stale value back next to
-the current one. Such a bullet is retired instead: the merge records it in Errors &
-Corrections as ``superseded: <old bullet>`` — visible, nothing lost, and not current. A
-consolidated bullet ("A; B; C") is judged clause by clause: a superseded clause is retired and
-the rest of the bullet is restored if it still has a vanished anchor.
+Everything is judged per clause (a bullet split at ``;`` and sentence ends; issue 11). After an
+accepted Key Facts UPDATE, an old clause has vanished when one of its anchors appears nowhere
+in the durable sections of the new document, or when no clause there holds its anchors
+together as the same fact (see ``_Keepers.holds``). Usually the model dropped it by mistake,
+and it is restored (appended, marked ``[restored]``; the restored clauses of one bullet
+together, a fact held by two old bullets once). But when the new Key Facts holds a bullet
+that is clearly the same fact with a changed value ("DB port 5433" -> "DB port 5432",
+"Owen lives in Ghent" -> "Owen lives in Porto"), restoring the old bullet would put the
+stale value back next to the current one. Such a bullet is retired instead: the merge
+records it in Errors & Corrections as ``superseded: <old clause>`` — visible, nothing lost,
+and not current.
+
+From a rejected UPDATE, :func:`salvage_clauses` appends only the clauses that bring an anchor
+or text the section lacks, so a regrouping of old facts is not appended a second time.
 
 "Clearly the same fact with a changed value" means, for an old bullet ``B`` and a new bullet
 ``N``:

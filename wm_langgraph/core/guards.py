@@ -12,8 +12,9 @@ bounded terms, never a raw substring test. "Kept elsewhere" only counts the
 
 The "30% hole" of the reference is closed by :func:`settle_key_facts`, which the merge calls
 after the whole new document is known: an accepted Key Facts consolidation may reword, but the
-clauses of an old bullet whose anchors appear nowhere in the durable sections of the new
-document come back, marked ``[restored]`` — unless the new Key Facts holds the same fact with a
+clauses of an old bullet that vanished from the durable sections of the new document (an
+anchor appears nowhere, or no clause holds its anchors together as the same fact) come back,
+marked ``[restored]`` — unless the new Key Facts holds the same fact with a
 changed value, in which case the clause is recorded in Errors & Corrections as
 ``superseded: <clause>`` instead. A rejected UPDATE is salvaged clause by clause too: only what
 brings an anchor or text the section lacks is appended.
@@ -21,9 +22,8 @@ brings an anchor or text the section lacks is appended.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 from wm_langgraph.core._facts import (
     RESTORED_MARKER,
@@ -32,11 +32,19 @@ from wm_langgraph.core._facts import (
     salvage_clauses,
     settle_vanished_facts,
 )
-from wm_langgraph.core._match import path_listed, paths_listed
-from wm_langgraph.core._open_issues import DROPPED_MARKER, is_resolved, restore_open_issues
-from wm_langgraph.core._title import judge_title, title_text
-from wm_langgraph.core.sections import item_key, section_items
-from wm_langgraph.core.text import extract_anchors, extract_paths, missing_anchors
+from wm_langgraph.core._open_issues import DROPPED_MARKER, is_resolved
+from wm_langgraph.core._ops import KEEP as _KEEP
+from wm_langgraph.core._ops import GuardOutcome, OpKind, SectionOp, new_items
+from wm_langgraph.core._ops import count as _count
+from wm_langgraph.core._section_guards import (
+    guard_errors_corrections,
+    guard_files_context,
+    guard_open_issues,
+    guard_session_title,
+)
+from wm_langgraph.core._title import title_text
+from wm_langgraph.core.sections import section_items
+from wm_langgraph.core.text import extract_anchors, missing_anchors
 from wm_langgraph.core.tokens import TokenCounter, count_tokens
 
 __all__ = [
@@ -72,8 +80,6 @@ __all__ = [
     "settle_key_facts",
 ]
 
-OpKind = Literal["KEEP", "UPDATE", "APPEND"]
-
 OVERSIZE_BULLETS = 25
 """A section with more bullets than this is oversized (SPEC §2)."""
 OVERSIZE_TOKENS = 1500
@@ -101,26 +107,6 @@ DURABLE_SECTIONS: tuple[str, ...] = (
 """Sections that carry facts forward (owner decision, SPEC §4.6): only these count when a guard
 asks whether an anchor or item is kept elsewhere — never Current State (rewritten every commit)
 or the Session Title."""
-
-
-@dataclass(frozen=True, slots=True)
-class SectionOp:
-    """One section's op: ``KEEP``, ``UPDATE`` with ``content``, or ``APPEND`` with ``items``."""
-
-    kind: OpKind
-    content: str = ""
-    items: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class GuardOutcome:
-    """The op a guard lets through and why ("" when the requested op passes unchanged)."""
-
-    op: SectionOp
-    reason: str = ""
-
-
-_KEEP = SectionOp("KEEP")
 
 
 def has_content(body: str) -> bool:
@@ -158,57 +144,9 @@ def is_emergency(body: str, counter: TokenCounter = count_tokens) -> bool:
     )
 
 
-def new_items(old_body: str, candidates: Iterable[str]) -> list[str]:
-    """The candidates that are not already items of ``old_body`` (whole-item, not substring).
-
-    Order is kept and repeated candidates are kept once. Candidates are compared with
-    :func:`~wm_langgraph.core.sections.item_key`, so "Fact 1" is new next to "Fact 10".
-    """
-    seen = {item_key(item) for item in section_items(old_body)}
-    out: list[str] = []
-    for candidate in candidates:
-        key = item_key(candidate)
-        if key and key not in seen:
-            seen.add(key)
-            out.append(candidate.strip())
-    return out
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 # ----------------------------------------------------------------------------------------------
-# Per-section guards. Each assumes the old body has content (guard_section checks).
+# Key Facts (the other sections' guards live in core._section_guards).
 # ----------------------------------------------------------------------------------------------
-
-
-def guard_session_title(
-    old_body: str, op: SectionOp, *, conversation: str | None = None, old_document: str = ""
-) -> GuardOutcome:
-    """SPEC §4.1 with issues 14/15: title stability, one line, grounded in the conversation.
-
-    An UPDATE sharing no meaningful word (CJK: no bigram) with the old title is rejected; an
-    old title without meaningful words accepts any UPDATE. The old title is read by its words
-    even when written as a heading. APPEND is refused when there is a title (an empty title
-    takes the first appended line). With ``conversation`` (the folded messages), a new title
-    must also share a meaningful word with the conversation or ``old_document``.
-    """
-    if op.kind not in {"UPDATE", "APPEND"}:
-        return GuardOutcome(op)
-    new, reason = judge_title(
-        old_body,
-        op.kind,
-        op.content,
-        op.items,
-        conversation=conversation,
-        old_document=old_document,
-    )
-    if new is None:
-        return GuardOutcome(_KEEP, reason)
-    if op.kind == "UPDATE" and new == op.content.strip():
-        return GuardOutcome(op, reason)
-    return GuardOutcome(SectionOp("UPDATE", content=new), reason or "title written as one line")
 
 
 def _salvage(old_body: str, op: SectionOp, why: str, *, emergency: bool) -> GuardOutcome:
@@ -333,68 +271,6 @@ def settle_key_facts(
     return settle_vanished_facts(
         _fact_lines(old_body), new_body, new_document, old_document=old_document
     )
-
-
-def guard_files_context(old_body: str, op: SectionOp) -> GuardOutcome:
-    """SPEC §4.4: an UPDATE that loses an old path is rejected; KEEP the old body and APPEND
-    the paths the UPDATE introduced (its own line for each, else ``<path> (newly referenced)``).
-
-    Paths are compared at path boundaries (``src/a.py`` keeps ``a.py``; ``src/data.py`` does
-    not). Only real paths are protected: an entry that is not a path (a base64 blob, a digest,
-    a route) is not, so an UPDATE may drop it.
-    """
-    if op.kind != "UPDATE":
-        return GuardOutcome(op)
-    old_paths = extract_paths(old_body)
-    kept = paths_listed(old_paths, op.content)
-    lost = [path for path, ok in zip(old_paths, kept, strict=True) if not ok]
-    if not lost:
-        return GuardOutcome(op)
-    new_paths = extract_paths(op.content)
-    introduced = [
-        path
-        for path, ok in zip(new_paths, paths_listed(new_paths, old_body), strict=True)
-        if not ok
-    ]
-    lines: list[str] = []
-    new_lines = section_items(op.content)
-    for path in introduced:
-        own = next((line for line in new_lines if path_listed(path, line)), None)
-        lines.append(own if own is not None else f"{path} (newly referenced)")
-    fresh = new_items(old_body, lines)
-    why = f"rejected UPDATE: it drops {_count(len(lost), 'path')} ({', '.join(lost[:5])})"
-    if not fresh:
-        return GuardOutcome(_KEEP, why)
-    reason = f"{why}; appended {_count(len(fresh), 'newly referenced path line')}"
-    return GuardOutcome(SectionOp("APPEND", items=tuple(fresh)), reason)
-
-
-def guard_errors_corrections(old_body: str, op: SectionOp) -> GuardOutcome:
-    """SPEC §4.5: append-only. UPDATE becomes an APPEND of its new items; none new -> KEEP."""
-    if op.kind != "UPDATE":
-        return GuardOutcome(op)
-    fresh = new_items(old_body, section_items(op.content))
-    if not fresh:
-        return GuardOutcome(_KEEP, "append-only section: UPDATE has no new items")
-    reason = f"append-only section: UPDATE demoted to APPEND of {_count(len(fresh), 'new item')}"
-    return GuardOutcome(SectionOp("APPEND", items=tuple(fresh)), reason)
-
-
-def guard_open_issues(old_body: str, op: SectionOp, *, errors: str = "") -> GuardOutcome:
-    """SPEC §4.6 (owner decision): an open item leaves only by resolution.
-
-    An old item the UPDATE no longer holds (whole-item match) is restored as
-    ``- [silently dropped, restored] <item>``, every time, with the marker written once. It may
-    leave when it was marked ``[resolved]`` (or ``[done]``, ``[fixed]`` …) in the old body, or
-    when the new Errors & Corrections (``errors``) holds it (moved there as a fix). A restore
-    marker the model wrote itself is removed. See ``core._open_issues``.
-    """
-    if op.kind != "UPDATE":
-        return GuardOutcome(op)
-    content, reason = restore_open_issues(old_body, op.content, errors)
-    if content == op.content:
-        return GuardOutcome(op, reason)
-    return GuardOutcome(SectionOp("UPDATE", content=content), reason)
 
 
 def _no_guard(old_body: str, op: SectionOp) -> GuardOutcome:
