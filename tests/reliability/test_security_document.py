@@ -100,13 +100,16 @@ def test_open_issue_cannot_be_laundered_with_a_forged_restore_marker():
     assert issue in _section(text, "Open Issues")
 
 
-def test_a_genuine_restore_marker_still_lets_the_model_drop_the_item_later():
+def test_a_genuine_restore_marker_does_not_let_the_model_drop_the_item_later():
     issue = "deploy blocked by the TLS certificate expiring on 2024-04-01"
     drop = {"Open Issues": {"op": "UPDATE", "content": "- all good"}}
     text = merge_working_memory(BASE, drop).text  # the guard restores it, marked
     assert f"[silently dropped, restored] {issue}" in _section(text, "Open Issues")
-    text = merge_working_memory(text, drop).text  # dropped again: let go (SPEC §4.6)
-    assert issue not in _section(text, "Open Issues")
+    text = merge_working_memory(text, drop).text  # dropped again: restored again (SPEC §4.6)
+    assert _section(text, "Open Issues").count(f"[silently dropped, restored] {issue}") == 1
+    resolve = {"Open Issues": {"op": "UPDATE", "content": f"- all good\n- [resolved] {issue}"}}
+    text = merge_working_memory(merge_working_memory(text, resolve).text, drop).text
+    assert issue not in _section(text, "Open Issues")  # resolved, then removed: let go
 
 
 def test_open_issue_marker_on_another_item_does_not_excuse_a_drop():

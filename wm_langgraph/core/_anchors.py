@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 
+from wm_langgraph.core._cjk_entities import cjk_entities
+from wm_langgraph.core._match import term_in
 from wm_langgraph.core._paths import CJK_CHARS, extract_paths, normalise_path, words
 from wm_langgraph.core._phrases import phrase_anchors
 
@@ -320,10 +323,11 @@ def extract_anchors(
     ``3个月``, ``5%``); keyword numbers (``port 5432``, ``http 429``, ``#42``); identifiers with
     digits (``fact-017``, ``v2.3.1``); code identifiers (``DATABASE_URL``, ``parse_config``,
     ``getUser``, backticked spans); decision markers; capitalised proper nouns of 3+ letters not
-    in ``ANCHOR_STOPWORDS``; katakana words; other numbers of 2+ digits; constraint and
-    decision phrases (``never push``, ``always open``, ``only read``, ``不要推送``,
-    ``because smooth``, ``decided postgresql``: a negation / obligation / decision marker with
-    the word it governs, see ``core._phrases``).
+    in ``ANCHOR_STOPWORDS``; CJK names and proper nouns (``王小明``, ``招商``, ``田中``,
+    ``《三体》`` -> ``三体``; see ``core._cjk_entities``); katakana words; other numbers of
+    2+ digits; constraint and decision phrases (``never push``, ``always open``,
+    ``only read``, ``不要推送``, ``because smooth``, ``decided postgresql``: a negation /
+    obligation / decision marker with the word it governs, see ``core._phrases``).
 
     Args:
         text: Any text.
@@ -333,6 +337,18 @@ def extract_anchors(
             layer-2 coverage check of a consolidation does not count them: a reworded rule
             must not make a clean consolidation fail; the restore pass does count them).
     """
+    # Line breaks as str.splitlines() (and so section_items) sees them: a bullet's anchors
+    # must not depend on whether it is read alone or inside its section ("$\x850B").
+    text = text.translate(_LINE_BREAKS)
+    # The guards ask for the anchors of the same bullets and bodies many times a merge.
+    return set(_anchors(text, include_markers, include_phrases))
+
+
+_LINE_BREAKS = str.maketrans(dict.fromkeys("\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\r", "\n"))
+
+
+@lru_cache(maxsize=8192)
+def _anchors(text: str, include_markers: bool, include_phrases: bool) -> frozenset[str]:
     anchors: set[str] = set()
     mask = bytearray(len(text))
     for path in extract_paths(text):
@@ -350,15 +366,18 @@ def extract_anchors(
             mask[start:end] = b"\x01" * (end - start)
             if include_markers or value not in DECISION_MARKERS:
                 anchors.add(value)
+    # CJK names and proper nouns (core._cjk_entities) overlap other CJK anchors' text.
+    anchors |= cjk_entities(text)
     # Phrases overlap other anchors' text on purpose ("never use Redis" gives both ``redis``
     # and ``never redis``), so they are added without the overlap mask.
     if include_phrases:
         anchors |= phrase_anchors(text)
-    return anchors
+    return frozenset(anchors)
 
 
 def anchor_in_text(anchor: str, text: str, text_anchors: set[str] | None = None) -> bool:
-    """True when ``anchor`` is among the anchors of ``text`` or appears in it literally.
+    """True when ``anchor`` is among the anchors of ``text`` or appears in it as a bounded term
+    (``core._match.term_in``: not inside a longer word, number, version or file name).
 
     Args:
         anchor: A canonical anchor from :func:`extract_anchors`.
@@ -366,21 +385,11 @@ def anchor_in_text(anchor: str, text: str, text_anchors: set[str] | None = None)
         text_anchors: ``extract_anchors(text)`` when the caller already has it.
     """
     found = extract_anchors(text) if text_anchors is None else text_anchors
-    if anchor in found:
-        return True
-    pattern = r"(?<![0-9a-z_])" + re.escape(anchor) + r"(?![0-9a-z_])"
-    return re.search(pattern, _collapse(text)) is not None
+    return anchor in found or term_in(anchor, text)
 
 
 def missing_anchors(anchors: Iterable[str], text: str) -> set[str]:
     """The anchors of ``anchors`` that do not appear in ``text`` (see :func:`anchor_in_text`)."""
     found = extract_anchors(text)
     collapsed = _collapse(text)
-    missing: set[str] = set()
-    for anchor in anchors:
-        if anchor in found:
-            continue
-        pattern = r"(?<![0-9a-z_])" + re.escape(anchor) + r"(?![0-9a-z_])"
-        if re.search(pattern, collapsed) is None:
-            missing.add(anchor)
-    return missing
+    return {anchor for anchor in anchors if anchor not in found and not term_in(anchor, collapsed)}

@@ -1,14 +1,19 @@
 """Closing the 30% hole of Key Facts (SPEC §4.3): restore vanished bullets, or retire them.
 
-After an accepted Key Facts UPDATE, an old bullet with an anchor that appears nowhere in the
-new document has vanished. Usually the model dropped it by mistake, and it is restored
-(appended, marked ``[restored]``). But when the new Key Facts holds a bullet that is clearly
-the same fact with a changed value ("DB port 5433" -> "DB port 5432", "Owen lives in Ghent"
--> "Owen lives in Porto"), restoring the old bullet would put the stale value back next to
-the current one. Such a bullet is retired instead: the merge records it in Errors &
-Corrections as ``superseded: <old bullet>`` — visible, nothing lost, and not current. A
-consolidated bullet ("A; B; C") is judged clause by clause: a superseded clause is retired and
-the rest of the bullet is restored if it still has a vanished anchor.
+Everything is judged per clause (a bullet split at ``;`` and sentence ends; issue 11). After an
+accepted Key Facts UPDATE, an old clause has vanished when one of its anchors appears nowhere
+in the durable sections of the new document, or when no clause there holds its anchors
+together as the same fact (see ``_Keepers.holds``). Usually the model dropped it by mistake,
+and it is restored (appended, marked ``[restored]``; the restored clauses of one bullet
+together, a fact held by two old bullets once). But when the new Key Facts holds a bullet
+that is clearly the same fact with a changed value ("DB port 5433" -> "DB port 5432",
+"Owen lives in Ghent" -> "Owen lives in Porto"), restoring the old bullet would put the
+stale value back next to the current one. Such a bullet is retired instead: the merge
+records it in Errors & Corrections as ``superseded: <old clause>`` — visible, nothing lost,
+and not current.
+
+From a rejected UPDATE, :func:`salvage_clauses` appends only the clauses that bring an anchor
+or text the section lacks, so a regrouping of old facts is not appended a second time.
 
 "Clearly the same fact with a changed value" means, for an old bullet ``B`` and a new bullet
 ``N``:
@@ -29,15 +34,18 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from wm_langgraph.core._paths import CJK_CHARS
+from wm_langgraph.core._match import item_core, join_texts, term_in, terms_in_texts
+from wm_langgraph.core._paths import CJK_CHARS, words
 from wm_langgraph.core.sections import item_key, section_items
-from wm_langgraph.core.text import extract_anchors, missing_anchors
+from wm_langgraph.core.text import ANCHOR_STOPWORDS, extract_anchors, missing_anchors
 
 __all__ = [
     "RESTORED_MARKER",
     "SUPERSEDED_PREFIX",
     "SUPERSEDE_MIN_OVERLAP",
     "VanishedFacts",
+    "clauses",
+    "salvage_clauses",
     "settle_vanished_facts",
 ]
 
@@ -51,7 +59,7 @@ the same fact with a changed value."""
 
 _TOKEN_RE = re.compile(rf"[a-z]+|[{CJK_CHARS}]+")
 _CJK_RE = re.compile(rf"[{CJK_CHARS}]")
-_CLAUSE_RE = re.compile(r";\s+|；")
+_CLAUSE_RE = re.compile(r";\s+|；|(?<=[.!?])\s+(?=\S)|(?<=[。！？])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,26 +124,152 @@ def _changed_value(old: str, old_anchors: set[str], lost: set[str], new: str) ->
     return len(before & after) / len(union) >= SUPERSEDE_MIN_OVERLAP
 
 
-def _retire(item: str, lost: set[str], candidates: Sequence[str]) -> tuple[str, list[str]]:
-    """Split ``item`` into what is still to restore and the clauses a candidate superseded.
+def clauses(item: str) -> list[str]:
+    """The clauses of a bullet: split at ``;`` and at sentence ends (restore markers removed,
+    also from clauses that a consolidation joined: ``A; [restored] B``)."""
+    return [_unmarked(c.strip()) for c in _CLAUSE_RE.split(item) if c.strip()]
 
-    A consolidated bullet ("A; B; C") is judged clause by clause, so that one changed value
-    inside it is retired without restoring the stale clause next to its new value.
+
+def _join(parts: Sequence[str]) -> str:
+    out = ""
+    for part in parts:
+        if not out:
+            out = part
+        elif out.endswith((".", "!", "?", "。", "！", "？")):
+            out = f"{out} {part}"
+        else:
+            out = f"{out}; {part}"
+    return out
+
+
+_SUPERSEDED_RE = re.compile(r"^(?:\[[^\]\n]*\]\s*)*superseded\b", re.IGNORECASE)
+_NEW_VALUE_RE = re.compile(r"\s*[(（]?\s*(?:changed to|replaced by|now|→|->|=>)", re.IGNORECASE)
+
+
+def _retired_part(clause: str) -> str:
+    """A ``superseded: <old> (changed to <new>)`` record keeps the old fact, not the new one:
+    the current value must be stated as current somewhere else."""
+    if not _SUPERSEDED_RE.match(clause):
+        return clause
+    return _NEW_VALUE_RE.split(clause, maxsplit=1)[0]
+
+
+class _ClauseIndex:
+    """Clauses of some items (one per distinct text), indexed by anchor."""
+
+    def __init__(self, items: Iterable[str]) -> None:
+        distinct: dict[str, str] = {}
+        for item in items:
+            for clause in clauses(item):
+                part = _retired_part(clause)
+                distinct.setdefault(item_core(part), part)
+        self.cores = list(distinct)
+        self.clauses = list(distinct.values())
+        self._where: dict[str, set[int]] = {}
+        for i, clause in enumerate(self.clauses):
+            for anchor in extract_anchors(clause):
+                self._where.setdefault(anchor, set()).add(i)
+        self._looked: set[str] = set()
+        self._words: dict[int, set[str]] = {}
+        self._starts, self._joined = join_texts(self.clauses)
+
+    def _ids(self, anchor: str) -> set[int]:
+        # A literal occurrence the extraction did not give (only looked for when extraction
+        # found the anchor nowhere; missing one makes a restore more likely, never a loss).
+        if anchor not in self._where and anchor not in self._looked:
+            self._looked.add(anchor)
+            self._where[anchor] = terms_in_texts(anchor, self.clauses, self._starts, self._joined)
+        return self._where.get(anchor, set())
+
+    def holding(self, anchors: set[str]) -> set[int]:
+        """The clauses that hold all of ``anchors``."""
+        ids: set[int] | None = None
+        for anchor in anchors:
+            ids = set(self._ids(anchor)) if ids is None else ids & self._ids(anchor)
+            if not ids:
+                return set()
+        return ids or set()
+
+    def words(self, i: int) -> set[str]:
+        if i not in self._words:
+            self._words[i] = _plain_words(self.clauses[i])
+        return self._words[i]
+
+
+class _Keepers:
+    """Is an old fact still held by the new durable sections?"""
+
+    def __init__(self, document: str, old_items: Iterable[str]) -> None:
+        self._new = _ClauseIndex(section_items(document))
+        self._old = _ClauseIndex(old_items)
+        old = set(self._old.cores)
+        self._was_old = {i for i, core in enumerate(self._new.cores) if core in old}
+
+    def holds(self, anchors: set[str], words: set[str]) -> bool:
+        """True when one clause of the new document holds all of ``anchors`` and is the same
+        fact. An old clause (it stood next to this one before, so it is another fact) must
+        have all of ``words``: "Aiko's first driving lesson on 2024-01-08" does not hold
+        "Aiko's chess tournament on 2024-01-08". A clause written this round may reword; when
+        the anchors name several old facts (a person's name) it must share a word of
+        ``words``: "Owen lives in Porto" does not hold "Owen plays drums in a band"."""
+        shared = len(self._old.holding(anchors)) > 1
+        for i in self._new.holding(anchors):
+            held = self._new.words(i)
+            if i in self._was_old:
+                if words <= held:
+                    return True
+            elif not shared or not words or words & held:
+                return True
+        return False
+
+
+def _to_restore(
+    item: str,
+    anchors: set[str],
+    lost: set[str],
+    context: tuple[Sequence[str], _Keepers, list[tuple[set[str], set[str]]]],
+    *,
+    supersede: bool,
+) -> tuple[str, list[str]]:
+    """What of ``item`` comes back and the clauses a candidate superseded (a changed value).
+
+    A clause has vanished when one of its anchors appears nowhere in the new document, or when
+    no clause of the new document holds its anchors together as the same fact any more
+    (``_Keepers.holds``: "Owen is allergic to peanuts" is not kept by "Aiko is allergic to
+    peanuts" next to another line about Owen). A vanished clause comes back — unless it is
+    the same fact as a clause already restored this round (its anchors and words are within
+    that clause's): two bullets holding one fact give one restore, two facts that share a
+    date both come back.
     """
-    clauses = [c.strip() for c in _CLAUSE_RE.split(_unmarked(item)) if c.strip()]
+    candidates, keepers, restored = context
     keep: list[str] = []
     retired: list[str] = []
-    for clause in clauses:
-        anchors = extract_anchors(clause, include_markers=False)
-        gone = anchors & lost
-        if gone and any(_changed_value(clause, anchors, gone, new) for new in candidates):
+    reached: set[str] = set()
+    for clause in clauses(item):
+        clause_anchors = extract_anchors(clause, include_markers=False)
+        gone = clause_anchors & lost
+        reached |= clause_anchors
+        clause_words = _content_words(clause) - _anchor_tokens(clause_anchors)
+        plain = _plain_words(clause) - _anchor_tokens(clause_anchors)
+        if not clause_anchors or (not gone and keepers.holds(clause_anchors, plain)):
+            continue
+        if (
+            gone
+            and supersede
+            and any(_changed_value(clause, clause_anchors, gone, c) for c in candidates)
+        ):
             retired.append(clause)
-        else:
-            keep.append(clause)
-    if not retired:
-        return item, []
-    rest = "; ".join(keep)
-    return (rest if extract_anchors(rest, include_markers=False) & lost else ""), retired
+            continue
+        if any(clause_anchors <= a and clause_words <= w for a, w in restored):
+            continue
+        restored.append((clause_anchors, clause_words))
+        keep.append(clause)
+    # An anchor that only the whole bullet gives (it spans a clause break): the whole bullet.
+    spanning = (anchors & lost) - reached
+    if spanning:
+        restored.append((anchors, _content_words(item)))
+        return _unmarked(item), retired
+    return _join(keep), retired
 
 
 def settle_vanished_facts(
@@ -144,20 +278,27 @@ def settle_vanished_facts(
     new_document: str,
     *,
     supersede: bool = True,
+    old_document: str = "",
 ) -> VanishedFacts:
-    """Restore or retire the old Key Facts bullets whose anchors vanished from the document.
+    """Restore or retire the old Key Facts clauses whose anchors vanished from the document.
 
-    Every old bullet with an anchor (decision markers aside) that appears nowhere in
-    ``new_document`` is either retired — when ``supersede`` is on and a bullet of ``new_body``
-    is the same fact with a changed value — or appended to ``new_body`` as
-    ``- [restored] <bullet>``. An anchor kept anywhere in the new document counts as kept, so a
-    value the model itself moved to Errors & Corrections as superseded is neither.
+    For every old bullet with an anchor (decision markers aside) that appears nowhere in
+    ``new_document``, each clause (split at ``;`` and sentence ends) that carries such an
+    anchor is either retired — when ``supersede`` is on and a bullet of ``new_body`` is the same
+    fact with a changed value — or restored: the restored clauses of a bullet are appended to
+    ``new_body`` together as ``- [restored] <clauses>``. Clauses that kept their anchors are not
+    restored (issue 11: a bullet of eight facts does not come back whole when one vanished),
+    and a vanished anchor is restored once even when several old bullets carried it. An anchor
+    kept anywhere in ``new_document`` counts as kept, so a value the model itself moved to Errors
+    & Corrections as superseded is neither.
 
     Args:
         old_items: The old Key Facts bullets (sentinel lines left out).
         new_body: The accepted Key Facts body.
-        new_document: The whole new document (all seven sections, ``new_body`` included).
-        supersede: Look for changed values (False: restore every vanished bullet).
+        new_document: The durable sections of the new document (``new_body`` included).
+        supersede: Look for changed values (False: restore every vanished clause).
+        old_document: The durable sections of the old document: its clauses are other facts,
+            so one of them keeps a vanished clause only if it also has all of its words.
     """
     per_item: list[tuple[str, set[str]]] = []
     for item in old_items:
@@ -170,18 +311,16 @@ def settle_vanished_facts(
     lost = missing_anchors(known, new_document)
     current = section_items(new_body)
     old_keys = {item_key(item) for item in old_items}
-    candidates = [item for item in current if item_key(item) not in old_keys]
+    candidates = [item for item in current if item_key(item) not in old_keys] if supersede else []
     wanted: list[str] = []
     retired: list[str] = []
+    keepers = _Keepers(new_document, [*old_items, *section_items(old_document)])
+    context = (candidates, keepers, list[tuple[set[str], set[str]]]())
     for item, anchors in per_item:
-        if not anchors & lost:
-            continue
-        if supersede and candidates:
-            item, clauses = _retire(item, lost, candidates)  # noqa: PLW2901
-            retired.extend(f"{SUPERSEDED_PREFIX} {clause}" for clause in clauses)
-            if not item:
-                continue
-        wanted.append(item if item.startswith(RESTORED_MARKER) else f"{RESTORED_MARKER} {item}")
+        text, clauses_retired = _to_restore(item, anchors, lost, context, supersede=supersede)
+        retired.extend(f"{SUPERSEDED_PREFIX} {clause}" for clause in clauses_retired)
+        if text:
+            wanted.append(f"{RESTORED_MARKER} {text}")
     seen = {item_key(item) for item in current}
     restored: list[str] = []
     for item in wanted:
@@ -194,3 +333,56 @@ def settle_vanished_facts(
         lines = "\n".join(f"- {item}" for item in restored)
         body = f"{new_body.rstrip()}\n{lines}" if new_body.strip() else lines
     return VanishedFacts(body, tuple(restored), tuple(dict.fromkeys(retired)))
+
+
+_GLUE = words(
+    "the a an and or of to in on at for with by from is are was were be it its this that his "
+    "her their our your my as"
+)
+
+
+def _plain_words(text: str) -> set[str]:
+    """Letter words and CJK bigrams of ``text`` except glue words: what tells "Owen lives in
+    Porto" from "Owen grew up in Porto"."""
+    return {t for t in _tokens(text) if t not in _GLUE}
+
+
+def _content_words(text: str) -> set[str]:
+    return {
+        token
+        for token in _tokens(text)
+        if _CJK_RE.match(token) or (len(token) >= 3 and token not in ANCHOR_STOPWORDS)
+    }
+
+
+def salvage_clauses(old_body: str, bullets: Sequence[str]) -> list[str]:
+    """From a rejected UPDATE's new bullets, what the section lacks (issue 11).
+
+    A clause (see :func:`clauses`) is salvaged when it brings an anchor that neither the old
+    body nor an earlier salvaged clause has, or — anchors aside — when at least half of its
+    content words are new. A regrouped consolidation of old facts brings neither and is not
+    appended again. The salvaged clauses of one bullet stay together as one item.
+
+    Args:
+        old_body: The section body before this round.
+        bullets: The UPDATE's bullets that are not already items of ``old_body``.
+    """
+    known_text = old_body
+    known = extract_anchors(old_body, include_markers=False)
+    words = _content_words(old_body)
+    out: list[str] = []
+    for bullet in bullets:
+        keep: list[str] = []
+        for clause in clauses(bullet):
+            anchors = extract_anchors(clause, include_markers=False)
+            fresh = {a for a in anchors - known if not term_in(a, known_text)}
+            clause_words = _content_words(clause)
+            novel = len(clause_words - words) * 2 >= len(clause_words) > 0
+            if fresh or novel:
+                keep.append(clause)
+                known |= anchors
+                known_text = f"{known_text}\n{clause}"
+                words |= clause_words
+        if keep:
+            out.append(_join(keep))
+    return out

@@ -4,6 +4,7 @@ whose docstring states the rule."""
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 CJK_CHARS = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 """Character-class ranges of Chinese, Japanese and Korean script (for use inside ``[...]``)."""
@@ -37,6 +38,30 @@ _KNOWN_DIRS = words(
     config configs conf scripts script build dist pkg packages cmd internal vendor
     node_modules public static assets templates include examples notebooks prompts migrations
     tools bench benchmarks data .github .ci .vscode"""
+)
+# First segments of absolute paths on real file systems and in containers. An absolute shape
+# without a file name whose first segment is none of these (and that looks like an API route)
+# is a route, not a path (issue 15: "/healthz", "/orders/1").
+_ROOT_DIRS = words(
+    """etc usr var tmp home opt srv bin sbin lib lib64 mnt media proc sys dev root run boot
+    private nix snap workspace workspaces app code work data repo repos project projects src
+    build dist out github builds cygdrive Users Volumes Library Applications System"""
+)
+_ROUTE_HEADS = words(
+    """api apis graphql rest rpc auth oauth oauth2 login logout signin signup health healthz
+    livez readyz metrics status ping webhooks webhook callback"""
+)
+_ROUTE_SEGMENT_RE = re.compile(r"\d+|v\d+(?:\.\d+)?|\{[^}/]*\}|:[A-Za-z_]\w*|\*")
+MAX_PATH_CHARS = 300
+"""A token longer than this is never a path (an entry is a path, not a payload)."""
+_HEX_RUN_RE = re.compile(
+    r"(?<![0-9a-f])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{16,}(?![0-9a-f])", re.I
+)
+_UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+_RUN_RE = re.compile(r"[A-Za-z0-9+=]+")
+_KEY_RE = re.compile(
+    r"(?:^|[/@])(?:sk|pk|rk)-[A-Za-z0-9_\-]{16,}|(?:^|/)(?:gh[pousr]|glpat|xox[abprs])[_\-][A-Za-z0-9_\-]{16,}"
+    r"|AKIA[0-9A-Z]{16}|(?:^|[/.])eyJ[A-Za-z0-9_\-]{8,}"
 )
 _CJK_PUNCT = r"\u3000-\u303f\uff00-\uffef"
 _URL_RE = re.compile(
@@ -73,11 +98,52 @@ def _has_extension(segment: str) -> bool:
     return ext.casefold() in PATH_EXTENSIONS and bool(re.search(r"[\w]", stem))
 
 
+def _random_run(run: str) -> bool:
+    """A run of letters and digits that no one would type: base64, a key, a digest."""
+    if len(run) >= 64:
+        return True
+    if len(run) < 25:
+        return False
+    digits = sum(ch.isdigit() for ch in run)
+    rises = sum(1 for a, b in pairwise(run) if a.islower() and b.isupper())
+    return digits >= 3 or rises >= 6 or "+" in run or "=" in run.rstrip("=")
+
+
+def is_junk(token: str) -> bool:
+    """True for a token that is data, not a path: base64-like runs, hex digests, UUIDs, keys
+    and tokens, or anything longer than :data:`MAX_PATH_CHARS` (issue 11)."""
+    if len(token) > MAX_PATH_CHARS:
+        return True
+    if _URL_RE.fullmatch(token):
+        return any(len(run) >= 64 for run in _RUN_RE.findall(token))
+    if _HEX_RUN_RE.search(token) or _UUID_RE.search(token) or _KEY_RE.search(token):
+        return True
+    if any(_random_run(run) for run in _RUN_RE.findall(token)):
+        return True
+    if _has_extension(token.rsplit("/", maxsplit=1)[-1]):
+        return False
+    joined = "".join(_RUN_RE.findall(token))
+    return len(joined) >= 30 and _random_run(joined)
+
+
+def _is_route(named: list[str]) -> bool:
+    """An absolute shape that reads as an API route rather than a file-system path."""
+    if named[0] in _ROOT_DIRS:
+        return False
+    if len(named) < 3 or named[0].casefold() in _ROUTE_HEADS:
+        return True
+    return any(_ROUTE_SEGMENT_RE.fullmatch(segment) for segment in named)
+
+
 def is_path_like(token: str) -> bool:
     """Apply the path rule of this module's docstring to one whitespace-free token."""
     text = token.rstrip(_TRAILING_PUNCT)
-    if not text or any(ch.isspace() for ch in text):
+    if not text or len(text) > MAX_PATH_CHARS or any(ch.isspace() for ch in text):
         return False
+    return _path_shape(text) and not is_junk(text)
+
+
+def _path_shape(text: str) -> bool:
     if _URL_RE.fullmatch(text) or _WINDOWS_RE.fullmatch(text):
         return True
     segments = text.split("/")
@@ -88,8 +154,16 @@ def is_path_like(token: str) -> bool:
     named = [s for s in segments if s not in ("", ".", "..", "~")]
     if not named:
         return False
-    if text.startswith(("/", "./", "../", "~/")) or text.endswith("/"):
-        return any(len(segment) > 1 for segment in named)  # not a format spec like "%d/"
+    if not any(len(segment) > 1 for segment in named):
+        return False  # not a format spec like "%d/"
+    if text.startswith(("./", "../", "~/")):
+        return True
+    if text.startswith("/"):
+        return not _is_route(named)
+    if len(named) == 1:
+        return False  # a bare "tests/" names a directory in passing, not a file
+    if text.endswith("/"):
+        return True
     if len(named) >= 3:
         return True
     if named[0].casefold() in _KNOWN_DIRS:
@@ -100,6 +174,12 @@ def is_path_like(token: str) -> bool:
         if re.search(r"\d", segment) and re.search(r"[^\W\d_]", segment):
             return True
     return False
+
+
+def _is_markup(text: str, match: re.Match[str]) -> bool:
+    """A fragment of a tag (``/td`` of ``</td>``) or of a ``blob:`` / ``data:`` URL."""
+    before = text[max(0, match.start() - 5) : match.start()]
+    return before.endswith(("<", "blob:", "data:"))
 
 
 def _is_attribute(text: str, match: re.Match[str]) -> bool:
@@ -141,13 +221,15 @@ def extract_paths(text: str) -> list[str]:
     hits: list[tuple[int, str]] = []
     for regex in (_URL_RE, _WINDOWS_RE):
         for match in regex.finditer(text):
-            hits.append((match.start(), match.group()))
             spans.append(match.span())
+            if not _is_markup(text, match) and not is_junk(match.group().rstrip(_TRAILING_PUNCT)):
+                hits.append((match.start(), match.group()))
     for match in _TOKEN_RE.finditer(text):
         if any(start <= match.start() < end for start, end in spans):
             continue
         if (
             is_path_like(match.group())
+            and not _is_markup(text, match)
             and not _is_attribute(text, match)
             and not _is_module_name(text, match)
         ):

@@ -10,7 +10,7 @@ ordinary rewording keeps it:
 * obligation: always, must, have to, has to -> ``always``
 * restriction: only (not "the only", "not only", "if only") -> ``only``
 * avoidance and allergy: avoid(s), allergic to -> ``avoid`` / ``allergic``
-* Chinese: 不要/不能/不许/不准/不得/不可以/禁止/千万别 -> ``不要``; 必须/务必/一定 -> ``必须``;
+* Chinese: 不要/不能/不许/不准/不得/不可以/禁止/千万别/别 -> ``不要``; 必须/务必/一定 -> ``必须``;
   只能/只可以 -> ``只能`` (Japanese 必ず -> ``必須``), followed by the next two CJK characters
   or the next ASCII word.
 
@@ -104,7 +104,9 @@ _CJK_MARKERS: tuple[tuple[str, str], ...] = (
     ("只能", "只能"),
     ("必ず", "必須"),
 )
-_CJK_MARKER_RE = re.compile("|".join(re.escape(m) for m, _ in _CJK_MARKERS))
+# A bare 别 ("别打扰" don't disturb) is a negation, but not inside 特别 / 区别 / 别人 ….
+_BIE = "(?<![特区分类级性告差识辨离道个级鉴派])别(?![人的处名称致墅])"
+_CJK_MARKER_RE = re.compile("|".join(re.escape(m) for m, _ in _CJK_MARKERS) + "|" + _BIE)
 _CJK_CANON = dict(_CJK_MARKERS)
 # Function characters and adverbs skipped after a CJK marker ("不要*直接*推送", "必须*在*周五前").
 _CJK_SKIP_RE = re.compile(
@@ -126,9 +128,14 @@ def _stem(word: str) -> str:
     return word
 
 
+_BY_FIRST: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+for _seq, _kind in _EN_MARKERS:
+    _BY_FIRST.setdefault(_seq[0], []).append((_seq, _kind))
+
+
 def _marker_at(words: list[str], i: int) -> tuple[int, str] | None:
     """(length, class) of the marker starting at ``words[i]``, or None."""
-    for seq, kind in _EN_MARKERS:
+    for seq, kind in _BY_FIRST.get(words[i], ()):
         if tuple(words[i : i + len(seq)]) == seq:
             if kind == "only" and i and words[i - 1] in _NOT_ONLY_AFTER:
                 return None
@@ -175,7 +182,8 @@ def _chinese(text: str) -> set[str]:
         following = _CJK_RUN_RE.match(rest)
         if following is None:
             continue
-        anchors.add(f"{_CJK_CANON[match.group()]}{following.group().casefold()}")
+        canon = _CJK_CANON.get(match.group(), "不要")
+        anchors.add(f"{canon}{following.group().casefold()}")
     return anchors
 
 

@@ -6,41 +6,52 @@ unchanged). :func:`guard_section` is the entry point; it runs the rules shared b
 (guards only run when the old section has content; an empty UPDATE of a non-empty section is a
 KEEP) and then the section's own guard. Italic template lines (``_…_``) are never content.
 
+"Is it still there" is always answered by ``core._match``: whole items, path boundaries and
+bounded terms, never a raw substring test. "Kept elsewhere" only counts the
+:data:`DURABLE_SECTIONS` (never Current State).
+
 The "30% hole" of the reference is closed by :func:`settle_key_facts`, which the merge calls
-after the whole new document is known: an accepted Key Facts consolidation may reword, but an
-old bullet whose anchor appears nowhere in the new document comes back, marked ``[restored]`` —
-unless the new Key Facts holds the same fact with a changed value, in which case the old bullet
-is recorded in Errors & Corrections as ``superseded: <old bullet>`` instead.
+after the whole new document is known: an accepted Key Facts consolidation may reword, but the
+clauses of an old bullet that vanished from the durable sections of the new document (an
+anchor appears nowhere, or no clause holds its anchors together as the same fact) come back,
+marked ``[restored]`` — unless the new Key Facts holds the same fact with a
+changed value, in which case the clause is recorded in Errors & Corrections as
+``superseded: <clause>`` instead. A rejected UPDATE is salvaged clause by clause too: only what
+brings an anchor or text the section lacks is appended.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 from wm_langgraph.core._facts import (
     RESTORED_MARKER,
     SUPERSEDED_PREFIX,
     VanishedFacts,
+    salvage_clauses,
     settle_vanished_facts,
 )
-from wm_langgraph.core.sections import item_key, section_items
-from wm_langgraph.core.text import (
-    contains_cjk,
-    extract_anchors,
-    extract_paths,
-    missing_anchors,
-    normalise_path,
-    shares_meaningful_word,
+from wm_langgraph.core._open_issues import DROPPED_MARKER, is_resolved
+from wm_langgraph.core._ops import KEEP as _KEEP
+from wm_langgraph.core._ops import GuardOutcome, OpKind, SectionOp, new_items
+from wm_langgraph.core._ops import count as _count
+from wm_langgraph.core._section_guards import (
+    guard_errors_corrections,
+    guard_files_context,
+    guard_open_issues,
+    guard_session_title,
 )
+from wm_langgraph.core._title import title_text
+from wm_langgraph.core.sections import section_items
+from wm_langgraph.core.text import extract_anchors, missing_anchors
 from wm_langgraph.core.tokens import TokenCounter, count_tokens
 
 __all__ = [
     "ANCHOR_MIN_COVERAGE",
     "CONSOLIDATION_SENTINEL",
     "DROPPED_MARKER",
+    "DURABLE_SECTIONS",
     "EMERGENCY_FACTOR",
     "LAYER1_MIN_RATIO",
     "OVERSIZE_BULLETS",
@@ -62,13 +73,12 @@ __all__ = [
     "has_content",
     "is_emergency",
     "is_oversized",
+    "is_resolved",
     "new_items",
     "restore_vanished_facts",
     "section_size",
     "settle_key_facts",
 ]
-
-OpKind = Literal["KEEP", "UPDATE", "APPEND"]
 
 OVERSIZE_BULLETS = 25
 """A section with more bullets than this is oversized (SPEC §2)."""
@@ -87,28 +97,16 @@ CONSOLIDATION_SENTINEL = (
     "and compress existing bullets before adding new facts.]"
 )
 """The bullet appended (once) when Key Facts is in emergency and the model still APPENDs."""
-DROPPED_MARKER = "[silently dropped, restored]"
-"""Prefix of an Open Issues item brought back because an UPDATE dropped it."""
-
-
-@dataclass(frozen=True, slots=True)
-class SectionOp:
-    """One section's op: ``KEEP``, ``UPDATE`` with ``content``, or ``APPEND`` with ``items``."""
-
-    kind: OpKind
-    content: str = ""
-    items: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class GuardOutcome:
-    """The op a guard lets through and why ("" when the requested op passes unchanged)."""
-
-    op: SectionOp
-    reason: str = ""
-
-
-_KEEP = SectionOp("KEEP")
+DURABLE_SECTIONS: tuple[str, ...] = (
+    "Task & Goals",
+    "Key Facts & Decisions",
+    "Files & Context",
+    "Errors & Corrections",
+    "Open Issues",
+)
+"""Sections that carry facts forward (owner decision, SPEC §4.6): only these count when a guard
+asks whether an anchor or item is kept elsewhere — never Current State (rewritten every commit)
+or the Session Title."""
 
 
 def has_content(body: str) -> bool:
@@ -146,49 +144,17 @@ def is_emergency(body: str, counter: TokenCounter = count_tokens) -> bool:
     )
 
 
-def new_items(old_body: str, candidates: Iterable[str]) -> list[str]:
-    """The candidates that are not already items of ``old_body`` (whole-item, not substring).
-
-    Order is kept and repeated candidates are kept once. Candidates are compared with
-    :func:`~wm_langgraph.core.sections.item_key`, so "Fact 1" is new next to "Fact 10".
-    """
-    seen = {item_key(item) for item in section_items(old_body)}
-    out: list[str] = []
-    for candidate in candidates:
-        key = item_key(candidate)
-        if key and key not in seen:
-            seen.add(key)
-            out.append(candidate.strip())
-    return out
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 # ----------------------------------------------------------------------------------------------
-# Per-section guards. Each assumes the old body has content (guard_section checks).
+# Key Facts (the other sections' guards live in core._section_guards).
 # ----------------------------------------------------------------------------------------------
-
-
-def guard_session_title(old_body: str, op: SectionOp) -> GuardOutcome:
-    """SPEC §4.1: an UPDATE sharing no meaningful word (CJK: no bigram) with the old title is
-    rejected; an old title without meaningful words accepts any UPDATE."""
-    if op.kind != "UPDATE":
-        return GuardOutcome(op)
-    old = " ".join(section_items(old_body))
-    new = " ".join(section_items(op.content))
-    if shares_meaningful_word(old, new):
-        return GuardOutcome(op)
-    return GuardOutcome(_KEEP, "title drift: the new title shares no meaningful word with the old")
 
 
 def _salvage(old_body: str, op: SectionOp, why: str, *, emergency: bool) -> GuardOutcome:
     if emergency:
         return GuardOutcome(_KEEP, f"{why}; salvage suppressed (Key Facts in emergency size)")
-    fresh = new_items(old_body, section_items(op.content))
+    fresh = salvage_clauses(old_body, new_items(old_body, section_items(op.content)))
     if not fresh:
-        return GuardOutcome(_KEEP, f"{why}; no new bullets to salvage")
+        return GuardOutcome(_KEEP, f"{why}; no new bullets or clauses to salvage")
     reason = f"{why}; salvaged {_count(len(fresh), 'new bullet')} as APPEND"
     return GuardOutcome(SectionOp("APPEND", items=tuple(fresh)), reason)
 
@@ -207,17 +173,19 @@ def guard_key_facts(
     """SPEC §4.3: layered UPDATE checks with salvage, and anti-bloat for APPEND.
 
     UPDATE is rejected when it keeps fewer than 15% of the old bullets (layer 1) or fewer than
-    70% of the old lexical anchors (layer 2); a rejected UPDATE's new bullets are APPENDed
-    instead (not in emergency). APPEND to an oversized section accepts at most 5 new items; in
-    emergency (over twice a threshold) only the consolidation sentinel is appended, once.
+    70% of the old lexical anchors (layer 2); from a rejected UPDATE, the bullets and clauses
+    that bring an anchor or text the section lacks are APPENDed instead (not in emergency).
+    APPEND to an oversized section accepts at most 5 new items; in emergency (over twice a
+    threshold) only the consolidation sentinel is appended, once.
 
     Args:
         old_body: The Key Facts body before this round.
         op: The requested op.
         counter: Token counter for the size thresholds.
-        elsewhere: The rest of the new document. An old anchor found there counts as kept
-            (SPEC §4.3: a corrected value whose old value moved to Errors & Corrections as
-            superseded is a clean update).
+        elsewhere: The other durable sections of the new document (:data:`DURABLE_SECTIONS`;
+            never Current State). An old anchor found there counts as kept (SPEC §4.3: a
+            corrected value whose old value moved to Errors & Corrections as superseded is a
+            clean update).
     """
     emergency = is_emergency(old_body, counter)
     if op.kind == "UPDATE":
@@ -283,7 +251,9 @@ def restore_vanished_facts(
     return settled.body, list(settled.restored)
 
 
-def settle_key_facts(old_body: str, new_body: str, new_document: str) -> VanishedFacts:
+def settle_key_facts(
+    old_body: str, new_body: str, new_document: str, *, old_document: str = ""
+) -> VanishedFacts:
     """After an accepted Key Facts UPDATE: restore vanished bullets, retire changed values.
 
     Like :func:`restore_vanished_facts`, except that an old bullet whose value the new Key
@@ -295,129 +265,12 @@ def settle_key_facts(old_body: str, new_body: str, new_document: str) -> Vanishe
     Args:
         old_body: The Key Facts body before the update.
         new_body: The accepted Key Facts body.
-        new_document: The whole new document (all seven sections, ``new_body`` included).
+        new_document: The durable sections of the new document (``new_body`` included).
+        old_document: The durable sections of the old document (see ``core._facts``).
     """
-    return settle_vanished_facts(_fact_lines(old_body), new_body, new_document)
-
-
-def _path_kept(path: str, new_norms: set[str]) -> bool:
-    norm = normalise_path(path)
-    return norm in new_norms or any(other.endswith("/" + norm) for other in new_norms)
-
-
-def guard_files_context(old_body: str, op: SectionOp) -> GuardOutcome:
-    """SPEC §4.4: an UPDATE that loses an old path is rejected; KEEP the old body and APPEND
-    the paths the UPDATE introduced (its own line for each, else ``<path> (newly referenced)``)."""
-    if op.kind != "UPDATE":
-        return GuardOutcome(op)
-    new_paths = extract_paths(op.content)
-    new_norms = {normalise_path(p) for p in new_paths}
-    lost = [p for p in extract_paths(old_body) if not _path_kept(p, new_norms)]
-    if not lost:
-        return GuardOutcome(op)
-    old_norms = {normalise_path(p) for p in extract_paths(old_body)}
-    lines: list[str] = []
-    new_lines = section_items(op.content)
-    for path in new_paths:
-        if _path_kept(path, old_norms):
-            continue
-        own = next((line for line in new_lines if path in line), None)
-        lines.append(own if own is not None else f"{path} (newly referenced)")
-    fresh = new_items(old_body, lines)
-    why = f"rejected UPDATE: it drops {_count(len(lost), 'path')} ({', '.join(lost[:5])})"
-    if not fresh:
-        return GuardOutcome(_KEEP, why)
-    reason = f"{why}; appended {_count(len(fresh), 'newly referenced path line')}"
-    return GuardOutcome(SectionOp("APPEND", items=tuple(fresh)), reason)
-
-
-def guard_errors_corrections(old_body: str, op: SectionOp) -> GuardOutcome:
-    """SPEC §4.5: append-only. UPDATE becomes an APPEND of its new items; none new -> KEEP."""
-    if op.kind != "UPDATE":
-        return GuardOutcome(op)
-    fresh = new_items(old_body, section_items(op.content))
-    if not fresh:
-        return GuardOutcome(_KEEP, "append-only section: UPDATE has no new items")
-    reason = f"append-only section: UPDATE demoted to APPEND of {_count(len(fresh), 'new item')}"
-    return GuardOutcome(SectionOp("APPEND", items=tuple(fresh)), reason)
-
-
-_TAG_RE = re.compile(r"^(?:\[[^\]\n]{0,40}\]\s*)+")
-_EMPHASIS_RE = re.compile(r"[*~`_]+")
-
-
-def _issue_text(text: str) -> str:
-    text = _EMPHASIS_RE.sub("", text)
-    return re.sub(r"\s+", " ", text).strip().casefold()
-
-
-def _issue_prefix(item: str) -> str:
-    text = _issue_text(_TAG_RE.sub("", item.strip())).rstrip(" .;:,!?")
-    limit = 16 if contains_cjk(text) else 40
-    if len(text) <= limit:
-        return text
-    cut = text[:limit]
-    space = cut.rfind(" ")
-    return cut[:space] if space >= limit // 2 else cut
-
-
-def _issue_present(item: str, new_text: str) -> bool:
-    prefix = _issue_prefix(item)
-    if not prefix:
-        return True
-    pattern = r"(?<![0-9a-z])" + re.escape(prefix)
-    return re.search(pattern, new_text) is not None
-
-
-def guard_open_issues(old_body: str, op: SectionOp) -> GuardOutcome:
-    """SPEC §4.6: old items an UPDATE dropped come back as ``- [silently dropped, restored] …``.
-
-    An old item counts as kept when its prefix (first ~40 characters, 16 for CJK, without
-    leading ``[tags]`` or emphasis) still appears in the new content. An item that already
-    carries the marker is not restored again, so the model can let it go on the next round.
-    """
-    if op.kind != "UPDATE":
-        return GuardOutcome(op)
-    content, forged = _strip_forged_markers(old_body, op.content)
-    if forged:
-        op = SectionOp("UPDATE", content=content)
-    new_text = _issue_text(op.content)
-    dropped = [
-        item
-        for item in section_items(old_body)
-        if not item.startswith(DROPPED_MARKER) and not _issue_present(item, new_text)
-    ]
-    restored = new_items(op.content, [f"{DROPPED_MARKER} {item}" for item in dropped])
-    forged_note = f"removed {_count(forged, 'forged restore marker')}" if forged else ""
-    if not restored:
-        return GuardOutcome(op, forged_note)
-    lines = "\n".join(f"- {item}" for item in restored)
-    content = f"{op.content.rstrip()}\n{lines}"
-    reason = f"restored {_count(len(restored), 'silently dropped item')}"
-    reason = f"{reason}; {forged_note}" if forged_note else reason
-    return GuardOutcome(SectionOp("UPDATE", content=content), reason)
-
-
-def _strip_forged_markers(old_body: str, content: str) -> tuple[str, int]:
-    """Remove the restore marker from items the guard did not restore.
-
-    Only this guard writes :data:`DROPPED_MARKER`; an item that carries it is let go on the next
-    round. A model that writes the marker itself (keeping an item one round with the marker,
-    then dropping it) would launder an open issue out of the document. So the marker is kept
-    only on items that carried it, as they are, in the old body.
-    """
-    genuine = {
-        item_key(item) for item in section_items(old_body) if item.startswith(DROPPED_MARKER)
-    }
-    out: list[str] = []
-    forged = 0
-    for line in content.splitlines():
-        items = section_items(line) if DROPPED_MARKER in line else []
-        if items and items[0].startswith(DROPPED_MARKER) and item_key(items[0]) not in genuine:
-            line = re.sub(re.escape(DROPPED_MARKER) + r"[ \t]*", "", line, count=1)  # noqa: PLW2901
-            forged += 1
-        out.append(line)
-    return ("\n".join(out), forged) if forged else (content, 0)
+    return settle_vanished_facts(
+        _fact_lines(old_body), new_body, new_document, old_document=old_document
+    )
 
 
 def _no_guard(old_body: str, op: SectionOp) -> GuardOutcome:
@@ -436,28 +289,51 @@ _GUARDS: Mapping[str, Callable[[str, SectionOp], GuardOutcome]] = {
 
 
 def guard_section(
-    section: str, old_body: str, op: SectionOp, *, elsewhere: str = ""
+    section: str,
+    old_body: str,
+    op: SectionOp,
+    *,
+    elsewhere: str = "",
+    errors: str = "",
+    conversation: str | None = None,
+    old_document: str = "",
 ) -> GuardOutcome:
     """Run the guard of ``section`` on ``op`` (SPEC §4).
 
-    Guards run only when ``old_body`` has content (template lines do not count). An UPDATE
-    whose content has no items replaces nothing: KEEP.
+    Guards run only when ``old_body`` has content (template lines do not count; a heading-like
+    title does). An UPDATE whose content has no items replaces nothing: KEEP. The Session Title
+    guard also runs on an empty title when ``conversation`` is given, and on APPEND.
 
     Args:
         section: One of the seven section names.
         old_body: The section body before this round.
         op: The requested op.
-        elsewhere: For Key Facts, the other sections of the new document (see
-            :func:`guard_key_facts`); ignored by the other guards.
+        elsewhere: For Key Facts, the other durable sections of the new document
+            (:data:`DURABLE_SECTIONS`; see :func:`guard_key_facts`).
+        errors: For Open Issues, the new Errors & Corrections body (see
+            :func:`guard_open_issues`).
+        conversation: For the Session Title, the conversation being folded in (see
+            :func:`guard_session_title`); None skips that check.
+        old_document: For the Session Title, the old document (grounds a stable title).
 
     Raises:
         KeyError: ``section`` is not one of the seven section names.
     """
     guard = _GUARDS[section]
+    if guard is guard_session_title:
+        if op.kind == "KEEP" or (
+            not title_text(old_body) and conversation is None and op.kind == "UPDATE"
+        ):
+            return GuardOutcome(op)
+        return guard_session_title(
+            old_body, op, conversation=conversation, old_document=old_document
+        )
     if op.kind == "KEEP" or not has_content(old_body):
         return GuardOutcome(op)
     if op.kind == "UPDATE" and not has_content(op.content):
         return GuardOutcome(_KEEP, "empty UPDATE of a non-empty section")
     if guard is guard_key_facts:
         return guard_key_facts(old_body, op, elsewhere=elsewhere)
+    if guard is guard_open_issues:
+        return guard_open_issues(old_body, op, errors=errors)
     return guard(old_body, op)

@@ -25,7 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from wm_langgraph.core._items import clean_item, clean_update_body
 from wm_langgraph.core.guards import (
+    DURABLE_SECTIONS,
     GuardOutcome,
     SectionOp,
     guard_section,
@@ -47,6 +49,8 @@ OpName = Literal["KEEP", "UPDATE", "APPEND"]
 
 _KEY_FACTS = "Key Facts & Decisions"
 _ERRORS = "Errors & Corrections"
+_OPEN = "Open Issues"
+_TITLE = "Session Title"
 _BULLET_RE = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])[ \t]+")
 
 
@@ -100,8 +104,9 @@ def _index_ops(ops: Mapping[Any, Any]) -> dict[str, Any]:
 
 
 def _clean_items(raw: list[Any] | tuple[Any, ...]) -> tuple[list[str], int]:
-    """APPEND items as single lines: non-strings dropped (counted), blanks ignored, each line of
-    a multi-line item its own bullet, a leading bullet marker removed."""
+    """APPEND items as single lines: non-strings dropped (counted), blanks and placeholders
+    ignored, each line of a multi-line item its own bullet, a leading bullet or header marker
+    removed (``core._items``)."""
     items: list[str] = []
     dropped = 0
     for item in raw:
@@ -109,8 +114,8 @@ def _clean_items(raw: list[Any] | tuple[Any, ...]) -> tuple[list[str], int]:
             dropped += 1
             continue
         for line in item.splitlines():
-            text = _BULLET_RE.sub("", line.strip(), count=1).strip()
-            if text and text not in {"-", "*", "+", "•"}:
+            text = clean_item(_BULLET_RE.sub("", line.strip(), count=1).strip())
+            if text:
                 items.append(text)
     return items, dropped
 
@@ -131,7 +136,7 @@ def _read_op(raw: Any) -> tuple[str, SectionOp | None, str]:
         content = raw.get("content")
         if not isinstance(content, str):
             return name, None, "UPDATE without string content"
-        return name, SectionOp("UPDATE", content=content), ""
+        return name, SectionOp("UPDATE", content=clean_update_body(content)), ""
     if name == "APPEND":
         items = raw.get("items")
         if isinstance(items, str):
@@ -147,6 +152,21 @@ def _read_op(raw: Any) -> tuple[str, SectionOp | None, str]:
     return (name[:40] or "INVALID"), None, f"unknown op {kind[:40]!r}"
 
 
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What a guard may look at besides its own section (see ``guard_section``)."""
+
+    elsewhere: str = ""
+    errors: str = ""
+    conversation: str | None = None
+    old_document: str = ""
+
+
+def _durable(sections: Mapping[str, str], *, without: str = "") -> str:
+    """The bodies of the durable sections (SPEC §4.6), ``without`` one of them."""
+    return "\n".join(sections.get(n, "") for n in DURABLE_SECTIONS if n != without)
+
+
 def _join(*parts: str) -> str:
     return "\n".join(part for part in (p.strip("\n") for p in parts) if part.strip())
 
@@ -159,9 +179,21 @@ def _apply(
     problem: str,
     *,
     guards: bool,
-    elsewhere: str,
+    context: _Context,
 ) -> tuple[str, GuardDecision]:
-    outcome = guard_section(name, old_body, op, elsewhere=elsewhere) if guards else GuardOutcome(op)
+    outcome = (
+        guard_section(
+            name,
+            old_body,
+            op,
+            elsewhere=context.elsewhere,
+            errors=context.errors,
+            conversation=context.conversation,
+            old_document=context.old_document,
+        )
+        if guards
+        else GuardOutcome(op)
+    )
     applied = outcome.op
     reasons = [r for r in (problem, outcome.reason) if r]
     if applied.kind == "UPDATE":
@@ -181,7 +213,11 @@ def _apply(
 
 
 def merge_working_memory(
-    old: str, ops: Mapping[str, Any] | None, *, guards: bool = True
+    old: str,
+    ops: Mapping[str, Any] | None,
+    *,
+    guards: bool = True,
+    conversation: str | None = None,
 ) -> MergeResult:
     """Apply per-section ops to ``old`` through the guards and return the new document.
 
@@ -193,7 +229,11 @@ def merge_working_memory(
             (None, a list, junk values) is tolerated: what cannot be read is KEEP.
         guards: False applies the ops as asked, without the section guards of SPEC §4 (for
             ablation benchmarks). Structural safety (seven sections, no header injection,
-            whole-item APPEND dedup) stays on.
+            whole-item APPEND dedup, header markers and placeholder items removed) stays on.
+        conversation: The text of the conversation being folded in (the rendered messages).
+            When given, a new Session Title must share a meaningful word with it or with the
+            old document (an invented or copied title is refused, issue 15). The merge stays a
+            pure function: the caller passes the text, nothing is read.
 
     Returns:
         The canonical document and one :class:`GuardDecision` per section, in section order.
@@ -230,8 +270,10 @@ def merge_working_memory(
             except Exception as exc:  # hostile op objects must not break the merge
                 requests[name] = ("INVALID", None, f"op unreadable ({type(exc).__name__})")
 
-    # Key Facts goes last: its anchors count as kept anywhere in the new document (SPEC §4.3).
+    # Key Facts goes last: its anchors count as kept anywhere in the durable sections of the new
+    # document (SPEC §4.3, §4.6). Open Issues comes after Errors & Corrections, which it reads.
     new_sections: dict[str, str] = {}
+    old_document = render_working_memory(old_sections) if conversation is not None else ""
     by_section: dict[str, GuardDecision] = {}
     for name in (*(n for n in SECTIONS if n != _KEY_FACTS), _KEY_FACTS):
         old_body = old_sections[name]
@@ -240,11 +282,14 @@ def merge_working_memory(
             new_sections[name] = old_body
             by_section[name] = GuardDecision(name, requested, "KEEP", problem)
             continue
-        elsewhere = ""
-        if name == _KEY_FACTS:
-            elsewhere = render_working_memory(new_sections)
+        context = _Context(
+            elsewhere=_durable(new_sections, without=_KEY_FACTS) if name == _KEY_FACTS else "",
+            errors=new_sections.get(_ERRORS, "") if name == _OPEN else "",
+            conversation=conversation if name == _TITLE else None,
+            old_document=old_document if name == _TITLE else "",
+        )
         new_sections[name], by_section[name] = _apply(
-            name, old_body, requested, op, problem, guards=guards, elsewhere=elsewhere
+            name, old_body, requested, op, problem, guards=guards, context=context
         )
     decisions = [by_section[name] for name in SECTIONS]
     ordered = {name: new_sections[name] for name in SECTIONS}
@@ -258,7 +303,8 @@ def _restore_key_facts(
 ) -> None:
     """After an accepted Key Facts UPDATE, settle the old bullets whose anchors vanished.
 
-    A vanished bullet is restored in Key Facts, or — when the new Key Facts holds the same fact
+    Only the durable sections count as the new document (never Current State). A vanished
+    bullet's clauses are restored in Key Facts, or — when the new Key Facts holds the same fact
     with a changed value — recorded in Errors & Corrections as ``superseded: <old bullet>``
     (both decisions say so in their reason).
     """
@@ -266,8 +312,13 @@ def _restore_key_facts(
     decision = decisions[index]
     if decision.applied != "UPDATE":
         return
-    document = render_working_memory(new_sections)
-    settled = settle_key_facts(old_sections[_KEY_FACTS], new_sections[_KEY_FACTS], document)
+    document = _durable(new_sections)
+    settled = settle_key_facts(
+        old_sections[_KEY_FACTS],
+        new_sections[_KEY_FACTS],
+        document,
+        old_document=_durable(old_sections),
+    )
     notes: list[str] = []
     if settled.restored:
         new_sections[_KEY_FACTS] = settled.body

@@ -33,10 +33,13 @@ from wm_langgraph.core._anchors import (
     extract_anchors,
     missing_anchors,
 )
+from wm_langgraph.core._match import item_present, path_listed, paths_listed, term_in
 from wm_langgraph.core._paths import (
     CJK_CHARS,
+    MAX_PATH_CHARS,
     PATH_EXTENSIONS,
     extract_paths,
+    is_junk,
     is_path_like,
     normalise_path,
     words,
@@ -45,17 +48,23 @@ from wm_langgraph.core._paths import (
 __all__ = [
     "ANCHOR_STOPWORDS",
     "DECISION_MARKERS",
+    "MAX_PATH_CHARS",
     "PATH_EXTENSIONS",
     "TITLE_STOPWORDS",
     "anchor_in_text",
     "contains_cjk",
     "extract_anchors",
     "extract_paths",
+    "is_junk",
     "is_path_like",
+    "item_present",
     "meaningful_words",
     "missing_anchors",
     "normalise_path",
+    "path_listed",
+    "paths_listed",
     "shares_meaningful_word",
+    "term_in",
 ]
 
 
@@ -89,7 +98,10 @@ def contains_cjk(text: str) -> bool:
 
 
 def _stem(word: str) -> str:
-    """A crude English stem so that ``migration`` and ``migrating`` compare equal."""
+    """A crude English stem so that ``migration`` and ``migrating`` (and ``retries`` and
+    ``retry``) compare equal."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
     for suffix in ("ations", "ation", "ings", "ing", "ions", "ion", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
             return word[: -len(suffix)]

@@ -34,6 +34,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from wm_langgraph.core.merge import merge_working_memory
 from wm_langgraph.core.sections import SECTIONS, is_working_memory, parse_working_memory
+from wm_langgraph.core.text import paths_listed
 from wm_langgraph.core.tokens import TokenCounter
 from wm_langgraph.engine._error_trail import extract_errors_from_messages, missing_errors
 from wm_langgraph.engine.archives import ArchiveRecord, ArchiveStore
@@ -226,13 +227,19 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
             new = parse_working_memory(created)
             ops = {name: {"op": "UPDATE", "content": new[name]} for name in SECTIONS}
         if ops is not None:
-            result = merge_working_memory(prior, ops, guards=cfg.guards)
+            result = merge_working_memory(
+                prior, ops, guards=cfg.guards, conversation=state.get("messages_text", "")
+            )
             text, decisions = result.text, [d.as_dict() for d in result.decisions]
         else:
             text = merge_working_memory(created or "", {}, guards=cfg.guards).text
             decisions = []
         files_body = parse_working_memory(text)[FILES_SECTION]
-        missing = [p for p in state.get("paths", []) if p not in files_body]
+        paths = state.get("paths", [])
+        # Path-boundary matching (issue 14): "src/data.py" does not list "a.py".
+        missing = [
+            p for p, ok in zip(paths, paths_listed(paths, files_body), strict=True) if not ok
+        ]
         if missing:
             appended = merge_working_memory(
                 text, {FILES_SECTION: {"op": "APPEND", "items": missing}}, guards=cfg.guards

@@ -26,14 +26,23 @@ from wm_langgraph.models._lang import (
     Language,
     detect_language,
     first_sentence,
-    keywords,
     repeats,
     sentences,
     shorten,
 )
+from wm_langgraph.models._open import (
+    QUESTION_RE,
+    REQUEST_RE,
+    RESOLVED_RE,
+    collect_open,
+    is_open_phrasing,
+    relates,
+    resolves,
+    without_headers,
+)
 from wm_langgraph.models._transcript import ToolCallRecord, Turn
 
-__all__ = ["FileNote", "Findings", "extract_findings"]
+__all__ = ["FileNote", "Findings", "extract_findings", "relates", "resolves"]
 
 _I = re.IGNORECASE
 _FACT_RE = re.compile(
@@ -70,26 +79,10 @@ _CORRECTION_RE = re.compile(
     r"|^\s*(不对|不是|错了|其实|搞错|你错)|that's wrong|不对|搞错了",
     _I,
 )
-_QUESTION_RE = re.compile(r"[?？]\s*$")
-# A question that is really a request ("Can you fix that too?"): a goal, not an open issue.
-_REQUEST_RE = re.compile(r"^\s*(can|could|would|will) you\b|^\s*please\b|能不能|能否|请", _I)
 # Assistants say "I'll read the file because…" all the time; only firmer statements are facts.
 _ASSISTANT_FACT_RE = re.compile(
     r"\b(because|decided|decision:|chose|agreed|instead of|must|never|always|constraint)\b"
     r"|因为|决定|选择|采用|必须|不要|禁止|永远|总是",
-    _I,
-)
-_TODO_RE = re.compile(
-    r"\bTODO\b|\bstill needs?\b|\bstill open\b|\bstill to do\b|\bpending\b|\bnot yet\b|"
-    r"\bfollow[- ]up\b|\bremaining\b|\bblocked\b|"
-    r"\bopen question\b|\bunresolved\b|\blater\b|待办|待定|待处理|待解决|待确认|待完成|"
-    r"未解决|还需要|尚未|以后再|之后再",
-    _I,
-)
-_RESOLVED_RE = re.compile(
-    r"\b(done|fixed|resolved|answered|completed|implemented|added|passes|passing|pass|"
-    r"works now|no longer|settled|decided|finished|closed)\b"
-    r"|已解决|解决了|完成|搞定|修复了|已修复|通过了|已通过|确定了",
     _I,
 )
 _ERROR_RE = re.compile(
@@ -168,7 +161,7 @@ def _goal_of(text: str) -> str:
     request alone is too short to stand), or ``""``."""
     parts = sentences(text)
     for index, sentence in enumerate(parts):
-        if _QUESTION_RE.search(sentence) and not _REQUEST_RE.search(sentence):
+        if QUESTION_RE.search(sentence) and not REQUEST_RE.search(sentence):
             continue
         if re.match(r"(fyi|note|btw)\b|顺便|备注", sentence, _I):
             continue  # information, not a request
@@ -188,7 +181,7 @@ def _fact_sentences(turn: Turn, language: Language) -> list[str]:
     facts: list[str] = []
     correction = turn.role == "user" and _is_correction(turn.text)
     for sentence in sentences(turn.text):
-        if _QUESTION_RE.search(sentence) or _TODO_RE.search(sentence) or len(sentence) < 8:
+        if QUESTION_RE.search(sentence) or is_open_phrasing(sentence) or len(sentence) < 8:
             continue
         corrected_value = correction and re.search(r"\d", sentence)
         if turn.role == "assistant":
@@ -227,28 +220,6 @@ def _output_failed(turn: Turn, action: str) -> bool:
     ):
         return True
     return action == "ran" and bool(_ERROR_RE.search(head))
-
-
-_GENERIC = frozenset({"todo", "need", "still", "question", "new", "open", "later", "decide"})
-
-
-def relates(item: str, text: str) -> bool:
-    """True when ``text`` is about ``item``: the same backticked command or path, or enough
-    shared meaningful keywords (one is enough when ``text`` names the TODO / issue itself)."""
-    code = set(re.findall(r"`([^`\n]+)`", item)) & set(re.findall(r"`([^`\n]+)`", text))
-    if code:
-        return True
-    item_words = [w for w in keywords(item) if w not in _GENERIC]
-    shared = len(set(item_words) & set(keywords(text)))
-    explicit = re.search(r"\b(todo|issue|question)\b|待办|问题", text, _I) is not None
-    return shared >= 2 or (shared >= 1 and (len(item_words) <= 2 or explicit))
-
-
-def resolves(item: str, sentence: str) -> bool:
-    """True when ``sentence`` reports ``item`` (an open question / TODO) as settled."""
-    if not _RESOLVED_RE.search(sentence) or _QUESTION_RE.search(sentence):
-        return False
-    return relates(item, sentence)
 
 
 def _followup(turns: list[Turn], start: int, language: Language) -> str:
@@ -304,16 +275,17 @@ def extract_findings(turns: list[Turn]) -> Findings:
     spoken = "\n".join(t.text for t in turns if t.role in {"user", "assistant"})
     language = detect_language(spoken or "\n".join(t.text for t in turns))
     found = Findings(language)
-    requests = [t for t in turns if t.role == "user" and t.text.strip()]
-    requests = [t for t in requests if not _ACK_RE.match(t.text)]
+    # What the user said, without injected structure ("### Working Memory"): never a title.
+    spoken_by_user = [without_headers(t.text) for t in turns if t.role == "user"]
+    requests = [text for text in spoken_by_user if text.strip() and not _ACK_RE.match(text)]
     if requests:
-        found.title = _title_from(requests[0].text, language)
-        latest = [s for s in sentences(requests[-1].text) if not _ACK_RE.match(s)]
+        found.title = _title_from(requests[0], language)
+        latest = [s for s in sentences(requests[-1]) if not _ACK_RE.match(s)]
         found.latest_request = shorten(_strip_openers(latest[0]) if latest else "", max_words=30)
-        first = _strip_openers(first_sentence(requests[0].text))
+        first = _strip_openers(first_sentence(requests[0]))
         found.first_request = shorten(first, max_words=30, max_cjk=70)
-    for turn in requests:
-        goal = "" if _is_correction(turn.text) else _goal_of(turn.text)
+    for text in requests:
+        goal = "" if _is_correction(text) else _goal_of(text)
         if goal:
             _add(found.goals, goal)
     if turns and turns[0].role == "user":
@@ -339,13 +311,13 @@ def extract_findings(turns: list[Turn]) -> Findings:
             for path in extract_paths(turn.text):
                 if worth_listing(path) or path in notes:
                     note(notes, path, "mentioned", "")
-            _collect_open(turns, index, open_candidates)
-            found.resolution_texts.extend(s for s in sentences(turn.text) if _RESOLVED_RE.search(s))
+            collect_open(turns, index, open_candidates)
+            found.resolution_texts.extend(s for s in sentences(turn.text) if RESOLVED_RE.search(s))
         if turn.role == "assistant" and turn.text.strip():
             found.latest_reply = first_sentence(turn.text)
         if turn.role == "user" and _is_correction(turn.text):
             found.corrections.extend(sentences(turn.text))
-            said_parts = [s for s in sentences(turn.text) if not _TODO_RE.search(s)][:2]
+            said_parts = [s for s in sentences(turn.text) if not is_open_phrasing(s)][:2]
             said = shorten(" ".join(said_parts), max_words=30, max_cjk=70)
             after = _followup(turns, index, language)
             label = "用户纠正：" if language == "zh" else "User correction: "
@@ -379,32 +351,3 @@ def extract_findings(turns: list[Turn]) -> Findings:
         if not any(resolves(item, s) for s in later):
             _add(found.open_items, item)
     return found
-
-
-def _collect_open(turns: list[Turn], index: int, out: list[tuple[int, str]]) -> None:
-    """Open questions and TODOs said in ``turns[index]`` that the next turns do not answer.
-
-    A question of the assistant counts as answered once the user speaks again; a question of
-    the user once an assistant reply before the next user message is about it.
-    """
-    turn = turns[index]
-    replies: list[str] = []
-    for later in turns[index + 1 :]:
-        if later.role == "user":
-            if turn.role == "assistant":
-                replies.append(later.text)
-            break
-        if later.role == "assistant" and turn.role == "user":
-            replies.append(later.text)
-    for sentence in sentences(turn.text):
-        question = bool(_QUESTION_RE.search(sentence))
-        if _RESOLVED_RE.search(sentence) and not question:
-            continue  # "the wiring TODO is done" closes an item, it does not open one
-        if question and turn.role == "user" and _REQUEST_RE.search(sentence):
-            continue  # a request phrased as a question is a goal
-        if turn.role == "assistant" and question and replies:
-            continue
-        if turn.role == "user" and question and any(relates(sentence, r) for r in replies):
-            continue
-        if question or _TODO_RE.search(sentence):
-            out.append((index, shorten(sentence, max_words=30, max_cjk=70)))

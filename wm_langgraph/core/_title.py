@@ -1,0 +1,76 @@
+"""The Session Title guard's rules (SPEC §4.1, issues 14 and 15). Re-exported by
+``core.guards``.
+
+* A title is one line. Its text is read by its words even when it is written as a heading
+  (``### Billing migration``) or a bullet, so a heading-like old title is protected like any.
+* APPEND is refused when there is a title (it would grow the title into a list); an empty
+  title takes the first appended line as its title.
+* UPDATE must share a meaningful word with the old title (no old meaningful word: anything).
+* When the merge is given the conversation, a new title must also share a meaningful word with
+  the conversation or the old document — a title copied from a prompt's example, or invented,
+  is refused.
+"""
+
+from __future__ import annotations
+
+import re
+
+from wm_langgraph.core.sections import is_template_line
+from wm_langgraph.core.text import meaningful_words, shares_meaningful_word
+
+__all__ = ["TitleVerdict", "judge_title", "title_text"]
+
+_MARKER_RE = re.compile(r"^(?:#{1,6}[ \t]+|#{1,6}$|(?:[-*+•]|\d{1,3}[.)])[ \t]+)+")
+
+TitleVerdict = tuple[str | None, str]
+"""(new title to write, or None to keep the old one; reason, "" when the op passes as asked)."""
+
+
+def _lines(body: str) -> list[str]:
+    out: list[str] = []
+    for raw in body.splitlines():
+        line = _MARKER_RE.sub("", raw.strip()).strip()
+        if line and not is_template_line(line) and line.strip("#").strip():
+            out.append(line)
+    return out
+
+
+def title_text(body: str) -> str:
+    """The title's words: its lines without heading or bullet markers, joined by spaces."""
+    return " ".join(_lines(body))
+
+
+def judge_title(
+    old_body: str,
+    kind: str,
+    content: str,
+    items: tuple[str, ...],
+    *,
+    conversation: str | None = None,
+    old_document: str = "",
+) -> TitleVerdict:
+    """Judge a Session Title op (module docstring). ``kind`` is ``UPDATE`` or ``APPEND``."""
+    old = title_text(old_body)
+    notes: list[str] = []
+    if kind == "APPEND":
+        if old:
+            return None, "a title is one line: APPEND refused"
+        first = next((line for item in items for line in _lines(item)), "")
+        if not first:
+            return None, "APPEND to an empty title without text"
+        new_lines = [first]
+        notes.append("APPEND to an empty title: its first line became the title")
+    else:
+        new_lines = _lines(content)
+        if len(new_lines) > 1:
+            notes.append(f"a title is one line: kept the first of {len(new_lines)}")
+    new = new_lines[0] if new_lines else ""
+    if not new:
+        return None, "empty UPDATE of a non-empty section" if old else "empty title"
+    if old and not shares_meaningful_word(old, new):
+        return None, "title drift: the new title shares no meaningful word with the old"
+    if conversation is not None and not (
+        meaningful_words(new) & meaningful_words(f"{conversation}\n{old_document}")
+    ):
+        return None, "the new title shares no meaningful word with the conversation"
+    return new, "; ".join(notes)
