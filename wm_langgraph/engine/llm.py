@@ -17,20 +17,29 @@ with ``asyncio.wait_for``, which cancels the model call cleanly. The sync functi
 cancel a blocking call: with a ``timeout`` they run the call in one daemon worker thread (the
 caller's context variables copied, so tracing parents are kept) and raise
 :class:`GenerationError` when it has not finished in time; the abandoned call runs on until
-the model client returns or times out by itself and its result is discarded. Set the client's
-own timeout (e.g. ``ChatOpenAI(timeout=...)``) to bound that. Without ``timeout`` no thread is
-started.
+the model client returns or times out by itself and its result is discarded. At most one
+abandoned call per ``call_key`` (the engine passes the thread id) and
+``engine._calls.MAX_ABANDONED_CALLS`` in all exist; set the client's own timeout (e.g.
+``ChatOpenAI(timeout=...)``) so they end. Without ``timeout`` no thread is started.
+
+Output limit: ``max_tokens`` is sent with the call (see ``engine._provider.output_limit_kwargs``);
+a provider that refuses it and names its own maximum is asked once more with that. A reply that
+stopped at the limit is *cut off*, whatever the finish reason says: an update's complete part is
+kept and the rest reported unreadable (:class:`UpdateReply`), a create reply fails.
+
+Errors carry a :attr:`GenerationError.kind`: ``"overflow"`` (:class:`ContextLengthError`: the
+prompt exceeds the writer's context — send less, never the same prompt again), ``"rejected"``
+(the provider refuses this request: 400/413/422, a content filter), ``"unusable"`` (the reply
+cannot be used: refusal, not a WM, cut off) or ``"transient"`` (timeouts, 429, 5xx, ...).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import math
 import re
-import threading
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -38,7 +47,8 @@ from langchain_core.runnables import Runnable, RunnableConfig
 
 from wm_langgraph.core.protocol import (
     UPDATE_TOOL_NAME,
-    parse_update_arguments,
+    UpdateReading,
+    read_update_arguments,
 )
 from wm_langgraph.core.sections import (
     is_working_memory,
@@ -46,17 +56,29 @@ from wm_langgraph.core.sections import (
     parse_working_memory,
     section_items,
 )
+from wm_langgraph.engine._calls import CallRefusedError, CallTimeoutError, call_within
+from wm_langgraph.engine._provider import (
+    ContextOverflow,
+    classify_error,
+    context_overflow,
+    output_limit_kwargs,
+    output_token_limit,
+    reply_cut_off,
+)
 from wm_langgraph.engine.prompts import render_create_prompt, render_update_prompt
 from wm_langgraph.engine.render import content_text
 from wm_langgraph.models import bind_update_tool
 
 __all__ = [
     "TRACE_TAGS",
+    "ContextLengthError",
     "GenerationError",
+    "UpdateReply",
     "agenerate_create",
     "agenerate_update",
     "generate_create",
     "generate_update",
+    "request_update",
     "validate_created_document",
 ]
 
@@ -73,12 +95,70 @@ _REFUSAL_RE = re.compile(
     re.I,
 )
 
-_T = TypeVar("_T")
+_RETRY_NOTE = (
+    "Your update_working_memory call could not be read completely ({why}). Call "
+    "update_working_memory once more. Give a decision for these sections: {sections}. For every "
+    'other section give {{"op": "KEEP"}}. Write each decision completely and briefly.'
+)
+
+ErrorKindName = Literal["overflow", "rejected", "transient", "unusable"]
 
 
 class GenerationError(Exception):
     """A Working Memory model call failed: the model raised, timed out, or its reply was not
-    usable. The previous Working Memory stays in force (SPEC §4.7)."""
+    usable. The previous Working Memory stays in force (SPEC §4.7).
+
+    Attributes:
+        kind: ``"overflow"``, ``"rejected"``, ``"unusable"`` or ``"transient"`` (module docstring).
+    """
+
+    kind: ErrorKindName = "transient"
+
+    def __init__(self, message: str, *, kind: ErrorKindName | None = None) -> None:
+        """Create the error; ``kind`` defaults to the class's."""
+        super().__init__(message)
+        if kind is not None:
+            self.kind = kind
+
+
+class ContextLengthError(GenerationError):
+    """The prompt exceeded the writer's context (the provider said so).
+
+    Attributes:
+        overflow: The numbers the provider gave (its own tokens), for sizing the next batch.
+    """
+
+    kind: ErrorKindName = "overflow"
+
+    def __init__(self, message: str, overflow: ContextOverflow) -> None:
+        """Create the error with the provider's numbers."""
+        super().__init__(message)
+        self.overflow = overflow
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateReply:
+    """What an update call returned.
+
+    Attributes:
+        ops: The parsed section ops, or None when the reply has no update_working_memory call.
+        reading: What the parser could and could not read (None without a call).
+        cut_off: The reply stopped at its output limit.
+    """
+
+    ops: dict[str, dict[str, Any]] | None
+    reading: UpdateReading | None = None
+    cut_off: bool = False
+
+    @property
+    def retry_sections(self) -> tuple[str, ...]:
+        """Sections worth one targeted retry: unreadable ones and the one the cut went through
+        (its complete part is in ``ops`` meanwhile). Empty when nothing or everything failed
+        to read — a reply with no readable section takes the create fallback instead."""
+        if self.reading is None or not self.ops:
+            return ()
+        cut = (self.reading.cut,) if self.reading.cut else ()
+        return tuple(dict.fromkeys((*self.reading.unreadable, *cut)))
 
 
 def _traced(
@@ -91,32 +171,14 @@ def _traced(
     )
 
 
-def _call_with_timeout(call: Callable[[], _T], timeout: float | None, what: str) -> _T:
-    if timeout is None or math.isinf(timeout):
-        return call()
-    context = contextvars.copy_context()
-    outcome: dict[str, Any] = {}
-    done = threading.Event()
-
-    def work() -> None:
-        try:
-            outcome["value"] = context.run(call)
-        except BaseException as exc:
-            outcome["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=work, name=f"wm_langgraph-{what}", daemon=True).start()
-    if not done.wait(timeout):
-        raise GenerationError(f"{what}: the model did not answer within {timeout} s")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]  # type: ignore[no-any-return]
-
-
 def _check_timeout(timeout: float | None) -> None:
     if timeout is not None and not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
+
+
+def _check_max_tokens(max_tokens: int | None) -> None:
+    if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
+        raise ValueError(f"max_tokens must be a positive int or None, got {max_tokens!r}")
 
 
 def _strip_fence(text: str) -> str:
@@ -162,15 +224,31 @@ def validate_created_document(reply: str) -> str:
     return document
 
 
+def _limited(
+    model: BaseChatModel,
+    runnable: Runnable[LanguageModelInput, BaseMessage],
+    max_tokens: int | None,
+) -> tuple[Runnable[LanguageModelInput, BaseMessage], int | None]:
+    """``runnable`` asking for at most ``max_tokens`` output tokens, and the limit in force."""
+    if max_tokens is None:
+        return runnable, None
+    kwargs, limit = output_limit_kwargs(model, max_tokens)
+    return (runnable.bind(**kwargs) if kwargs else runnable), limit
+
+
 def _create_inputs(
     model: BaseChatModel,
     prior: str,
     messages_text: str,
     prompt: str | None,
     metadata: Mapping[str, Any] | None,
-) -> tuple[Runnable[LanguageModelInput, BaseMessage], list[BaseMessage]]:
+) -> tuple[Callable[[int | None], Runnable[LanguageModelInput, BaseMessage]], list[BaseMessage]]:
     text = render_create_prompt(prior_summary=prior, messages=messages_text, template=prompt)
-    return _traced(model, "wm.create", metadata), [HumanMessage(content=text)]
+
+    def build(limit: int | None) -> Runnable[LanguageModelInput, BaseMessage]:
+        return _traced(_limited(model, model, limit)[0], "wm.create", metadata)
+
+    return build, [HumanMessage(content=text)]
 
 
 def _reply_text(reply: object) -> str:
@@ -185,6 +263,19 @@ def _reply_text(reply: object) -> str:
     raise GenerationError(f"create: unexpected model output of type {type(reply).__name__}")
 
 
+def _created(reply: BaseMessage, limit: int | None) -> str:
+    """The create reply as a validated document; unusable replies are ``kind="unusable"``."""
+    try:
+        if isinstance(reply, AIMessage) and reply_cut_off(reply, limit):
+            raise GenerationError(
+                f"create: the reply stopped at the output limit ({limit} tokens): cut off"
+            )
+        return validate_created_document(_reply_text(reply))
+    except GenerationError as exc:
+        exc.kind = "unusable"
+        raise
+
+
 def generate_create(
     model: BaseChatModel,
     *,
@@ -194,6 +285,9 @@ def generate_create(
     config: RunnableConfig | None = None,
     metadata: Mapping[str, Any] | None = None,
     timeout: float | None = None,
+    max_tokens: int | None = None,
+    call_key: object = None,
+    on_output_limit: Callable[[int], None] | None = None,
 ) -> str:
     """Write a whole Working Memory with the create prompt (plain completion).
 
@@ -205,18 +299,34 @@ def generate_create(
         config: Runnable config of the calling graph step (callbacks, tags, ...).
         metadata: Extra trace metadata (thread, archive ids, ...).
         timeout: Seconds to wait for the model; ``None`` waits as long as the model does.
+        max_tokens: Output limit sent with the call (None: the model's own setting).
+        call_key: Groups calls whose abandoned (timed-out) threads must not pile up.
+        on_output_limit: Told the provider's maximum when it refused ``max_tokens``.
 
     Returns:
         The normalised seven-section document.
 
     Raises:
-        GenerationError: The model raised or timed out, or the reply is not a WM.
-        ValueError: A bad ``timeout`` or a prompt template with wrong placeholders.
+        ContextLengthError: The prompt exceeds the writer's context.
+        GenerationError: The model raised or timed out, or the reply is not a WM (or was cut
+            off at the output limit).
+        ValueError: A bad ``timeout``/``max_tokens`` or a prompt template with wrong placeholders.
     """
     _check_timeout(timeout)
-    runnable, messages = _create_inputs(model, prior, messages_text, prompt, metadata)
-    reply = _invoke(runnable, messages, config, timeout, "create")
-    return validate_created_document(_reply_text(reply))
+    _check_max_tokens(max_tokens)
+    build, messages = _create_inputs(model, prior, messages_text, prompt, metadata)
+    reply, limit = _invoke_limited(
+        model,
+        build,
+        messages,
+        config=config,
+        timeout=timeout,
+        label="create",
+        max_tokens=max_tokens,
+        call_key=call_key,
+        on_output_limit=on_output_limit,
+    )
+    return _created(reply, limit)
 
 
 async def agenerate_create(
@@ -228,12 +338,26 @@ async def agenerate_create(
     config: RunnableConfig | None = None,
     metadata: Mapping[str, Any] | None = None,
     timeout: float | None = None,
+    max_tokens: int | None = None,
 ) -> str:
     """Async twin of :func:`generate_create`; ``timeout`` cancels the model call."""
     _check_timeout(timeout)
-    runnable, messages = _create_inputs(model, prior, messages_text, prompt, metadata)
-    reply = await _ainvoke(runnable, messages, config, timeout, "create")
-    return validate_created_document(_reply_text(reply))
+    _check_max_tokens(max_tokens)
+    build, messages = _create_inputs(model, prior, messages_text, prompt, metadata)
+    limit = _limited(model, model, max_tokens)[1]
+    reply = await _ainvoke(build(max_tokens), messages, config, timeout, "create")
+    return _created(reply, limit)
+
+
+def _wrap(exc: Exception, label: str) -> GenerationError:
+    """A model call's exception as a :class:`GenerationError` of the right kind."""
+    kind = classify_error(exc)
+    if kind == "overflow":
+        found = context_overflow(exc) or ContextOverflow()
+        return ContextLengthError(
+            f"{label}: the prompt exceeds the model's context: {exc!r}", found
+        )
+    return GenerationError(f"{label}: the model call failed: {exc!r}", kind=kind)
 
 
 def _invoke(
@@ -242,14 +366,47 @@ def _invoke(
     config: RunnableConfig | None,
     timeout: float | None,
     label: str,
+    *,
+    call_key: object = None,
 ) -> BaseMessage:
     """Call the model; every failure (error, timeout) becomes a :class:`GenerationError`."""
     try:
-        return _call_with_timeout(lambda: runnable.invoke(messages, config), timeout, f"wm.{label}")
+        return call_within(
+            lambda: runnable.invoke(messages, config), timeout, f"wm.{label}", call_key
+        )
+    except (CallTimeoutError, CallRefusedError) as exc:
+        raise GenerationError(str(exc)) from exc
     except GenerationError:
         raise
     except Exception as exc:
-        raise GenerationError(f"{label}: the model call failed: {exc!r}") from exc
+        raise _wrap(exc, label) from exc
+
+
+def _invoke_limited(
+    model: BaseChatModel,
+    build: Callable[[int | None], Runnable[LanguageModelInput, BaseMessage]],
+    messages: list[BaseMessage],
+    *,
+    config: RunnableConfig | None,
+    timeout: float | None,
+    label: str,
+    max_tokens: int | None,
+    call_key: object,
+    on_output_limit: Callable[[int], None] | None,
+) -> tuple[BaseMessage, int | None]:
+    """:func:`_invoke` with an output limit; a provider that refuses the limit and names its
+    maximum is asked once more with that (a different request, not the same one again)."""
+    try:
+        reply = _invoke(build(max_tokens), messages, config, timeout, label, call_key=call_key)
+    except GenerationError as exc:
+        allowed = output_token_limit(exc.__cause__) if exc.__cause__ is not None else None
+        if max_tokens is None or allowed is None or allowed >= max_tokens or exc.kind == "overflow":
+            raise
+        if on_output_limit is not None:
+            on_output_limit(allowed)
+        max_tokens = allowed
+        reply = _invoke(build(max_tokens), messages, config, timeout, label, call_key=call_key)
+    return reply, _limited(model, model, max_tokens)[1]
 
 
 async def _ainvoke(
@@ -265,7 +422,7 @@ async def _ainvoke(
     except TimeoutError as exc:
         raise GenerationError(f"wm.{label}: the model did not answer within {timeout} s") from exc
     except Exception as exc:
-        raise GenerationError(f"{label}: the model call failed: {exc!r}") from exc
+        raise _wrap(exc, label) from exc
 
 
 def _update_inputs(
@@ -274,11 +431,26 @@ def _update_inputs(
     messages_text: str,
     prompt: str | None,
     metadata: Mapping[str, Any] | None,
-) -> tuple[Runnable[LanguageModelInput, BaseMessage], list[BaseMessage]]:
+    *,
+    retry: UpdateReply | None = None,
+) -> tuple[Callable[[int | None], Runnable[LanguageModelInput, BaseMessage]], list[BaseMessage]]:
     text = render_update_prompt(
         working_memory=working_memory, messages=messages_text, template=prompt
     )
-    return _traced(bind_update_tool(model), "wm.update", metadata), [HumanMessage(content=text)]
+    bound = bind_update_tool(model)
+
+    def build(limit: int | None) -> Runnable[LanguageModelInput, BaseMessage]:
+        return _traced(_limited(model, bound, limit)[0], "wm.update", metadata)
+
+    if retry is not None and retry.retry_sections:
+        why = (
+            "it was cut off at the output limit"
+            if retry.cut_off or (retry.reading and not retry.reading.complete)
+            else "some sections were unreadable"
+        )
+        note = _RETRY_NOTE.format(why=why, sections=", ".join(retry.retry_sections))
+        text = f"{text}\n\n{note}"  # one message: the prompt with the note at its end
+    return build, [HumanMessage(content=text)]
 
 
 def _update_arguments(reply: object) -> object | None:
@@ -301,13 +473,78 @@ def _update_arguments(reply: object) -> object | None:
     return None
 
 
-def _parse(raw: object) -> dict[str, dict[str, Any]]:
-    if raw is not None and not isinstance(raw, (str, Mapping)):
+def _read(reply: BaseMessage, limit: int | None) -> UpdateReply:
+    raw = _update_arguments(reply)
+    if raw is None:
+        return UpdateReply(None)
+    if not isinstance(raw, (str, Mapping)):
         raw = {"raw": str(raw)}
-    try:
-        return parse_update_arguments(raw)
-    except (TypeError, ValueError) as exc:
-        raise GenerationError(f"update: the tool arguments could not be used: {exc}") from exc
+    cut = isinstance(reply, AIMessage) and reply_cut_off(reply, limit)
+    reading = read_update_arguments(raw, cut_off=cut)
+    return UpdateReply(reading.ops, reading, cut)
+
+
+def request_update(
+    model: BaseChatModel,
+    *,
+    working_memory: str,
+    messages_text: str,
+    prompt: str | None = None,
+    config: RunnableConfig | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+    max_tokens: int | None = None,
+    call_key: object = None,
+    on_output_limit: Callable[[int], None] | None = None,
+    retry: UpdateReply | None = None,
+) -> UpdateReply:
+    """One update call, with what could and could not be read from it.
+
+    Args:
+        model: The chat model (must support tool calling).
+        working_memory: The current v2 Working Memory document.
+        messages_text: The rendered messages being folded in.
+        prompt: An update prompt template overriding ``prompts/update.md``.
+        config: Runnable config of the calling graph step.
+        metadata: Extra trace metadata.
+        timeout: Seconds to wait for the model; ``None`` waits as long as the model does.
+        max_tokens: Output limit sent with the call (None: the model's own setting).
+        call_key: Groups calls whose abandoned (timed-out) threads must not pile up.
+        on_output_limit: Told the provider's maximum when it refused ``max_tokens``.
+        retry: The earlier reply of a targeted retry: the same prompt, plus a note naming its
+            :attr:`UpdateReply.retry_sections` (only those sections are then taken).
+
+    Raises:
+        ContextLengthError: The prompt exceeds the writer's context.
+        GenerationError: The model raised or timed out.
+        ToolCallingNotSupportedError: The model cannot bind tools (a configuration error).
+        ValueError: A bad ``timeout``/``max_tokens`` or a prompt template with wrong placeholders.
+    """
+    _check_timeout(timeout)
+    _check_max_tokens(max_tokens)
+    build, messages = _update_inputs(
+        model, working_memory, messages_text, prompt, metadata, retry=retry
+    )
+    reply, limit = _invoke_limited(
+        model,
+        build,
+        messages,
+        config=config,
+        timeout=timeout,
+        label="update",
+        max_tokens=max_tokens,
+        call_key=call_key,
+        on_output_limit=on_output_limit,
+    )
+    answer = _read(reply, limit)
+    if retry is None or answer.ops is None:
+        return answer
+    wanted = set(retry.retry_sections)
+    return UpdateReply(
+        {name: op for name, op in answer.ops.items() if name in wanted},
+        answer.reading,
+        answer.cut_off,
+    )
 
 
 def generate_update(
@@ -319,6 +556,7 @@ def generate_update(
     config: RunnableConfig | None = None,
     metadata: Mapping[str, Any] | None = None,
     timeout: float | None = None,
+    max_tokens: int | None = None,
 ) -> dict[str, dict[str, Any]] | None:
     """Ask the model for section operations through the forced ``update_working_memory`` tool.
 
@@ -330,22 +568,28 @@ def generate_update(
         config: Runnable config of the calling graph step.
         metadata: Extra trace metadata.
         timeout: Seconds to wait for the model; ``None`` waits as long as the model does.
+        max_tokens: Output limit sent with the call (None: the model's own setting).
 
     Returns:
         ``parse_update_arguments`` of the call's arguments (tolerant: malformed JSON is
         repaired, missing sections become KEEP), or ``None`` when the reply has no
-        ``update_working_memory`` call.
+        ``update_working_memory`` call. :func:`request_update` also says what was unreadable.
 
     Raises:
         GenerationError: The model raised or timed out, or the arguments were unusable.
         ToolCallingNotSupportedError: The model cannot bind tools (a configuration error).
         ValueError: A bad ``timeout`` or a prompt template with wrong placeholders.
     """
-    _check_timeout(timeout)
-    runnable, messages = _update_inputs(model, working_memory, messages_text, prompt, metadata)
-    reply = _invoke(runnable, messages, config, timeout, "update")
-    raw = _update_arguments(reply)
-    return None if raw is None else _parse(raw)
+    return request_update(
+        model,
+        working_memory=working_memory,
+        messages_text=messages_text,
+        prompt=prompt,
+        config=config,
+        metadata=metadata,
+        timeout=timeout,
+        max_tokens=max_tokens,
+    ).ops
 
 
 async def agenerate_update(
@@ -357,10 +601,12 @@ async def agenerate_update(
     config: RunnableConfig | None = None,
     metadata: Mapping[str, Any] | None = None,
     timeout: float | None = None,
+    max_tokens: int | None = None,
 ) -> dict[str, dict[str, Any]] | None:
     """Async twin of :func:`generate_update`; ``timeout`` cancels the model call."""
     _check_timeout(timeout)
-    runnable, messages = _update_inputs(model, working_memory, messages_text, prompt, metadata)
-    reply = await _ainvoke(runnable, messages, config, timeout, "update")
-    raw = _update_arguments(reply)
-    return None if raw is None else _parse(raw)
+    _check_max_tokens(max_tokens)
+    build, messages = _update_inputs(model, working_memory, messages_text, prompt, metadata)
+    limit = _limited(model, model, max_tokens)[1]
+    reply = await _ainvoke(build(max_tokens), messages, config, timeout, "update")
+    return _read(reply, limit).ops

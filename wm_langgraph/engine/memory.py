@@ -31,7 +31,12 @@ from wm_langgraph.engine.archives import (
     thread_id_from_config,
 )
 from wm_langgraph.engine.assemble import AssembledContext, assemble_context
-from wm_langgraph.engine.commit import CommitDeps, CommitState, build_commit_graph
+from wm_langgraph.engine.commit import (
+    CommitDeps,
+    CommitState,
+    build_commit_graph,
+    unfolded_archive_ids,
+)
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.longterm import search_facts, write_key_facts
 from wm_langgraph.engine.render import message_tokens
@@ -256,8 +261,7 @@ class WorkingMemory:
         system_message: SystemMessage | None,
     ) -> AssembledContext:
         current = self._archives.current_wm(thread_id, timeline)
-        covered = len(current.covers) if current else 0
-        pending = self._archives.get_archives(thread_id, timeline[covered:])
+        pending = self._archives.get_archives(thread_id, unfolded_archive_ids(current, timeline))
         return assemble_context(
             system_message=system_message,
             working_memory=current.text if current else "",
@@ -283,7 +287,7 @@ class WorkingMemory:
         thread_id = thread_id_from_config(config)
         timeline = self._session.timeline_for_thread(thread_id)
         current = self._archives.current_wm(thread_id, timeline)
-        covered = set(current.covers) if current else set()
+        covered = set(timeline) - set(unfolded_archive_ids(current, timeline))
         records = []
         for record in self._archives.get_archives(thread_id, timeline):
             status: ArchiveStatus = "done" if record.id in covered else "pending"
@@ -303,7 +307,7 @@ class WorkingMemory:
         return self._runner.wait(thread_id, timeout)
 
     def resume(self, config: RunnableConfig | None, *, wait: bool | None = None) -> None:
-        """Close the thread's circuit breaker and retry its pending and failed archives.
+        """Close the thread's circuit breaker and retry its pending, failed and deferred archives.
 
         Args:
             config: Names the thread.
@@ -312,6 +316,7 @@ class WorkingMemory:
         """
         thread_id = thread_id_from_config(config)
         self._runner.reset_breaker(thread_id)
+        self._runner.retry_deferred(thread_id)
         inline = (not self.config.background) if wait is None else wait
         self._session.schedule(
             thread_id, self._session.timeline_for_thread(thread_id), config, wait=inline
