@@ -45,6 +45,7 @@ class FairPool:
         self._ready: deque[Hashable] = deque()
         self._queued: set[Hashable] = set()
         self._running: dict[Hashable, float] = {}  # key -> monotonic start of its step
+        self._again: set[Hashable] = set()  # running keys that got new work meanwhile
         self._timer: threading.Timer | None = None
         self._timer_at = float("inf")
         self._closed = False
@@ -54,7 +55,9 @@ class FairPool:
         with self._cond:
             if self._closed:
                 raise RuntimeError("the Phase 2 pool is shut down")
-            if key not in self._queued and key not in self._running:
+            if key in self._running:
+                self._again.add(key)  # its step may have looked already: run it once more
+            elif key not in self._queued:
                 self._queued.add(key)
                 self._ready.append(key)
             self._dispatch()
@@ -108,6 +111,9 @@ class FairPool:
         finally:
             with self._cond:
                 del self._running[key]
+                if key in self._again:
+                    self._again.discard(key)
+                    more = True
                 if more and key not in self._queued:
                     self._queued.add(key)
                     self._ready.append(key)  # back of the line: the others go first

@@ -34,6 +34,9 @@
     stay visible to assemble (layer 2) exactly like a pending archive's. It is retried later, on
     top of the newest WM (a *late fold*, its messages labelled as older), up to
     ``max_consecutive_failures`` times, and again after ``resume()``.
+  - ``"deadline"``: an inline run's time (``model_timeout_seconds`` in all) ran out in the
+    middle of a call — not a writer failure: nothing is written, the runner hands the rest
+    of the work to the background;
   - ``"failed"`` (timeouts, 429/5xx, the model down): the old WM stays, the archives stay pending
     and are marked ``failed``; the runner stops and the circuit breaker counts it.
 
@@ -61,6 +64,7 @@ from wm_langgraph.core.merge import merge_working_memory
 from wm_langgraph.core.sections import SECTIONS, is_working_memory, parse_working_memory
 from wm_langgraph.core.tokens import TokenCounter
 from wm_langgraph.engine._batching import MIN_MESSAGES_BUDGET, WriterLimits, plan_batch
+from wm_langgraph.engine._calls import CallTimeoutError
 from wm_langgraph.engine._provider import ContextOverflow
 from wm_langgraph.engine.archives import ArchiveRecord, ArchiveStore, WorkingMemoryVersion
 from wm_langgraph.engine.config import WorkingMemoryConfig
@@ -92,7 +96,7 @@ COMMIT_TAGS = ["wm_langgraph", "nostream"]
 FILES_SECTION = "Files & Context"
 RETRY_DEFERRED_META = "retry_deferred"
 """Meta key: deferred archives deferred before ``{"at": <time>}`` are due again (``resume()``)."""
-Outcome = Literal["done", "failed", "noop", "overflow", "split", "deferred"]
+Outcome = Literal["done", "failed", "noop", "overflow", "split", "deferred", "deadline"]
 _RETRY_NOTE_TOKENS = 96  # room for the targeted-retry note in the messages budget
 _LATE_NOTE = (
     "[Late addition: the messages below ({ids}) are older than the newest content already in "
@@ -100,6 +104,7 @@ _LATE_NOTE = (
     "files and open issues; do not let them replace newer state.]"
 )
 _DETERMINISTIC = frozenset({"rejected", "unusable"})
+_OUT_OF_TIME = "the inline Phase 2 run used up its time (model_timeout_seconds)"
 
 
 class CommitState(TypedDict, total=False):
@@ -235,7 +240,7 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
             return timeout
         left = deadline - time.monotonic()
         if left <= 0:
-            raise GenerationError("the inline Phase 2 run used up its time (model_timeout_seconds)")
+            raise GenerationError(_OUT_OF_TIME, kind="transient")
         return left if timeout is None else min(timeout, left)
 
     def _overhead(prior: str, branch: str) -> int:
@@ -286,7 +291,7 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
             "overhead_tokens": overhead,
             "max_tokens": limits.max_tokens(cfg.writer_max_tokens),
         }
-        if budget < MIN_MESSAGES_BUDGET:
+        if budget < min(MIN_MESSAGES_BUDGET, cfg.max_prompt_messages_tokens):
             error = (
                 f"the writer's context (about {limits.prompt_tokens} tokens as learned) cannot "
                 f"hold the prompt and the Working Memory ({overhead} tokens) with any message"
@@ -325,7 +330,13 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
             },
         }
 
-    def _failure(exc: GenerationError) -> CommitState:
+    def _failure(exc: GenerationError, state: CommitState) -> CommitState:
+        deadline = state.get("deadline")
+        timed_out = isinstance(exc.__cause__, CallTimeoutError) or str(exc) == _OUT_OF_TIME
+        if timed_out and deadline is not None and time.monotonic() >= deadline - 0.01:
+            # The inline run's own time is up, not the writer's: no failure, the rest of the
+            # work goes to the background.
+            return {"error": str(exc), "error_kind": "deadline"}
         failure: CommitState = {"error": str(exc), "error_kind": exc.kind}
         if isinstance(exc, ContextLengthError):
             failure["overflow"] = dataclasses.asdict(exc.overflow)
@@ -347,7 +358,7 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
                 on_output_limit=limits.learn_output_limit,
             )
         except GenerationError as exc:
-            return {**_failure(exc), "metrics": _timed(state, "create_ms", started)}
+            return {**_failure(exc, state), "metrics": _timed(state, "create_ms", started)}
         return {"created": created, "metrics": _timed(state, "create_ms", started)}
 
     def _ask(state: CommitState, config: RunnableConfig, retry: UpdateReply | None) -> UpdateReply:
@@ -370,7 +381,7 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
         try:
             reply = _ask(state, config, None)
         except GenerationError as exc:
-            return {**_failure(exc), "metrics": _timed(state, "update_ms", started)}
+            return {**_failure(exc, state), "metrics": _timed(state, "update_ms", started)}
         except ToolCallingNotSupportedError:
             # A model without tool calling can still write the whole document (SPEC §5's
             # no-tool-call path); its output goes through the guards like any update.
@@ -390,7 +401,7 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
         try:
             second: UpdateReply | None = _ask(state, config, reply)
         except ContextLengthError as exc:
-            return {**_failure(exc), "metrics": _timed(state, "update_ms", started)}
+            return {**_failure(exc, state), "metrics": _timed(state, "update_ms", started)}
         except GenerationError:
             second = None
         ops.update((second.ops or {}) if second is not None else {})
@@ -500,6 +511,8 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
                     prompt_tokens, ContextOverflow(**(state.get("overflow") or {}))
                 )
                 return {"outcome": "overflow", "metrics": metrics}
+            if kind == "deadline":
+                return {"outcome": "deadline", "metrics": metrics}
             if kind in _DETERMINISTIC and len(batch) > 1:
                 return {"outcome": "split", "batch": batch, "metrics": metrics}
             if kind in _DETERMINISTIC and batch:

@@ -79,6 +79,7 @@ class _Job:
     max_archives: int | None = None
     overflow_rounds: int = 0
     outcome: JobOutcome = "noop"
+    version: int = 0  # bumped when a later submission is merged into this job
 
 
 @dataclass
@@ -149,6 +150,7 @@ class Phase2Runner:
             last = jobs.queue[-1] if jobs.queue else None
             if last is not None and _extends(last.timeline, timeline):
                 last.timeline, last.user_id = list(timeline), user_id
+                last.version += 1
                 last.callbacks = handlers if handlers is not None else last.callbacks
             else:
                 jobs.queue.append(_Job(thread_id, list(timeline), user_id, handlers))
@@ -162,6 +164,7 @@ class Phase2Runner:
             if not jobs.queue:
                 return False
             job = jobs.queue[0]
+            version = job.version
         finished = True
         try:
             with jobs.lock:
@@ -172,6 +175,8 @@ class Phase2Runner:
             logger.debug("wm_langgraph: Phase 2 job traceback", exc_info=True)
         finally:  # a BaseException (a dying process) still ends the job for wait()
             with self._cond:
+                if finished and job.version != version and job.outcome != "paused":
+                    finished = False  # a commit merged into the job meanwhile: go on
                 if finished:
                     if jobs.queue and jobs.queue[0] is job:
                         jobs.queue.popleft()
@@ -340,6 +345,8 @@ class Phase2Runner:
         error = result.get("error")
         if outcome == "noop":
             return True
+        if outcome == "deadline":
+            return False  # the inline caller sees its time is up and hands the rest over
         if outcome == "overflow":
             job.overflow_rounds += 1
             if job.overflow_rounds <= _MAX_OVERFLOW_ROUNDS:
