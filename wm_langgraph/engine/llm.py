@@ -35,36 +35,33 @@ cannot be used: refusal, not a WM, cut off) or ``"transient"`` (timeouts, 429, 5
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from wm_langgraph.core.protocol import (
-    UPDATE_TOOL_NAME,
-    UpdateReading,
-    read_update_arguments,
-)
 from wm_langgraph.core.sections import (
     is_working_memory,
     normalise_working_memory,
     parse_working_memory,
     section_items,
 )
-from wm_langgraph.engine._calls import CallRefusedError, CallTimeoutError, call_within
-from wm_langgraph.engine._provider import (
-    ContextOverflow,
-    classify_error,
-    context_overflow,
-    output_limit_kwargs,
-    output_token_limit,
-    reply_cut_off,
+from wm_langgraph.engine._invoke import (
+    TRACE_TAGS,
+    ContextLengthError,
+    GenerationError,
+    ainvoke,
+    check_max_tokens,
+    check_timeout,
+    invoke_limited,
+    limited,
+    traced,
 )
+from wm_langgraph.engine._provider import reply_cut_off
+from wm_langgraph.engine._update_reply import RETRY_NOTE, UpdateReply, read_reply
 from wm_langgraph.engine.prompts import render_create_prompt, render_update_prompt
 from wm_langgraph.engine.render import content_text
 from wm_langgraph.models import bind_update_tool
@@ -82,8 +79,6 @@ __all__ = [
     "validate_created_document",
 ]
 
-TRACE_TAGS: tuple[str, ...] = ("wm_langgraph", "nostream")
-"""Tags on both model runs."""
 
 # A headerless reply shorter than this cannot be a Working Memory (SPEC §5: not a WM at all).
 _MIN_HEADERLESS_CHARS = 200
@@ -94,91 +89,6 @@ _REFUSAL_RE = re.compile(
     r"i won'?t|unfortunately,? i|as an ai)",
     re.I,
 )
-
-_RETRY_NOTE = (
-    "Your update_working_memory call could not be read completely ({why}). Call "
-    "update_working_memory once more. Give a decision for these sections: {sections}. For every "
-    'other section give {{"op": "KEEP"}}. Write each decision completely and briefly.'
-)
-
-ErrorKindName = Literal["overflow", "rejected", "transient", "unusable"]
-
-
-class GenerationError(Exception):
-    """A Working Memory model call failed: the model raised, timed out, or its reply was not
-    usable. The previous Working Memory stays in force (SPEC §4.7).
-
-    Attributes:
-        kind: ``"overflow"``, ``"rejected"``, ``"unusable"`` or ``"transient"`` (module docstring).
-    """
-
-    kind: ErrorKindName = "transient"
-
-    def __init__(self, message: str, *, kind: ErrorKindName | None = None) -> None:
-        """Create the error; ``kind`` defaults to the class's."""
-        super().__init__(message)
-        if kind is not None:
-            self.kind = kind
-
-
-class ContextLengthError(GenerationError):
-    """The prompt exceeded the writer's context (the provider said so).
-
-    Attributes:
-        overflow: The numbers the provider gave (its own tokens), for sizing the next batch.
-    """
-
-    kind: ErrorKindName = "overflow"
-
-    def __init__(self, message: str, overflow: ContextOverflow) -> None:
-        """Create the error with the provider's numbers."""
-        super().__init__(message)
-        self.overflow = overflow
-
-
-@dataclass(frozen=True, slots=True)
-class UpdateReply:
-    """What an update call returned.
-
-    Attributes:
-        ops: The parsed section ops, or None when the reply has no update_working_memory call.
-        reading: What the parser could and could not read (None without a call).
-        cut_off: The reply stopped at its output limit.
-    """
-
-    ops: dict[str, dict[str, Any]] | None
-    reading: UpdateReading | None = None
-    cut_off: bool = False
-
-    @property
-    def retry_sections(self) -> tuple[str, ...]:
-        """Sections worth one targeted retry: unreadable ones and the one the cut went through
-        (its complete part is in ``ops`` meanwhile). Empty when nothing or everything failed
-        to read — a reply with no readable section takes the create fallback instead."""
-        if self.reading is None or not self.ops:
-            return ()
-        cut = (self.reading.cut,) if self.reading.cut else ()
-        return tuple(dict.fromkeys((*self.reading.unreadable, *cut)))
-
-
-def _traced(
-    runnable: Runnable[LanguageModelInput, BaseMessage],
-    run_name: str,
-    metadata: Mapping[str, Any] | None,
-) -> Runnable[LanguageModelInput, BaseMessage]:
-    return runnable.with_config(
-        run_name=run_name, tags=list(TRACE_TAGS), metadata=dict(metadata or {})
-    )
-
-
-def _check_timeout(timeout: float | None) -> None:
-    if timeout is not None and not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
-
-
-def _check_max_tokens(max_tokens: int | None) -> None:
-    if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
-        raise ValueError(f"max_tokens must be a positive int or None, got {max_tokens!r}")
 
 
 def _strip_fence(text: str) -> str:
@@ -224,18 +134,6 @@ def validate_created_document(reply: str) -> str:
     return document
 
 
-def _limited(
-    model: BaseChatModel,
-    runnable: Runnable[LanguageModelInput, BaseMessage],
-    max_tokens: int | None,
-) -> tuple[Runnable[LanguageModelInput, BaseMessage], int | None]:
-    """``runnable`` asking for at most ``max_tokens`` output tokens, and the limit in force."""
-    if max_tokens is None:
-        return runnable, None
-    kwargs, limit = output_limit_kwargs(model, max_tokens)
-    return (runnable.bind(**kwargs) if kwargs else runnable), limit
-
-
 def _create_inputs(
     model: BaseChatModel,
     prior: str,
@@ -246,7 +144,7 @@ def _create_inputs(
     text = render_create_prompt(prior_summary=prior, messages=messages_text, template=prompt)
 
     def build(limit: int | None) -> Runnable[LanguageModelInput, BaseMessage]:
-        return _traced(_limited(model, model, limit)[0], "wm.create", metadata)
+        return traced(limited(model, model, limit)[0], "wm.create", metadata)
 
     return build, [HumanMessage(content=text)]
 
@@ -312,10 +210,10 @@ def generate_create(
             off at the output limit).
         ValueError: A bad ``timeout``/``max_tokens`` or a prompt template with wrong placeholders.
     """
-    _check_timeout(timeout)
-    _check_max_tokens(max_tokens)
+    check_timeout(timeout)
+    check_max_tokens(max_tokens)
     build, messages = _create_inputs(model, prior, messages_text, prompt, metadata)
-    reply, limit = _invoke_limited(
+    reply, limit = invoke_limited(
         model,
         build,
         messages,
@@ -341,88 +239,12 @@ async def agenerate_create(
     max_tokens: int | None = None,
 ) -> str:
     """Async twin of :func:`generate_create`; ``timeout`` cancels the model call."""
-    _check_timeout(timeout)
-    _check_max_tokens(max_tokens)
+    check_timeout(timeout)
+    check_max_tokens(max_tokens)
     build, messages = _create_inputs(model, prior, messages_text, prompt, metadata)
-    limit = _limited(model, model, max_tokens)[1]
-    reply = await _ainvoke(build(max_tokens), messages, config, timeout, "create")
+    limit = limited(model, model, max_tokens)[1]
+    reply = await ainvoke(build(max_tokens), messages, config, timeout, "create")
     return _created(reply, limit)
-
-
-def _wrap(exc: Exception, label: str) -> GenerationError:
-    """A model call's exception as a :class:`GenerationError` of the right kind."""
-    kind = classify_error(exc)
-    if kind == "overflow":
-        found = context_overflow(exc) or ContextOverflow()
-        return ContextLengthError(
-            f"{label}: the prompt exceeds the model's context: {exc!r}", found
-        )
-    return GenerationError(f"{label}: the model call failed: {exc!r}", kind=kind)
-
-
-def _invoke(
-    runnable: Runnable[LanguageModelInput, BaseMessage],
-    messages: list[BaseMessage],
-    config: RunnableConfig | None,
-    timeout: float | None,
-    label: str,
-    *,
-    call_key: object = None,
-) -> BaseMessage:
-    """Call the model; every failure (error, timeout) becomes a :class:`GenerationError`."""
-    try:
-        return call_within(
-            lambda: runnable.invoke(messages, config), timeout, f"wm.{label}", call_key
-        )
-    except (CallTimeoutError, CallRefusedError) as exc:
-        raise GenerationError(str(exc)) from exc
-    except GenerationError:
-        raise
-    except Exception as exc:
-        raise _wrap(exc, label) from exc
-
-
-def _invoke_limited(
-    model: BaseChatModel,
-    build: Callable[[int | None], Runnable[LanguageModelInput, BaseMessage]],
-    messages: list[BaseMessage],
-    *,
-    config: RunnableConfig | None,
-    timeout: float | None,
-    label: str,
-    max_tokens: int | None,
-    call_key: object,
-    on_output_limit: Callable[[int], None] | None,
-) -> tuple[BaseMessage, int | None]:
-    """:func:`_invoke` with an output limit; a provider that refuses the limit and names its
-    maximum is asked once more with that (a different request, not the same one again)."""
-    try:
-        reply = _invoke(build(max_tokens), messages, config, timeout, label, call_key=call_key)
-    except GenerationError as exc:
-        allowed = output_token_limit(exc.__cause__) if exc.__cause__ is not None else None
-        if max_tokens is None or allowed is None or allowed >= max_tokens or exc.kind == "overflow":
-            raise
-        if on_output_limit is not None:
-            on_output_limit(allowed)
-        max_tokens = allowed
-        reply = _invoke(build(max_tokens), messages, config, timeout, label, call_key=call_key)
-    return reply, _limited(model, model, max_tokens)[1]
-
-
-async def _ainvoke(
-    runnable: Runnable[LanguageModelInput, BaseMessage],
-    messages: list[BaseMessage],
-    config: RunnableConfig | None,
-    timeout: float | None,
-    label: str,
-) -> BaseMessage:
-    """Async :func:`_invoke`; ``timeout`` cancels the call."""
-    try:
-        return await asyncio.wait_for(runnable.ainvoke(messages, config), timeout)
-    except TimeoutError as exc:
-        raise GenerationError(f"wm.{label}: the model did not answer within {timeout} s") from exc
-    except Exception as exc:
-        raise _wrap(exc, label) from exc
 
 
 def _update_inputs(
@@ -440,7 +262,7 @@ def _update_inputs(
     bound = bind_update_tool(model)
 
     def build(limit: int | None) -> Runnable[LanguageModelInput, BaseMessage]:
-        return _traced(_limited(model, bound, limit)[0], "wm.update", metadata)
+        return traced(limited(model, bound, limit)[0], "wm.update", metadata)
 
     if retry is not None and retry.retry_sections:
         why = (
@@ -448,40 +270,9 @@ def _update_inputs(
             if retry.cut_off or (retry.reading and not retry.reading.complete)
             else "some sections were unreadable"
         )
-        note = _RETRY_NOTE.format(why=why, sections=", ".join(retry.retry_sections))
+        note = RETRY_NOTE.format(why=why, sections=", ".join(retry.retry_sections))
         text = f"{text}\n\n{note}"  # one message: the prompt with the note at its end
     return build, [HumanMessage(content=text)]
-
-
-def _update_arguments(reply: object) -> object | None:
-    """The raw arguments of the update_working_memory call in a reply, or None if there is none.
-
-    Looks at ``tool_calls`` (parsed dicts), then ``invalid_tool_calls`` (raw strings the
-    provider could not parse), then a legacy ``additional_kwargs["function_call"]``.
-    """
-    if not isinstance(reply, AIMessage):
-        raise GenerationError(f"update: unexpected model output of type {type(reply).__name__}")
-    for call in reply.tool_calls or []:
-        if call.get("name") == UPDATE_TOOL_NAME:
-            return call.get("args")
-    for bad in reply.invalid_tool_calls or []:
-        if bad.get("name") in {UPDATE_TOOL_NAME, None}:
-            return bad.get("args") or ""
-    legacy = (reply.additional_kwargs or {}).get("function_call")
-    if isinstance(legacy, Mapping) and legacy.get("name") == UPDATE_TOOL_NAME:
-        return legacy.get("arguments") or ""
-    return None
-
-
-def _read(reply: BaseMessage, limit: int | None) -> UpdateReply:
-    raw = _update_arguments(reply)
-    if raw is None:
-        return UpdateReply(None)
-    if not isinstance(raw, (str, Mapping)):
-        raw = {"raw": str(raw)}
-    cut = isinstance(reply, AIMessage) and reply_cut_off(reply, limit)
-    reading = read_update_arguments(raw, cut_off=cut)
-    return UpdateReply(reading.ops, reading, cut)
 
 
 def request_update(
@@ -520,12 +311,12 @@ def request_update(
         ToolCallingNotSupportedError: The model cannot bind tools (a configuration error).
         ValueError: A bad ``timeout``/``max_tokens`` or a prompt template with wrong placeholders.
     """
-    _check_timeout(timeout)
-    _check_max_tokens(max_tokens)
+    check_timeout(timeout)
+    check_max_tokens(max_tokens)
     build, messages = _update_inputs(
         model, working_memory, messages_text, prompt, metadata, retry=retry
     )
-    reply, limit = _invoke_limited(
+    reply, limit = invoke_limited(
         model,
         build,
         messages,
@@ -536,7 +327,7 @@ def request_update(
         call_key=call_key,
         on_output_limit=on_output_limit,
     )
-    answer = _read(reply, limit)
+    answer = read_reply(reply, limit)
     if retry is None or answer.ops is None:
         return answer
     wanted = set(retry.retry_sections)
@@ -604,9 +395,9 @@ async def agenerate_update(
     max_tokens: int | None = None,
 ) -> dict[str, dict[str, Any]] | None:
     """Async twin of :func:`generate_update`; ``timeout`` cancels the model call."""
-    _check_timeout(timeout)
-    _check_max_tokens(max_tokens)
+    check_timeout(timeout)
+    check_max_tokens(max_tokens)
     build, messages = _update_inputs(model, working_memory, messages_text, prompt, metadata)
-    limit = _limited(model, model, max_tokens)[1]
-    reply = await _ainvoke(build(max_tokens), messages, config, timeout, "update")
-    return _read(reply, limit).ops
+    limit = limited(model, model, max_tokens)[1]
+    reply = await ainvoke(build(max_tokens), messages, config, timeout, "update")
+    return read_reply(reply, limit).ops
