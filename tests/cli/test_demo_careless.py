@@ -132,11 +132,12 @@ def test_careless_demo_keeps_every_recorded_path_and_error(careless_run):
     found = re.search(r"open issues \(Open Issues\): (\d+)/(\d+)", out)
     assert found is not None
     assert int(found.group(2)) == len(todos) >= 2
-    # An open issue can only go missing with an op that truncated JSON made unreadable: the
-    # guards restore every silently dropped one.
+    # A truncated reply no longer loses an open issue (issue 12): its unreadable sections get a
+    # targeted retry. (What can still go missing is a restored item dropped a second time —
+    # the Open Issues guard's restore-once, issue 14.)
     missing = [line for line in out.splitlines() if line.strip().startswith("missing: '")]
     assert len(missing) == len(todos) - int(found.group(1))
-    assert all("truncated JSON" in line for line in missing)
+    assert not any("truncated JSON" in line for line in missing)
 
 
 def test_careless_demo_is_deterministic_and_the_seed_matters(careless_run):

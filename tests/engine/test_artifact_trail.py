@@ -4,6 +4,7 @@ does not list yet are added — judged at path boundaries (issue 14), never junk
 from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.store.memory import InMemoryStore
 
 from tests.fakes import ScriptedChatModel
 from wm_langgraph.core.sections import SECTIONS, parse_working_memory, render_working_memory
@@ -34,7 +35,7 @@ def _session(calls: list[dict], results: list[str]) -> list:
 
 
 def _files_after(files: str, calls: list[dict], results: list[str]) -> list[str]:
-    wm = WorkingMemory(_writer(files), config=CONFIG)
+    wm = WorkingMemory(_writer(files), config=CONFIG, store=InMemoryStore())
     cfg = {"configurable": {"thread_id": "trail"}}
     wm.compact({"messages": _session(calls, results)}, cfg)
     body = parse_working_memory(wm.get_working_memory(cfg))["Files & Context"]

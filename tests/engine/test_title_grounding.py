@@ -4,6 +4,7 @@ title the writer invents (or copies from a prompt) is refused, a grounded one ac
 from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import is_update_call
 from tests.fakes import ScriptedChatModel
@@ -29,7 +30,7 @@ def _writer(title: str) -> ScriptedChatModel:
 
 
 def _title_after(title: str) -> str:
-    wm = WorkingMemory(_writer(title), config=CONFIG)
+    wm = WorkingMemory(_writer(title), config=CONFIG, store=InMemoryStore())
     cfg = {"configurable": {"thread_id": "title"}}
     turn = [HumanMessage("add retries to the webhook sender", id="h1"), AIMessage("ok", id="a1")]
     wm.compact({"messages": turn}, cfg)

@@ -179,14 +179,19 @@ def test_chat_openai_gets_strict_schema_forced_by_name_without_parallel_calls():
     _assert_strict_chat_completions_payload(_payload(bind_update_tool(model)))
 
 
-def test_openai_compatible_server_gets_the_same_payload(clean_env):
+def test_openai_compatible_server_gets_the_reference_schema_forced_by_name(clean_env):
+    # issue 15: a server that turns the schema into a grammar (llama.cpp, vLLM, Ollama) loops
+    # on the strict form; only OpenAI proper and Azure enforce strict schemas natively.
     clean_env.setenv("OPENAI_API_KEY", FAKE_KEY)
     clean_env.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
     clean_env.setenv("WM_LANGGRAPH_MODEL", "llama3.1")
     model = resolve_default_model()
     payload = _payload(bind_update_tool(model))
-    _assert_strict_chat_completions_payload(payload)
     assert payload["model"] == "llama3.1"
+    assert payload["tool_choice"] == {"type": "function", "function": {"name": UPDATE_TOOL_NAME}}
+    (tool,) = payload["tools"]
+    assert "strict" not in tool["function"]
+    assert "oneOf" in json.dumps(tool["function"]["parameters"])
 
 
 def test_azure_and_subclasses_are_treated_as_openai():

@@ -35,6 +35,7 @@ from langgraph.graph import END, START, StateGraph
 
 from wm_langgraph import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.engine.archives import ArchiveStore
+from wm_langgraph.engine.commit import unfolded_archive_ids
 from wm_langgraph.engine.state import WorkingMemoryState
 
 __all__ = [
@@ -269,7 +270,7 @@ def check_thread(
     markers = wm_markers(document)
     if current is not None:
         assert len(parse_working_memory(document)) == len(SECTIONS)
-        covered = archives.get_archives(thread_id, current.covers)
+        covered = _fold_order(archives.get_archives(thread_id, current.covers))
         folded = [m for r in covered for msg in r.messages for m in markers_in(msg.text)]
         assert markers == [m for m in folded if m in set(markers)], "WM lineage out of order"
         assert len(markers) == len(set(markers)), "a message folded twice"
@@ -280,15 +281,32 @@ def check_thread(
         if timeline:
             assert current is not None
             assert current.covers == timeline, "pending archives were not folded in"
+            assert not current.info.get("deferred"), "deferred archives were not folded in"
     if complete and timeline:
         folded = [
             m
-            for r in archives.get_archives(thread_id, timeline)
+            for r in _fold_order(archives.get_archives(thread_id, timeline))
             for msg in r.messages
             for m in markers_in(msg.text)
         ]
         assert markers == folded, "the WM does not hold every archived message"
     return markers
+
+
+def _fold_order(records: list[Any]) -> list[Any]:
+    """Archives in the order Phase 2 folded them: the timeline order, except that an archive
+    deferred and folded late (issue 12) comes where it was folded — before the first archive
+    folded in order after it (by the time each was marked done)."""
+    late = sorted(
+        (r for r in records if r.status == "done" and (r.metadata or {}).get("late")),
+        key=lambda r: r.updated_at,
+    )
+    ordered: list[Any] = []
+    for record in (r for r in records if r not in late):
+        while late and record.status == "done" and record.updated_at > late[0].updated_at:
+            ordered.append(late.pop(0))
+        ordered.append(record)
+    return ordered + late
 
 
 def check_assemble(wm: Any, graph: Any, archives: ArchiveStore, conversation: Conversation) -> None:
@@ -300,8 +318,7 @@ def check_assemble(wm: Any, graph: Any, archives: ArchiveStore, conversation: Co
     seen = set(markers_in("\n".join(m.text for m in out)))
     live, timeline = _live_and_timeline(graph, config)
     current = archives.current_wm(conversation.thread_id, timeline)
-    covered = len(current.covers) if current else 0
-    pending = archives.get_archives(conversation.thread_id, timeline[covered:])
+    pending = archives.get_archives(conversation.thread_id, unfolded_archive_ids(current, timeline))
     wanted = [m for r in pending for msg in r.messages for m in markers_in(msg.text)]
     wanted += [f"{i}" for i in live]
     missing = [m for m in wanted if m not in seen]

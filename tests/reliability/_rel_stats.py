@@ -13,7 +13,7 @@ from collections import Counter
 
 from hypothesis import HealthCheck, settings
 
-__all__ = ["FUZZ_EXAMPLES", "add", "count", "fuzz_settings", "snapshot"]
+__all__ = ["FUZZ_EXAMPLES", "add", "count", "fuzz_settings", "record", "snapshot"]
 
 _lock = threading.Lock()
 _counts: Counter[str] = Counter()
@@ -44,6 +44,12 @@ def add(name: str, amount: int = 1) -> None:
     """Add ``amount`` to the figure ``name``."""
     with _lock:
         _counts[name] += amount
+
+
+def record(name: str, value: int) -> None:
+    """Set the figure ``name`` to a measured ``value`` (the last measurement is printed)."""
+    with _lock:
+        _counts[name] = value
 
 
 def snapshot() -> dict[str, int]:

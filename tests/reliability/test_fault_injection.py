@@ -30,6 +30,7 @@ from _rel_stats import add
 from fakes import tool_reply
 
 from wm_langgraph import parse_working_memory, render_working_memory
+from wm_langgraph.engine import _batching as batching_module
 from wm_langgraph.engine import commit as commit_module
 from wm_langgraph.engine.archives import ArchiveStore
 from wm_langgraph.engine.config import WorkingMemoryConfig
@@ -223,10 +224,10 @@ def test_circuit_breaker_stops_calling_a_dead_model_until_resume(tmp_path):
 # -- 2. an exception between the steps of a commit ------------------------------------------------
 
 _NODE_TARGETS = [
-    ("prepare", commit_module, "render_messages"),
-    ("prepare", commit_module, "extract_paths_from_messages"),
+    ("prepare", batching_module, "render_message_blocks"),
+    ("prepare", batching_module, "extract_paths_from_messages"),
     ("create", commit_module, "generate_create"),
-    ("update", commit_module, "generate_update"),
+    ("update", commit_module, "request_update"),
     ("guard_merge", commit_module, "merge_working_memory"),
     ("save", ArchiveStore, "put_wm"),
     ("save", ArchiveStore, "update_archives"),

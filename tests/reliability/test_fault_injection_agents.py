@@ -151,9 +151,12 @@ def test_model_faults_through_the_agent_never_lose_or_worsen(
             fails = (step, kind) in _FAILS
             status = a.wm.phase2_status(conv.config)
             if fails:
-                # Circuit breaker: the dead model was called max_consecutive_failures times.
+                # Circuit breaker: the dead model was called max_consecutive_failures times —
+                # a hung one only once: while its abandoned call still runs, the thread's next
+                # attempts fail without starting a second one (issue 12: no pile of threads).
                 assert status["paused"], status
-                assert switch.faulty == BASE.max_consecutive_failures
+                calls = 1 if kind == "times_out" else BASE.max_consecutive_failures
+                assert switch.faulty == calls
                 assert {r.status for r in a.wm.list_archives(conv.config)} >= {"failed"}
             else:
                 assert not status["paused"]

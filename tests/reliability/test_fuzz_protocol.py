@@ -7,7 +7,9 @@ Properties (SPEC §3, §5 fallback chain):
 - its result always merges into a seven-section document;
 - a well-formed call is read exactly, the same through every accepted wrapping (dict, JSON
   string, missing ``sections`` wrapper, ``{"raw": ...}``);
-- a truncated call never yields a half-written body as if it were whole.
+- a truncated call keeps only what was written completely (SPEC §5, owner decision): a cut-off
+  UPDATE body is a prefix of the whole body, APPEND items a prefix of the whole list, and the
+  reading names the cut section.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from wm_langgraph import SECTIONS, merge_working_memory, parse_update_arguments
+from wm_langgraph.core.protocol import read_update_arguments
 
 pytestmark = pytest.mark.fuzz
 
@@ -83,17 +86,24 @@ def test_well_formed_calls_are_read_exactly_through_every_wrapping(ops, ascii_on
 
 @fuzz_settings
 @given(ops=valid_ops, cut=st.floats(0, 1))
-def test_truncated_calls_never_take_a_half_written_body_as_whole(ops, cut):
+def test_truncated_calls_keep_only_what_was_written_completely(ops, cut):
     count("parse: truncation")
     text = json.dumps({"sections": ops}, ensure_ascii=False)
     truncated = text[: int(len(text) * cut)]
-    parsed = parse_update_arguments(truncated)
+    reading = read_update_arguments(truncated)
+    parsed = reading.ops
     _assert_canonical_ops(parsed)
+    assert parsed == parse_update_arguments(truncated)
     full = parse_update_arguments(text)
     for name, op in parsed.items():
         if op["op"] == "UPDATE":
             assert name in full
-            assert op == full[name], f"{name}: a cut-off body was taken as whole"
+            if op != full[name]:
+                assert reading.cut == name, f"{name}: a cut-off body was taken as whole"
+                assert full[name]["content"].startswith(op["content"]), name
         if op["op"] == "APPEND" and full.get(name, {}).get("op") == "APPEND":
             got, whole = op["items"], full[name]["items"]
             assert got == whole[: len(got)], f"{name}: APPEND items are not a prefix"
+    if len(truncated) < len(text):
+        assert not reading.complete or parsed == full
+        assert set(reading.unreadable) | set(parsed) >= set(full)  # nothing silently KEEP

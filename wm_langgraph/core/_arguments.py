@@ -5,6 +5,10 @@ layers, tried in order: structured values (dict / list / JSON text repaired by
 ``_json_repair``), wrappers (``sections``, ``raw``, ``arguments``, ...), per-section op
 normalisation (reference and strict shapes, lowercase and synonym op names, section-name
 variants), and a last-resort regex salvage per section.
+
+:func:`read_update_arguments` also says what could *not* be read: whether the arguments were
+complete, which sections were present but unreadable (or, in a cut-off reply, never reached),
+and which section's op the cut went through (its complete part is kept, ``core._cutoff``).
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ import json
 import logging
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from wm_langgraph.core._json_repair import decode_string_literal, repair_json
+from wm_langgraph.core._cutoff import complete_part
+from wm_langgraph.core._json_repair import CUT_MARK, decode_string_literal, repair_json_partial
 from wm_langgraph.core.sections import SECTIONS, section_items
 
-__all__ = ["parse_update_arguments"]
+__all__ = ["UpdateReading", "parse_update_arguments", "read_update_arguments"]
 
 logger = logging.getLogger("wm_langgraph")
 
@@ -38,6 +44,37 @@ _OP_KEYS = ("op", "operation", "action")
 _WRAPPER_KEYS = ("arguments", "args", "raw", "input", "parameters", "tool_input")
 _ITEM_MARKER_RE = re.compile(r"^(?:[-*+•])[ \t]+")
 _MAX_DEPTH = 6
+# An op the model named but that does not exist ("DELETE"): SPEC §3 makes it KEEP, and unlike
+# an unreadable value it is not retried.
+_UNKNOWN_OP: dict[str, Any] = {"op": "UNKNOWN"}
+
+
+@dataclass
+class _Notes:
+    """What one reading found besides the ops."""
+
+    complete: bool = True
+    unreadable: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateReading:
+    """The result of :func:`read_update_arguments`.
+
+    Attributes:
+        ops: ``{section: op}`` in section order (as :func:`parse_update_arguments` returns).
+        complete: The arguments were whole (a parsed object, or JSON text that closed).
+        unreadable: Sections without a usable decision: present with a value that could not be
+            read, or — when the arguments were cut off — never reached. A complete reply that
+            leaves a section out means KEEP (SPEC §3) and does not list it.
+        cut: The section whose op the cut went through (its complete part, if any, is in
+            ``ops``), or None.
+    """
+
+    ops: dict[str, dict[str, Any]]
+    complete: bool = True
+    unreadable: tuple[str, ...] = ()
+    cut: str | None = None
 
 
 def _norm_name(text: str) -> str:
@@ -68,7 +105,7 @@ def _section_name(key: Any) -> str | None:
 
 
 def _op_name(value: Any) -> str | None:
-    if not isinstance(value, str):
+    if not isinstance(value, str) or CUT_MARK in value:
         return None
     return _OP_SYNONYMS.get(value.strip().strip("\"'`").strip().upper().replace(" ", "_"))
 
@@ -107,7 +144,7 @@ def _op_from_value(value: Any, depth: int) -> dict[str, Any] | None:
         if name == "KEEP":
             return {"op": "KEEP"}
         if value.lstrip().startswith("{") and depth < _MAX_DEPTH:
-            return _op_from_value(repair_json(value), depth + 1)
+            return _op_from_value(repair_json_partial(value).value, depth + 1)
         return None  # a bare text is ambiguous: do not guess, keep the section
     if isinstance(value, (list, tuple)):
         items = _clean_items(value)
@@ -122,7 +159,9 @@ def _op_from_value(value: Any, depth: int) -> dict[str, Any] | None:
     if name == "KEEP":
         return {"op": "KEEP"}
     if raw_op is not None and name is None:
-        return None  # an unknown op means KEEP
+        if isinstance(raw_op, str) and CUT_MARK in raw_op:
+            return None  # the op name itself was cut off: unreadable
+        return _UNKNOWN_OP  # an unknown op means KEEP
     if name in ("UPDATE", None) and content is not None:
         return {"op": "UPDATE", "content": content}
     if items is None and content is not None:
@@ -132,7 +171,7 @@ def _op_from_value(value: Any, depth: int) -> dict[str, Any] | None:
     return None
 
 
-def _ops_from_sections(value: Any, depth: int) -> dict[str, dict[str, Any]]:
+def _ops_from_sections(value: Any, depth: int, notes: _Notes) -> dict[str, dict[str, Any]]:
     """``{section: value}`` (or a list of ``{"section": name, "op": ...}``) -> ops."""
     found: dict[str, dict[str, Any]] = {}
     pairs: list[tuple[Any, Any]]
@@ -151,20 +190,22 @@ def _ops_from_sections(value: Any, depth: int) -> dict[str, dict[str, Any]]:
         if name is None or name in found:
             continue
         op = _op_from_value(section_value, depth)
-        if op is not None:
+        if op is None:
+            notes.unreadable.add(name)
+        elif op is not _UNKNOWN_OP:
             found[name] = op
     return found
 
 
-def _from_object(value: Any, depth: int) -> dict[str, dict[str, Any]]:
+def _from_object(value: Any, depth: int, notes: _Notes) -> dict[str, dict[str, Any]]:
     if depth > _MAX_DEPTH:
         return {}
     if isinstance(value, (str, bytes, bytearray)):
-        return _from_text(value, depth + 1)
+        return _from_text(value, depth + 1, notes)
     if isinstance(value, (list, tuple)):
-        found = _ops_from_sections(value, depth)
+        found = _ops_from_sections(value, depth, notes)
         for entry in value:
-            for name, op in _from_object(entry, depth + 1).items():
+            for name, op in _from_object(entry, depth + 1, notes).items():
                 found.setdefault(name, op)
         return found
     if not isinstance(value, Mapping):
@@ -174,16 +215,16 @@ def _from_object(value: Any, depth: int) -> dict[str, dict[str, Any]]:
     if "sections" in keys:
         inner = keys["sections"]
         found = (
-            _from_text(inner, depth + 1)
+            _from_text(inner, depth + 1, notes)
             if isinstance(inner, (str, bytes, bytearray))
-            else _ops_from_sections(inner, depth) or _from_object(inner, depth + 1)
+            else _ops_from_sections(inner, depth, notes) or _from_object(inner, depth + 1, notes)
         )
-    for name, op in _ops_from_sections(value, depth).items():  # bare section keys
+    for name, op in _ops_from_sections(value, depth, notes).items():  # bare section keys
         found.setdefault(name, op)
     if not found:
         for key in _WRAPPER_KEYS:
             if key in keys:
-                found = _from_object(keys[key], depth + 1)
+                found = _from_object(keys[key], depth + 1, notes)
                 if found:
                     break
     return found
@@ -203,6 +244,9 @@ _QUOTED = (
 )
 _SALVAGE_CONTENT_RE = re.compile(
     r"""["'\u201c\u201d]?content["'\u201c\u201d]?\s*[:=]\s*(?:""" + _QUOTED + ")", re.I | re.S
+)
+_SALVAGE_CONTENT_OPEN_RE = re.compile(
+    r"""["'\u201c\u201d]?content["'\u201c\u201d]?\s*[:=]\s*["\u201c](?P<body>.*)\Z""", re.I | re.S
 )
 _SALVAGE_ITEMS_RE = re.compile(r"""["'\u201c\u201d]?items["'\u201c\u201d]?\s*[:=]\s*\[""", re.I)
 _SALVAGE_ITEM_RE = re.compile(r"\s*,?\s*(?:" + _QUOTED + ")", re.S)
@@ -240,8 +284,12 @@ def _salvage(text: str) -> dict[str, dict[str, Any]]:
             found[name] = {"op": "KEEP"}
         elif op == "UPDATE":
             content = _SALVAGE_CONTENT_RE.search(segment)
-            if content:  # only a content string that was closed: never half a body
+            opened = _SALVAGE_CONTENT_OPEN_RE.search(segment) if stop == len(text) else None
+            if content:
                 found[name] = {"op": "UPDATE", "content": _quoted_value(content)}
+            elif opened:  # the text ends inside this body: mark it as cut off
+                body = opened["body"].removesuffix("\\")
+                found[name] = {"op": "UPDATE", "content": decode_string_literal(body) + CUT_MARK}
         elif op == "APPEND":
             opening = _SALVAGE_ITEMS_RE.search(segment)
             items: list[str] = []
@@ -255,10 +303,13 @@ def _salvage(text: str) -> dict[str, dict[str, Any]]:
     return found
 
 
-def _from_text(raw: str | bytes | bytearray, depth: int) -> dict[str, dict[str, Any]]:
+def _from_text(
+    raw: str | bytes | bytearray, depth: int, notes: _Notes
+) -> dict[str, dict[str, Any]]:
     text = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else raw
     text = text.strip().lstrip("\ufeff")
     if not text or depth > _MAX_DEPTH:
+        notes.complete = notes.complete and bool(text)
         return {}
     if text.startswith('"'):  # the arguments JSON-encoded twice
         try:
@@ -266,23 +317,87 @@ def _from_text(raw: str | bytes | bytearray, depth: int) -> dict[str, dict[str, 
         except ValueError:
             decoded = None
         if isinstance(decoded, str):
-            return _from_text(decoded, depth + 1)
-    parsed = repair_json(text)
-    found = _from_object(parsed, depth + 1) if isinstance(parsed, (Mapping, list)) else {}
-    return found or _salvage(text)
+            return _from_text(decoded, depth + 1, notes)
+    repaired = repair_json_partial(text)
+    parsed = repaired.value
+    notes.complete = notes.complete and repaired.complete
+    found = _from_object(parsed, depth + 1, notes) if isinstance(parsed, (Mapping, list)) else {}
+    return found or _salvage(text.replace(CUT_MARK, ""))
 
 
 def _ordered(found: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {name: found[name] for name in SECTIONS if name in found}
 
 
-def parse_update_arguments(raw: str | Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+_LONE_HIGH_SURROGATE_RE = re.compile("[\ud800-\udbff]\\Z")
+
+
+def _settle_cut(ops: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """Keep the complete part of the op that carries the cut marker; drop the marker."""
+    settled: dict[str, dict[str, Any]] = {}
+    cut: str | None = None
+    for name, op in ops.items():
+        if op["op"] == "UPDATE" and CUT_MARK in op["content"]:
+            cut = name
+            text = op["content"].replace(CUT_MARK, "")
+            kept = complete_part(name, _LONE_HIGH_SURROGATE_RE.sub("", text))
+            if kept is not None:
+                settled[name] = {"op": "UPDATE", "content": kept}
+        elif op["op"] == "APPEND" and any(CUT_MARK in item for item in op["items"]):
+            cut = name
+            # A model that loops to its limit repeats itself ("KEEP", "KEEP", ...): in a cut-off
+            # APPEND an op name is not an item, nor is the same item twice.
+            items = [
+                item
+                for item in dict.fromkeys(op["items"])
+                if CUT_MARK not in item and _op_name(item) is None
+            ]
+            if items:
+                settled[name] = {"op": "APPEND", "items": items}
+        else:
+            settled[name] = op
+    return settled, cut
+
+
+def read_update_arguments(raw: object, *, cut_off: bool = False) -> UpdateReading:
+    """Read an ``update_working_memory`` call's arguments and say what could not be read.
+
+    Args:
+        raw: The tool call's arguments, as the provider returned them (any type is accepted).
+        cut_off: The provider reported that the reply stopped at its output limit (whatever
+            the arguments look like, the reply is then incomplete).
+
+    Returns:
+        The ops (exactly :func:`parse_update_arguments`), whether the arguments were complete,
+        the unreadable sections and the section the cut went through. Never raises.
+    """
+    notes = _Notes()
+    try:
+        if raw is None:
+            return UpdateReading({}, complete=not cut_off, unreadable=())
+        found = _from_object(raw, 0, notes)
+    except Exception:
+        logger.warning("update_working_memory: could not parse tool arguments", exc_info=True)
+        return UpdateReading({}, complete=False, unreadable=SECTIONS)
+    ops, cut = _settle_cut(_ordered(found))
+    complete = notes.complete and not cut_off and cut is None
+    missing = set(notes.unreadable)
+    if not complete:
+        missing |= set(SECTIONS)  # a cut-off reply never reached the sections it lacks
+    if cut is not None:
+        missing.add(cut)
+    unreadable = tuple(name for name in SECTIONS if name in missing and name not in ops)
+    return UpdateReading(ops, complete=complete, unreadable=unreadable, cut=cut)
+
+
+def parse_update_arguments(raw: object) -> dict[str, dict[str, Any]]:
     """Read an ``update_working_memory`` call's arguments into canonical per-section ops.
 
     Accepts the reference and the strict tool shapes and, in order of the SPEC §5 fallback
     chain: a JSON string or a dict; a ``{"raw": "..."}`` wrapper (also ``arguments`` / ``args``);
     bare section keys without the outer ``sections``; truncated JSON (closed at the last
-    complete value; a half-written string is dropped, never taken as a whole body); raw
+    complete value; the op the cut went through keeps only its complete part — whole APPEND
+    items, whole lines of an UPDATE body, the text of a one-line/paragraph section); raw
     newlines inside strings; curly or single quotes; trailing commas; lowercase op names;
     section-name variants (case, ``and`` for ``&``, short forms such as ``Key Facts``); and
     finally a per-section regex salvage of KEEP / UPDATE content / APPEND items.
@@ -296,10 +411,4 @@ def parse_update_arguments(raw: str | Mapping[str, Any] | None) -> dict[str, dic
         Sections that cannot be recovered are absent (the merge keeps them); ``{}`` when
         nothing can be recovered. Never raises.
     """
-    try:
-        if raw is None:
-            return {}
-        return _ordered(_from_object(raw, 0))
-    except Exception:
-        logger.warning("update_working_memory: could not parse tool arguments", exc_info=True)
-        return {}
+    return read_update_arguments(raw).ops

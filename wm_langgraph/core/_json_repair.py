@@ -8,6 +8,9 @@ Private helper of ``core.protocol``. Two entry points:
   maps Python literals (``True``/``False``/``None``), and closes truncated text at the last
   complete value (an unterminated string is cut away, not closed, so a half-written value is
   never taken for a whole one).
+* :func:`repair_json_partial` does the same but keeps a string cut off by the end of the text:
+  it is closed with :data:`CUT_MARK` at its end (so the caller can tell the cut value from the
+  complete ones and keep only its complete part), and it reports whether the text was complete.
 * :func:`decode_string_literal` decodes the body of a JSON string leniently (for the regex
   salvage, which finds string bodies without a parser).
 
@@ -20,7 +23,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["decode_string_literal", "repair_json"]
+__all__ = ["CUT_MARK", "Repaired", "decode_string_literal", "repair_json", "repair_json_partial"]
+
+CUT_MARK = "\ue000"
+"""Ends the one string value that the end of the text cut off (a private-use character; any
+occurrence in the input is removed before the repair)."""
 
 # Opening quote -> characters that may close a string it opened.
 _QUOTES: dict[str, str] = {
@@ -119,6 +126,8 @@ def _scan(text: str) -> _Scan:
                 if pos + 1 >= size:
                     break  # a dangling backslash at the cut: the string is unterminated
                 nxt = text[pos + 1]
+                if nxt == "u" and pos + 6 > size:
+                    break  # the text ends inside a \u escape: the string is unterminated
                 if nxt == "u" and not _is_hex4(text, pos + 2):
                     state.emit("\\\\")  # a lone backslash before a non-escape
                     pos += 1
@@ -184,30 +193,69 @@ def _loads(text: str) -> Any:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class Repaired:
+    """What :func:`repair_json_partial` read.
+
+    Attributes:
+        value: The parsed value, or None when nothing parses.
+        complete: The text held a whole JSON object (its outermost brace was closed).
+        cut: A string value cut off by the end of the text was kept, ending in CUT_MARK.
+    """
+
+    value: Any
+    complete: bool
+    cut: bool
+
+
 def repair_json(text: object) -> Any:
     """Parse ``text`` as a (possibly damaged or truncated) JSON object.
 
     Returns:
         The parsed object (usually a dict), or ``None`` when no repair parses.
     """
+    return _repair(text, keep_partial=False).value
+
+
+def repair_json_partial(text: object) -> Repaired:
+    """Like :func:`repair_json`, but a string value cut off by the end of the text is kept.
+
+    The cut string is closed with :data:`CUT_MARK` as its last character, so the caller can
+    keep its complete part (SPEC §5: truncated content is salvaged). A cut-off *key* cannot be
+    kept; the text is then closed at the last complete value, as :func:`repair_json` does.
+    """
+    return _repair(text, keep_partial=True)
+
+
+def _repair(text: object, *, keep_partial: bool) -> Repaired:
     if not isinstance(text, str):
-        return None
+        return Repaired(None, complete=False, cut=False)
+    if keep_partial:
+        text = text.replace(CUT_MARK, "")
     if text[:1] == "{":
         value = _loads(text)  # fast path: valid JSON needs no repair
         if value is not None:
-            return value
+            return Repaired(value, complete=True, cut=False)
     state = _scan(text)
     joined = "".join(state.out)
     if not joined:
-        return None
+        return Repaired(None, complete=False, cut=False)
     if state.complete:
         value = _loads(joined)
         if value is not None:
-            return value
+            return Repaired(value, complete=True, cut=False)
     elif not state.in_string:
         value = _loads(joined + _closers(state.stack))
         if value is not None:
-            return value
+            return Repaired(value, complete=False, cut=False)
+    elif keep_partial:
+        value = _loads(joined + CUT_MARK + '"' + _closers(state.stack))
+        if value is not None:
+            return Repaired(value, complete=False, cut=True)
+    return Repaired(_close_at_last_cut(state, joined), complete=False, cut=False)
+
+
+def _close_at_last_cut(state: _Scan, joined: str) -> Any:
     for length, stack in reversed(state.cuts[-_MAX_CUT_ATTEMPTS:]):
         prefix = joined[:length].rstrip()
         if prefix.endswith(","):

@@ -20,7 +20,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from wm_langgraph.core._arguments import parse_update_arguments
+from wm_langgraph.core._arguments import (
+    UpdateReading,
+    parse_update_arguments,
+    read_update_arguments,
+)
 from wm_langgraph.core.guards import OVERSIZE_BULLETS, OVERSIZE_TOKENS, SectionSize, section_size
 from wm_langgraph.core.sections import SECTIONS, parse_working_memory
 
@@ -32,7 +36,9 @@ __all__ = [
     "UPDATE_TOOL_NAME",
     "UPDATE_WORKING_MEMORY_TOOL",
     "SectionSize",
+    "UpdateReading",
     "parse_update_arguments",
+    "read_update_arguments",
     "section_size",
     "section_size_warnings",
     "update_tool_schema",

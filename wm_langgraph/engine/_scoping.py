@@ -35,6 +35,7 @@ from wm_langgraph.engine.archives import (
     split_memory_key,
     thread_id_from_config,
 )
+from wm_langgraph.engine.commit import unfolded_archive_ids
 
 __all__ = ["MemoryScope", "Scoper", "check_name"]
 
@@ -136,7 +137,7 @@ class Scoper:
         """``key``'s archives in order, ``status`` "done" once a WM covers them."""
         timeline = self._session.timeline_for_thread(key)
         current = self._archives.current_wm(key, timeline)
-        covered = set(current.covers) if current else set()
+        covered = set(timeline) - set(unfolded_archive_ids(current, timeline))
         records = []
         for record in self._archives.get_archives(key, timeline):
             status: ArchiveStatus = "done" if record.id in covered else "pending"

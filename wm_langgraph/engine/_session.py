@@ -226,7 +226,12 @@ class Session:
 
     # -- writing state -----------------------------------------------------------------------
     def _finish(
-        self, turn: _Turn, result: Phase1Result | None, config: RunnableConfig | None
+        self,
+        turn: _Turn,
+        result: Phase1Result | None,
+        config: RunnableConfig | None,
+        *,
+        resume: bool = True,
     ) -> dict[str, Any]:
         meta = result.meta if result is not None else turn.meta
         removed = [str(m.id) for m in result.record.messages] if result is not None else []
@@ -245,11 +250,16 @@ class Session:
             self._archives.put_meta(
                 turn.thread_id, _STORE_META, {"meta": dict(meta), "removed_ids": pending_removals}
             )
-        self._sync_timeline(turn.thread_id, meta["archives"], config)
+        self._sync_timeline(turn.thread_id, meta["archives"], config, resume=resume)
         return update
 
     def _sync_timeline(
-        self, thread_id: str, archives: list[str], config: RunnableConfig | None
+        self,
+        thread_id: str,
+        archives: list[str],
+        config: RunnableConfig | None,
+        *,
+        resume: bool = True,
     ) -> None:
         with self._lock:
             known = self._timelines.get(thread_id)
@@ -261,7 +271,9 @@ class Session:
             self._archives.set_timeline(thread_id, archives)
         with self._lock:
             self._timelines[thread_id] = list(archives)
-        if first_touch and archives and not self._runner.is_paused(thread_id):
+        # ``resume`` is False when the caller schedules Phase 2 itself (a commit): the job it
+        # schedules folds these archives too, so scheduling here as well would run it twice.
+        if resume and first_touch and archives and not self._runner.is_paused(thread_id):
             current = self._archives.current_wm(thread_id, archives)
             if current is None or len(current.covers) < len(archives):
                 # First sight of a thread with archives never folded in (a restart after an
@@ -298,8 +310,9 @@ class Session:
             window_keep=self._config.commit_keep_recent_count,
             count=self._count,
         )
-        update = self._finish(turn, result, config)
-        if result is not None or wait:
+        scheduled = result is not None or wait
+        update = self._finish(turn, result, config, resume=not scheduled)
+        if scheduled:
             self.schedule(turn.thread_id, update[META_KEY]["archives"], config, wait=wait)
         return update
 

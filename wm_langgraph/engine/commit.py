@@ -2,28 +2,56 @@
 
 ::
 
-    prepare ─┬─> create ──────────────┬─> guard_merge ─> save
-             │                        │
-             └─> update ─(no call)─> create
+    prepare ─┬─> create ──────────────┬─> guard_merge ─┬─> save
+             │                        │        │        │
+             └─> update ─(no call)─> create    └─> next_slice ─> update   (an archive in slices)
                        └────────────────┘      (a model failure goes straight to save)
 
-- ``prepare`` finds the timeline's current WM and its pending archives, picks a batch (all of
-  them unless the rendered messages exceed ``max_prompt_messages_tokens``), renders only those
-  messages (O(delta) prompt) and chooses the branch: no prior v2 WM → create, else update.
-- ``update`` forces the ``update_working_memory`` tool; no tool call → ``create`` with the prior
-  WM as context; unparseable arguments are repaired by ``parse_update_arguments``.
+- ``prepare`` finds the timeline's current WM and its pending archives and plans the round
+  (``engine._batching``): every message capped in the prompt, a batch of archives that fits the
+  messages budget (lowered after a context-length error), or — for one archive larger than the
+  budget — its slices. With nothing pending, a *deferred* archive that is due is retried.
+- ``update`` forces the ``update_working_memory`` tool; no tool call, or nothing readable → the
+  ``create`` fallback with the prior WM as context. A reply cut off at the output limit (or with
+  unreadable sections) keeps what was complete and gets one targeted retry for the rest; what
+  is still unreadable after it takes the create fallback — an archive is never marked done while
+  its content could not be read.
 - ``guard_merge`` merges through the guards (a create that replaces a v2 WM goes through them
   too, as per-section UPDATEs), then appends file paths of the folded messages that Files &
-  Context does not mention yet (artifact trail).
-- ``save`` writes the new WM version, then marks the archives done (last). A model failure
-  keeps the old WM; the archives stay pending (visible to assemble) and are marked ``failed``.
+  Context does not mention yet (artifact trail). ``next_slice`` feeds the next slice of an
+  archive on top of the merged text; one WM version is stored for the whole archive.
+- ``save`` writes the new WM version, then marks the archives done (last). On failure it says
+  what the runner does next (``outcome``):
+
+  - ``"overflow"``: the provider said the prompt exceeds its context — the limit is learned and
+    the next round sends less (never the same prompt again); nothing is written;
+  - ``"split"``: a batch of several archives failed for a deterministic reason (the provider
+    rejected the request, or the reply was unusable) — the next round halves it, to isolate the
+    archive at fault;
+  - ``"deferred"``: a single archive failed deterministically. It is *deferred* so that it never
+    blocks the archives behind it: a WM version covering it is written with the WM unchanged and
+    the archive listed under ``deferred``; the archive is marked ``failed`` and its messages
+    stay visible to assemble (layer 2) exactly like a pending archive's. It is retried later, on
+    top of the newest WM (a *late fold*, its messages labelled as older), up to
+    ``max_consecutive_failures`` times, and again after ``resume()``.
+  - ``"deadline"``: an inline run's time (``model_timeout_seconds`` in all) ran out in the
+    middle of a call — not a writer failure: nothing is written, the runner hands the rest
+    of the work to the background;
+  - ``"failed"`` (timeouts, 429/5xx, the model down): the old WM stays, the archives stay pending
+    and are marked ``failed``; the runner stops and the circuit breaker counts it.
+
+WM lineage with deferral (DESIGN §3.2): the WM covering archives 1..N is derived from the WM
+covering 1..N-1 plus archive N's messages — or, when N is deferred, is that WM unchanged with N
+named in ``deferred``; a deferred archive's messages are folded later into the newest WM. Phase 2
+of a thread still runs strictly in archive order; only a deferred archive is folded out of it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
@@ -36,20 +64,31 @@ from wm_langgraph.core.merge import merge_working_memory
 from wm_langgraph.core.sections import SECTIONS, is_working_memory, parse_working_memory
 from wm_langgraph.core.text import paths_listed
 from wm_langgraph.core.tokens import TokenCounter
+from wm_langgraph.engine._batching import MIN_MESSAGES_BUDGET, WriterLimits, plan_batch
+from wm_langgraph.engine._calls import CallTimeoutError
 from wm_langgraph.engine._error_trail import extract_errors_from_messages, missing_errors
-from wm_langgraph.engine.archives import ArchiveRecord, ArchiveStore
+from wm_langgraph.engine._provider import ContextOverflow
+from wm_langgraph.engine.archives import ArchiveRecord, ArchiveStore, WorkingMemoryVersion
 from wm_langgraph.engine.config import WorkingMemoryConfig
-from wm_langgraph.engine.llm import GenerationError, generate_create, generate_update
-from wm_langgraph.engine.render import extract_paths_from_messages, render_messages
+from wm_langgraph.engine.llm import (
+    ContextLengthError,
+    GenerationError,
+    UpdateReply,
+    generate_create,
+    request_update,
+)
+from wm_langgraph.engine.prompts import render_create_prompt, render_update_prompt
 from wm_langgraph.models import ToolCallingNotSupportedError
 
 __all__ = [
     "COMMIT_RUN_NAME",
     "COMMIT_TAGS",
+    "RETRY_DEFERRED_META",
     "CommitDeps",
     "CommitState",
     "build_commit_graph",
     "commit_run_config",
+    "unfolded_archive_ids",
 ]
 
 logger = logging.getLogger("wm_langgraph")
@@ -58,17 +97,45 @@ COMMIT_RUN_NAME = "wm.commit"
 COMMIT_TAGS = ["wm_langgraph", "nostream"]
 FILES_SECTION = "Files & Context"
 ERRORS_SECTION = "Errors & Corrections"
+RETRY_DEFERRED_META = "retry_deferred"
+"""Meta key: deferred archives deferred before ``{"at": <time>}`` are due again (``resume()``)."""
+Outcome = Literal["done", "failed", "noop", "overflow", "split", "deferred", "deadline"]
+_RETRY_NOTE_TOKENS = 96  # room for the targeted-retry note in the messages budget
+_LATE_NOTE = (
+    "[Late addition: the messages below ({ids}) are older than the newest content already in "
+    "the Working Memory (they could not be folded in earlier). Record their facts, errors, "
+    "files and open issues; do not let them replace newer state.]"
+)
+_DETERMINISTIC = frozenset({"rejected", "unusable"})
+_OUT_OF_TIME = "the inline Phase 2 run used up its time (model_timeout_seconds)"
 
 
 class CommitState(TypedDict, total=False):
-    """State of one Phase 2 run (not checkpointed; JSON-plain for tracing)."""
+    """State of one Phase 2 run (not checkpointed; JSON-plain for tracing).
+
+    Inputs: ``thread_id``, ``user_id``, ``timeline``; optional ``deadline`` (a monotonic time
+    after which no writer call starts: an inline run's bound), ``max_archives`` (a batch being
+    split), ``job_started`` (wall time: a deferred archive is retried by later jobs only) and
+    ``writer_works`` (this job has folded an archive: deferred ones may be retried).
+    """
 
     thread_id: str
     user_id: str | None
     timeline: list[str]
+    deadline: float | None
+    max_archives: int | None
+    job_started: float
+    writer_works: bool
     prior: str
+    base_prior: str
     covers: list[str]
+    deferred: list[str]
+    late: bool
     batch: list[str]
+    slices: list[dict[str, Any]]
+    slice_index: int
+    overhead_tokens: int
+    max_tokens: int
     messages_text: str
     paths: list[str]
     errors: list[str]
@@ -80,8 +147,12 @@ class CommitState(TypedDict, total=False):
     decisions: list[dict[str, str]]
     artifact_trail: list[str]
     error_trail: list[str]
+    earlier_decisions: list[dict[str, str]]
+    earlier_trail: list[str]
     error: str | None
-    outcome: Literal["done", "failed", "noop"]
+    error_kind: str | None
+    overflow: dict[str, Any] | None
+    outcome: Outcome
     metrics: dict[str, Any]
 
 
@@ -96,6 +167,7 @@ class CommitDeps:
     create_prompt: str | None = None
     update_prompt: str | None = None
     on_done: Callable[[CommitState], None] | None = None
+    limits: WriterLimits | None = None
 
 
 def commit_run_config(
@@ -112,17 +184,6 @@ def commit_run_config(
     return config
 
 
-def _select_batch(records: list[ArchiveRecord], limit: int) -> list[ArchiveRecord]:
-    batch: list[ArchiveRecord] = []
-    total = 0
-    for record in records:
-        if batch and total + record.token_count > limit:
-            break
-        batch.append(record)
-        total += record.token_count
-    return batch
-
-
 def _missing(thread_id: str, archive_id: str, offset: int) -> ArchiveRecord:
     """A stand-in for an archive record that is gone from the store (deleted by hand, or a
     store restored from an older backup): it is covered with no messages, so the lineage moves
@@ -133,48 +194,159 @@ def _missing(thread_id: str, archive_id: str, offset: int) -> ArchiveRecord:
     )
 
 
+def unfolded_archive_ids(
+    current: WorkingMemoryVersion | None, timeline: Sequence[str]
+) -> list[str]:
+    """The timeline's archives whose messages the WM does not hold yet, in order: its deferred
+    archives, then the pending ones after its coverage. Assemble shows their messages."""
+    covered = len(current.covers) if current else 0
+    deferred = set(_deferred_of(current))
+    return [a for a in timeline[:covered] if a in deferred] + list(timeline[covered:])
+
+
+def _deferred_of(current: WorkingMemoryVersion | None) -> list[str]:
+    if current is None:
+        return []
+    listed = current.info.get("deferred") or []
+    return [str(a) for a in listed if str(a) in current.covers]
+
+
+def _due(record: ArchiveRecord, state: CommitState, max_attempts: int, retry_at: Any) -> bool:
+    """Whether a deferred archive is retried in this job: once more after each ``resume()``
+    (``retry_at``); otherwise only in a job where the writer has just folded something, not in
+    the job that deferred it, and at most ``max_attempts`` times."""
+    meta = record.metadata or {}
+    deferred_at = meta.get("deferred_at")
+    if not isinstance(deferred_at, int | float):
+        return True
+    if isinstance(retry_at, int | float) and deferred_at < retry_at:
+        return True
+    if not state.get("writer_works"):
+        return False  # not while the writer fails everything: the breaker must see that
+    started = state.get("job_started")
+    if isinstance(started, int | float) and deferred_at >= started:
+        return False
+    return int(meta.get("attempts", 1) or 1) < max_attempts
+
+
 def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Compile the commit pipeline for one WorkingMemory (never checkpointed itself)."""
     cfg = deps.config
+    limits = deps.limits or WriterLimits.from_config(cfg)
 
     def _meta(state: CommitState) -> dict[str, Any]:
         return {"thread_id": state["thread_id"], "wm_archive_ids": list(state.get("batch", []))}
+
+    def _timeout(state: CommitState) -> float | None:
+        """The time a writer call may take: the setting, within the run's deadline."""
+        deadline = state.get("deadline")
+        timeout = cfg.model_timeout_seconds
+        if deadline is None:
+            return timeout
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise GenerationError(_OUT_OF_TIME, kind="transient")
+        return left if timeout is None else min(timeout, left)
+
+    def _overhead(prior: str, branch: str) -> int:
+        if branch == "update":
+            empty = render_update_prompt(
+                working_memory=prior, messages="", template=deps.update_prompt
+            )
+        else:
+            empty = render_create_prompt(
+                prior_summary=prior, messages="", template=deps.create_prompt
+            )
+        return deps.counter(empty) + _RETRY_NOTE_TOKENS
 
     def prepare(state: CommitState) -> CommitState:
         started = time.monotonic()
         thread_id, timeline = state["thread_id"], list(state.get("timeline") or [])
         current = deps.archives.current_wm(thread_id, timeline)
         covers = current.covers if current else []
+        deferred = _deferred_of(current)
         pending_ids = timeline[len(covers) :]
+        late = False
+        if not pending_ids and deferred:
+            records = deps.archives.get_archives(thread_id, deferred)
+            retry_at = (deps.archives.get_meta(thread_id, RETRY_DEFERRED_META) or {}).get("at")
+            attempts = cfg.max_consecutive_failures
+            due = [r.id for r in records if _due(r, state, attempts, retry_at)]
+            pending_ids, late = due[:1], bool(due)
         found = {r.id: r for r in deps.archives.get_archives(thread_id, pending_ids)}
         pending = [found.get(i) or _missing(thread_id, i, n) for n, i in enumerate(pending_ids)]
         if not pending:
             return {"outcome": "noop", "covers": covers, "batch": []}
-        batch = _select_batch(pending, cfg.max_prompt_messages_tokens)
-        messages = [m for record in batch for m in record.messages]
-        text = render_messages(
-            messages, counter=deps.counter, max_tool_output_tokens=cfg.max_tool_output_tokens
-        )
         prior = current.text if current else ""
-        return {
+        branch: Literal["create", "update"] = (
+            "update" if prior and is_working_memory(prior) else "create"
+        )
+        overhead = _overhead(prior, branch)
+        budget = limits.messages_budget(overhead, cfg.max_prompt_messages_tokens)
+        common: CommitState = {
             "prior": prior,
+            "base_prior": prior,
             "covers": covers,
-            "batch": [r.id for r in batch],
-            "messages_text": text,
-            "paths": extract_paths_from_messages(messages),
-            "errors": extract_errors_from_messages(messages),
-            "branch": "update" if prior and is_working_memory(prior) else "create",
+            "deferred": deferred,
+            "late": late,
+            "branch": branch,
             "fallback": None,
             "error": None,
+            "error_kind": None,
+            "overhead_tokens": overhead,
+            "max_tokens": limits.max_tokens(cfg.writer_max_tokens),
+        }
+        if budget < min(MIN_MESSAGES_BUDGET, cfg.max_prompt_messages_tokens):
+            error = (
+                f"the writer's context (about {limits.prompt_tokens} tokens as learned) cannot "
+                f"hold the prompt and the Working Memory ({overhead} tokens) with any message"
+            )
+            return {**common, "batch": [pending[0].id], "error": error, "error_kind": "transient"}
+        batch = plan_batch(
+            pending,
+            budget=budget,
+            config=cfg,
+            counter=deps.counter,
+            max_archives=state.get("max_archives"),
+        )
+        slices = [dataclasses.asdict(piece) for piece in batch.slices]
+        if late:
+            note = _LATE_NOTE.format(ids=", ".join(batch.ids))
+            slices = [{**piece, "text": f"{note}\n\n{piece['text']}"} for piece in slices]
+        messages = [m for record in batch.archives for m in record.messages]
+        return {
+            **common,
+            "batch": batch.ids,
+            "slices": slices,
+            "slice_index": 0,
+            "messages_text": slices[0]["text"],
+            "paths": slices[0]["paths"],
+            "errors": extract_errors_from_messages(messages),
+            "earlier_decisions": [],
+            "earlier_trail": [],
             "metrics": {
                 "started": time.time(),
                 "prepare_ms": round((time.monotonic() - started) * 1000, 3),
                 "prior_wm_tokens": deps.counter(prior),
-                "delta_tokens": deps.counter(text),
+                "delta_tokens": sum(piece["tokens"] for piece in slices),
                 "delta_messages": len(messages),
                 "pending_archives": len(pending),
+                "slices": len(slices),
+                "max_tokens": common["max_tokens"],
             },
         }
+
+    def _failure(exc: GenerationError, state: CommitState) -> CommitState:
+        deadline = state.get("deadline")
+        timed_out = isinstance(exc.__cause__, CallTimeoutError) or str(exc) == _OUT_OF_TIME
+        if timed_out and deadline is not None and time.monotonic() >= deadline - 0.01:
+            # The inline run's own time is up, not the writer's: no failure, the rest of the
+            # work goes to the background.
+            return {"error": str(exc), "error_kind": "deadline"}
+        failure: CommitState = {"error": str(exc), "error_kind": exc.kind}
+        if isinstance(exc, ContextLengthError):
+            failure["overflow"] = dataclasses.asdict(exc.overflow)
+        return failure
 
     def create(state: CommitState, config: RunnableConfig) -> CommitState:
         started = time.monotonic()
@@ -186,38 +358,68 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
                 prompt=deps.create_prompt,
                 config=config,
                 metadata=_meta(state),
-                timeout=cfg.model_timeout_seconds,
+                timeout=_timeout(state),
+                max_tokens=state.get("max_tokens"),
+                call_key=state["thread_id"],
+                on_output_limit=limits.learn_output_limit,
             )
         except GenerationError as exc:
-            return {"error": str(exc), "metrics": _timed(state, "create_ms", started)}
+            return {**_failure(exc, state), "metrics": _timed(state, "create_ms", started)}
         return {"created": created, "metrics": _timed(state, "create_ms", started)}
+
+    def _ask(state: CommitState, config: RunnableConfig, retry: UpdateReply | None) -> UpdateReply:
+        return request_update(
+            deps.get_model(),
+            working_memory=state["prior"],
+            messages_text=state["messages_text"],
+            prompt=deps.update_prompt,
+            config=config,
+            metadata=_meta(state),
+            timeout=_timeout(state),
+            max_tokens=state.get("max_tokens"),
+            call_key=state["thread_id"],
+            on_output_limit=limits.learn_output_limit,
+            retry=retry,
+        )
 
     def update(state: CommitState, config: RunnableConfig) -> CommitState:
         started = time.monotonic()
         try:
-            ops = generate_update(
-                deps.get_model(),
-                working_memory=state["prior"],
-                messages_text=state["messages_text"],
-                prompt=deps.update_prompt,
-                config=config,
-                metadata=_meta(state),
-                timeout=cfg.model_timeout_seconds,
-            )
+            reply = _ask(state, config, None)
         except GenerationError as exc:
-            return {"error": str(exc), "metrics": _timed(state, "update_ms", started)}
+            return {**_failure(exc, state), "metrics": _timed(state, "update_ms", started)}
         except ToolCallingNotSupportedError:
             # A model without tool calling can still write the whole document (SPEC §5's
             # no-tool-call path); its output goes through the guards like any update.
             return {"ops": None, "fallback": "no_tool_support", **_m(state, "update_ms", started)}
-        if ops is None:
+        if reply.ops is None:
             return {"ops": None, "fallback": "no_tool_call", **_m(state, "update_ms", started)}
-        if not ops:
+        if not reply.ops:
             # A call whose arguments yield no section at all folded nothing in; accepting it
             # would mark the archives done and drop their messages from assemble unread.
             fallback = "unreadable_arguments"
             return {"ops": None, "fallback": fallback, **_m(state, "update_ms", started)}
-        return {"ops": ops, **_m(state, "update_ms", started)}
+        ops = dict(reply.ops)
+        targets = reply.retry_sections
+        if not targets:
+            return {"ops": ops, **_m(state, "update_ms", started)}
+        # Cut off or partly unreadable: keep what was complete, ask once for the rest.
+        try:
+            second: UpdateReply | None = _ask(state, config, reply)
+        except ContextLengthError as exc:
+            return {**_failure(exc, state), "metrics": _timed(state, "update_ms", started)}
+        except GenerationError:
+            second = None
+        ops.update((second.ops or {}) if second is not None else {})
+        metrics = {**_timed(state, "update_ms", started), "retried_sections": list(targets)}
+        unread = (
+            [name for name in reply.reading.unreadable if name not in ops] if reply.reading else []
+        )
+        if unread:  # still invisible: never mark the archive done on a guess
+            metrics["unreadable_sections"] = unread
+            return {"ops": None, "fallback": "unreadable_sections", "metrics": metrics}
+        ordered = {name: ops[name] for name in SECTIONS if name in ops}
+        return {"ops": ordered, "fallback": "targeted_retry", "metrics": metrics}
 
     def guard_merge(state: CommitState, config: RunnableConfig) -> CommitState:
         prior = state.get("prior", "")
@@ -271,10 +473,74 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
             "error_trail": errors,
         }
 
+    def next_slice(state: CommitState) -> CommitState:
+        index = state.get("slice_index", 0) + 1
+        piece = state["slices"][index]
+        text = state["text"]
+        return {
+            "prior": text,
+            "slice_index": index,
+            "messages_text": piece["text"],
+            "paths": piece["paths"],
+            "branch": "update" if is_working_memory(text) else "create",
+            "ops": None,
+            "created": None,
+            "earlier_decisions": [*state.get("earlier_decisions", []), *state["decisions"]],
+            "earlier_trail": [*state.get("earlier_trail", []), *state["artifact_trail"]],
+        }
+
+    def _defer(state: CommitState, metrics: dict[str, Any]) -> CommitState:
+        thread_id, (archive_id,) = state["thread_id"], state["batch"]
+        records = deps.archives.get_archives(thread_id, [archive_id])
+        attempts = int(records[0].metadata.get("attempts", 0) or 0) + 1 if state.get("late") else 1
+        if not state.get("late"):
+            deferred = [*state.get("deferred", []), archive_id]
+            covers = [*state.get("covers", []), archive_id]
+            info = {
+                "branch": None,
+                "fallback": "deferred",
+                "decisions": [],
+                "artifact_trail": [],
+                "metrics": metrics,
+                "deferred": deferred,
+            }
+            deps.archives.put_wm(thread_id, covers, state.get("base_prior", ""), info)
+        deps.archives.update_archives(
+            thread_id,
+            [archive_id],
+            status="failed",
+            metadata={
+                "error": state.get("error"),
+                "failed_at": time.time(),
+                "deferred": True,
+                "deferred_at": time.time(),
+                "attempts": attempts,
+            },
+        )
+        logger.warning(
+            "wm_langgraph: an archive could not be folded for a deterministic reason; it is "
+            "deferred (its messages stay visible) and the archives after it go on"
+        )
+        return {"outcome": "deferred", "late": bool(state.get("late")), "metrics": metrics}
+
     def save(state: CommitState) -> CommitState:
         thread_id, batch = state["thread_id"], state.get("batch", [])
         metrics = {**state.get("metrics", {}), "total_ms": _elapsed_ms(state)}
         if state.get("error"):
+            kind = state.get("error_kind")
+            if kind == "overflow":
+                piece = state["slices"][state.get("slice_index", 0)]
+                prompt_tokens = state.get("overhead_tokens", 0) + int(piece["tokens"])
+                limits.learn_overflow(
+                    prompt_tokens, ContextOverflow(**(state.get("overflow") or {}))
+                )
+                return {"outcome": "overflow", "metrics": metrics}
+            if kind == "deadline":
+                return {"outcome": "deadline", "metrics": metrics}
+            if kind in _DETERMINISTIC and len(batch) > 1:
+                return {"outcome": "split", "batch": batch, "metrics": metrics}
+            if kind in _DETERMINISTIC and batch:
+                return _defer(state, metrics)
             deps.archives.update_archives(
                 thread_id,
                 batch,
@@ -283,14 +549,20 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
             )
             return {"outcome": "failed", "metrics": metrics}
         text = state["text"]
-        covers = [*state.get("covers", []), *batch]
+        late = bool(state.get("late"))
+        covers = list(state.get("covers", [])) if late else [*state.get("covers", []), *batch]
+        deferred = [a for a in state.get("deferred", []) if a not in batch]
+        decisions = [*state.get("earlier_decisions", []), *state.get("decisions", [])]
+        trail = [*state.get("earlier_trail", []), *state.get("artifact_trail", [])]
         info = {
             "branch": state.get("branch"),
             "fallback": state.get("fallback"),
-            "decisions": state.get("decisions", []),
-            "artifact_trail": state.get("artifact_trail", []),
+            "decisions": decisions,
+            "artifact_trail": trail,
             "error_trail": state.get("error_trail", []),
             "metrics": metrics,
+            "deferred": deferred,
+            "late": late,
         }
         deps.archives.put_wm(thread_id, covers, text, info)
         done_state: CommitState = {**state, "outcome": "done", "metrics": metrics}
@@ -301,13 +573,15 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
             batch,
             status="done",
             overview=text,
-            metadata={**info, "error": None},
+            metadata={**info, "error": None, "deferred": False},
         )
         return {"outcome": "done", "metrics": metrics}
 
     def after_prepare(state: CommitState) -> str:
         if state.get("outcome") == "noop":
             return END
+        if state.get("error"):
+            return "save"
         return state["branch"]
 
     def after_update(state: CommitState) -> str:
@@ -318,17 +592,26 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
     def after_create(state: CommitState) -> str:
         return "save" if state.get("error") else "guard_merge"
 
+    def after_merge(state: CommitState) -> str:
+        more = state.get("slice_index", 0) + 1 < len(state.get("slices") or [])
+        return "next_slice" if more else "save"
+
+    def after_slice(state: CommitState) -> str:
+        return state["branch"]
+
     graph = StateGraph(CommitState)
     graph.add_node("prepare", prepare)
     graph.add_node("create", create)
     graph.add_node("update", update)
     graph.add_node("guard_merge", guard_merge)
+    graph.add_node("next_slice", next_slice)
     graph.add_node("save", save)
     graph.add_edge(START, "prepare")
-    graph.add_conditional_edges("prepare", after_prepare, ["create", "update", END])
+    graph.add_conditional_edges("prepare", after_prepare, ["create", "update", "save", END])
     graph.add_conditional_edges("update", after_update, ["create", "guard_merge", "save"])
     graph.add_conditional_edges("create", after_create, ["guard_merge", "save"])
-    graph.add_edge("guard_merge", "save")
+    graph.add_conditional_edges("guard_merge", after_merge, ["next_slice", "save"])
+    graph.add_conditional_edges("next_slice", after_slice, ["create", "update"])
     graph.add_edge("save", END)
     return graph.compile(checkpointer=False, name="wm_commit")
 
@@ -339,7 +622,10 @@ def _elapsed_ms(state: CommitState) -> float:
 
 
 def _timed(state: CommitState, key: str, started: float) -> dict[str, Any]:
-    return {**state.get("metrics", {}), key: round((time.monotonic() - started) * 1000, 3)}
+    metrics = dict(state.get("metrics", {}))
+    elapsed = round((time.monotonic() - started) * 1000, 3)
+    metrics[key] = round(metrics.get(key, 0.0) + elapsed, 3)  # summed over slices
+    return metrics
 
 
 def _m(state: CommitState, key: str, started: float) -> CommitState:

@@ -5,10 +5,25 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-__all__ = ["MAX_KEEP_RECENT_COUNT", "WorkingMemoryConfig"]
+__all__ = [
+    "DEFAULT_MODEL_TIMEOUT_SECONDS",
+    "DEFAULT_WRITER_MAX_TOKENS",
+    "MAX_KEEP_RECENT_COUNT",
+    "WorkingMemoryConfig",
+]
 
 MAX_KEEP_RECENT_COUNT = 10_000
 """Upper bound of ``keep_recent_count`` (SPEC §6)."""
+
+DEFAULT_MODEL_TIMEOUT_SECONDS = 120.0
+"""Default bound of one Working Memory writer call and of one inline Phase 2 run: long enough
+for a hosted model to rewrite a full document, short enough that a hung writer never holds a
+turn or a worker for long. Raise it for slow local writers (CPU-only llama.cpp, Ollama)."""
+
+DEFAULT_WRITER_MAX_TOKENS = 14_000
+"""Default ``max_tokens`` of a writer call: the document budget (about 12,000 tokens, SPEC §2)
+plus room for the tool call's JSON, so a whole rewritten document fits and a looping model
+stops there instead of at the end of its context."""
 
 
 def _check_int(name: str, value: object, low: int, high: int) -> None:
@@ -45,16 +60,41 @@ class WorkingMemoryConfig:
         max_consecutive_failures: Consecutive Phase 2 failures after which a thread's Phase 2
             pauses (circuit breaker) until ``resume()`` or the cool-down.
         failure_cooldown_seconds: After this long a paused thread may probe the model once.
-        max_tool_output_tokens: Cap of one tool output in the commit prompt (the archive keeps
-            the whole output).
+        max_tool_output_tokens: Cap of one tool output (and one tool call's arguments) in the
+            writer's prompt (the archive keeps the whole output).
+        max_message_tokens: Cap of the text of any other message (user, assistant, system) in
+            the writer's prompt: a pasted 40k-token log is shown by its start and end around a
+            ``[… N tokens truncated …]`` marker (the archive keeps it whole).
         max_prompt_messages_tokens: Phase 2 folds pending archives in batches whose rendered
-            messages stay under this many tokens (a single larger archive is its own batch).
+            messages stay under this many tokens; an archive larger than that is folded in
+            slices (several writer calls, one WM version). When the writer reports that a
+            prompt exceeded its context, the limit is lowered for this process and the batch
+            is retried smaller — never the same prompt again.
+        writer_context_tokens: The writer's context window, when known (e.g. 32768 for a local
+            model). Batches are then sized to fit it with the reply (``writer_max_tokens``, at
+            most half of it) from the first call on; None learns the limit from the
+            provider's context-length errors.
+        writer_max_tokens: ``max_tokens`` sent with every writer call (see
+            :data:`DEFAULT_WRITER_MAX_TOKENS`); a reply that stops at it is treated as cut off
+            (its complete part is salvaged, the rest retried), never as a silent KEEP. A model
+            that sets its own ``max_tokens`` keeps it.
         long_term_memory: After each completed Working Memory, write its Key Facts & Decisions
             items to a per-user store namespace that the user's other threads can search.
         long_term_namespace: Prefix of that namespace; the user id and ``"facts"`` follow.
-        phase2_workers: Worker threads shared by all background Phase 2 jobs.
-        model_timeout_seconds: Give up on one Working Memory model call after this long (a
-            failure: the old WM stays); None waits as long as the model client does.
+        phase2_workers: Background Phase 2 rounds (one writer call or one sliced archive
+            each) that run at once across threads. Threads take turns round by round, and a
+            round running longer than ``phase2_stall_seconds`` (a hung writer) stops counting,
+            so a hung or backlogged thread cannot starve the others; at most
+            ``4 * phase2_workers`` rounds run at once in all.
+        phase2_stall_seconds: After this long a background round no longer holds one of the
+            ``phase2_workers`` slots.
+        model_timeout_seconds: Give up on one writer call after this long (default
+            :data:`DEFAULT_MODEL_TIMEOUT_SECONDS` = 120 s; a failure: the old WM stays, the
+            archives stay pending). It also bounds an inline Phase 2 as a whole (a mid-turn
+            overflow commit, ``compact()``, ``background=False``): waiting for a running job
+            of the thread and every writer call of the run together take at most this long,
+            so the worst case a turn waits for the writer is one timeout. None waits as long
+            as the model client does (not recommended).
         guards: False disables the per-section guards — for ablation/benchmarks only; the
             document stays seven sections and header-safe.
     """
@@ -68,11 +108,15 @@ class WorkingMemoryConfig:
     max_consecutive_failures: int = 3
     failure_cooldown_seconds: float = 300.0
     max_tool_output_tokens: int = 2_000
+    max_message_tokens: int = 4_000
     max_prompt_messages_tokens: int = 100_000
+    writer_context_tokens: int | None = None
+    writer_max_tokens: int = DEFAULT_WRITER_MAX_TOKENS
     long_term_memory: bool = False
     long_term_namespace: tuple[str, ...] = ("wm_langgraph", "long_term")
     phase2_workers: int = 4
-    model_timeout_seconds: float | None = None
+    phase2_stall_seconds: float = 10.0
+    model_timeout_seconds: float | None = DEFAULT_MODEL_TIMEOUT_SECONDS
     guards: bool = True
 
     def __post_init__(self) -> None:
@@ -87,9 +131,14 @@ class WorkingMemoryConfig:
         _check_int("max_consecutive_failures", self.max_consecutive_failures, 1, 1_000)
         _check_float("failure_cooldown_seconds", self.failure_cooldown_seconds, 0.0, 1e9)
         _check_int("max_tool_output_tokens", self.max_tool_output_tokens, 1, 1_000_000)
+        _check_int("max_message_tokens", self.max_message_tokens, 1, 1_000_000)
         _check_int("max_prompt_messages_tokens", self.max_prompt_messages_tokens, 1, 100_000_000)
+        if self.writer_context_tokens is not None:
+            _check_int("writer_context_tokens", self.writer_context_tokens, 1_024, 100_000_000)
+        _check_int("writer_max_tokens", self.writer_max_tokens, 256, 10_000_000)
         _check_bool("long_term_memory", self.long_term_memory)
         _check_int("phase2_workers", self.phase2_workers, 1, 256)
+        _check_float("phase2_stall_seconds", self.phase2_stall_seconds, 0.001, 1e6)
         _check_bool("guards", self.guards)
         if self.model_timeout_seconds is not None:
             _check_float("model_timeout_seconds", self.model_timeout_seconds, 0.001, 1e6)

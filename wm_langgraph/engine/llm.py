@@ -17,52 +17,69 @@ with ``asyncio.wait_for``, which cancels the model call cleanly. The sync functi
 cancel a blocking call: with a ``timeout`` they run the call in one daemon worker thread (the
 caller's context variables copied, so tracing parents are kept) and raise
 :class:`GenerationError` when it has not finished in time; the abandoned call runs on until
-the model client returns or times out by itself and its result is discarded. Set the client's
-own timeout (e.g. ``ChatOpenAI(timeout=...)``) to bound that. Without ``timeout`` no thread is
-started.
+the model client returns or times out by itself and its result is discarded. At most one
+abandoned call per ``call_key`` (the engine passes the thread id) and
+``engine._calls.MAX_ABANDONED_CALLS`` in all exist; set the client's own timeout (e.g.
+``ChatOpenAI(timeout=...)``) so they end. Without ``timeout`` no thread is started.
+
+Output limit: ``max_tokens`` is sent with the call (see ``engine._provider.output_limit_kwargs``);
+a provider that refuses it and names its own maximum is asked once more with that. A reply that
+stopped at the limit is *cut off*, whatever the finish reason says: an update's complete part is
+kept and the rest reported unreadable (:class:`UpdateReply`), a create reply fails.
+
+Errors carry a :attr:`GenerationError.kind`: ``"overflow"`` (:class:`ContextLengthError`: the
+prompt exceeds the writer's context — send less, never the same prompt again), ``"rejected"``
+(the provider refuses this request: 400/413/422, a content filter), ``"unusable"`` (the reply
+cannot be used: refusal, not a WM, cut off) or ``"transient"`` (timeouts, 429, 5xx, ...).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import math
 import re
-import threading
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from wm_langgraph.core._create_repair import repair_created_document
-from wm_langgraph.core.protocol import (
-    UPDATE_TOOL_NAME,
-    parse_update_arguments,
-)
 from wm_langgraph.core.sections import (
     is_working_memory,
     normalise_working_memory,
     parse_working_memory,
     section_items,
 )
+from wm_langgraph.engine._invoke import (
+    TRACE_TAGS,
+    ContextLengthError,
+    GenerationError,
+    ainvoke,
+    check_max_tokens,
+    check_timeout,
+    invoke_limited,
+    limited,
+    traced,
+)
+from wm_langgraph.engine._provider import reply_cut_off
+from wm_langgraph.engine._update_reply import RETRY_NOTE, UpdateReply, read_reply
 from wm_langgraph.engine.prompts import load_prompt, render_create_prompt, render_update_prompt
 from wm_langgraph.engine.render import content_text
 from wm_langgraph.models import bind_update_tool
 
 __all__ = [
     "TRACE_TAGS",
+    "ContextLengthError",
     "GenerationError",
+    "UpdateReply",
     "agenerate_create",
     "agenerate_update",
     "generate_create",
     "generate_update",
+    "request_update",
     "validate_created_document",
 ]
 
-TRACE_TAGS: tuple[str, ...] = ("wm_langgraph", "nostream")
-"""Tags on both model runs."""
 
 # A headerless reply shorter than this cannot be a Working Memory (SPEC §5: not a WM at all).
 _MIN_HEADERLESS_CHARS = 200
@@ -73,51 +90,6 @@ _REFUSAL_RE = re.compile(
     r"i won'?t|unfortunately,? i|as an ai)",
     re.I,
 )
-
-_T = TypeVar("_T")
-
-
-class GenerationError(Exception):
-    """A Working Memory model call failed: the model raised, timed out, or its reply was not
-    usable. The previous Working Memory stays in force (SPEC §4.7)."""
-
-
-def _traced(
-    runnable: Runnable[LanguageModelInput, BaseMessage],
-    run_name: str,
-    metadata: Mapping[str, Any] | None,
-) -> Runnable[LanguageModelInput, BaseMessage]:
-    return runnable.with_config(
-        run_name=run_name, tags=list(TRACE_TAGS), metadata=dict(metadata or {})
-    )
-
-
-def _call_with_timeout(call: Callable[[], _T], timeout: float | None, what: str) -> _T:
-    if timeout is None or math.isinf(timeout):
-        return call()
-    context = contextvars.copy_context()
-    outcome: dict[str, Any] = {}
-    done = threading.Event()
-
-    def work() -> None:
-        try:
-            outcome["value"] = context.run(call)
-        except BaseException as exc:
-            outcome["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=work, name=f"wm_langgraph-{what}", daemon=True).start()
-    if not done.wait(timeout):
-        raise GenerationError(f"{what}: the model did not answer within {timeout} s")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]  # type: ignore[no-any-return]
-
-
-def _check_timeout(timeout: float | None) -> None:
-    if timeout is not None and not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
 
 
 def _strip_fence(text: str) -> str:
@@ -184,9 +156,13 @@ def _create_inputs(
     messages_text: str,
     prompt: str | None,
     metadata: Mapping[str, Any] | None,
-) -> tuple[Runnable[LanguageModelInput, BaseMessage], list[BaseMessage]]:
+) -> tuple[Callable[[int | None], Runnable[LanguageModelInput, BaseMessage]], list[BaseMessage]]:
     text = render_create_prompt(prior_summary=prior, messages=messages_text, template=prompt)
-    return _traced(model, "wm.create", metadata), [HumanMessage(content=text)]
+
+    def build(limit: int | None) -> Runnable[LanguageModelInput, BaseMessage]:
+        return traced(limited(model, model, limit)[0], "wm.create", metadata)
+
+    return build, [HumanMessage(content=text)]
 
 
 def _reply_text(reply: object) -> str:
@@ -201,6 +177,21 @@ def _reply_text(reply: object) -> str:
     raise GenerationError(f"create: unexpected model output of type {type(reply).__name__}")
 
 
+def _created(
+    reply: BaseMessage, limit: int | None, prompt: str | None, prior: str, messages_text: str
+) -> str:
+    """The create reply as a validated document; unusable replies are ``kind="unusable"``."""
+    try:
+        if isinstance(reply, AIMessage) and reply_cut_off(reply, limit):
+            raise GenerationError(
+                f"create: the reply stopped at the output limit ({limit} tokens): cut off"
+            )
+        return _validated(reply, prompt, prior, messages_text)
+    except GenerationError as exc:
+        exc.kind = "unusable"
+        raise
+
+
 def generate_create(
     model: BaseChatModel,
     *,
@@ -210,6 +201,9 @@ def generate_create(
     config: RunnableConfig | None = None,
     metadata: Mapping[str, Any] | None = None,
     timeout: float | None = None,
+    max_tokens: int | None = None,
+    call_key: object = None,
+    on_output_limit: Callable[[int], None] | None = None,
 ) -> str:
     """Write a whole Working Memory with the create prompt (plain completion).
 
@@ -221,18 +215,34 @@ def generate_create(
         config: Runnable config of the calling graph step (callbacks, tags, ...).
         metadata: Extra trace metadata (thread, archive ids, ...).
         timeout: Seconds to wait for the model; ``None`` waits as long as the model does.
+        max_tokens: Output limit sent with the call (None: the model's own setting).
+        call_key: Groups calls whose abandoned (timed-out) threads must not pile up.
+        on_output_limit: Told the provider's maximum when it refused ``max_tokens``.
 
     Returns:
         The normalised seven-section document.
 
     Raises:
-        GenerationError: The model raised or timed out, or the reply is not a WM.
-        ValueError: A bad ``timeout`` or a prompt template with wrong placeholders.
+        ContextLengthError: The prompt exceeds the writer's context.
+        GenerationError: The model raised or timed out, or the reply is not a WM (or was cut
+            off at the output limit).
+        ValueError: A bad ``timeout``/``max_tokens`` or a prompt template with wrong placeholders.
     """
-    _check_timeout(timeout)
-    runnable, messages = _create_inputs(model, prior, messages_text, prompt, metadata)
-    reply = _invoke(runnable, messages, config, timeout, "create")
-    return _validated(reply, prompt, prior, messages_text)
+    check_timeout(timeout)
+    check_max_tokens(max_tokens)
+    build, messages = _create_inputs(model, prior, messages_text, prompt, metadata)
+    reply, limit = invoke_limited(
+        model,
+        build,
+        messages,
+        config=config,
+        timeout=timeout,
+        label="create",
+        max_tokens=max_tokens,
+        call_key=call_key,
+        on_output_limit=on_output_limit,
+    )
+    return _created(reply, limit, prompt, prior, messages_text)
 
 
 async def agenerate_create(
@@ -244,44 +254,15 @@ async def agenerate_create(
     config: RunnableConfig | None = None,
     metadata: Mapping[str, Any] | None = None,
     timeout: float | None = None,
+    max_tokens: int | None = None,
 ) -> str:
     """Async twin of :func:`generate_create`; ``timeout`` cancels the model call."""
-    _check_timeout(timeout)
-    runnable, messages = _create_inputs(model, prior, messages_text, prompt, metadata)
-    reply = await _ainvoke(runnable, messages, config, timeout, "create")
-    return _validated(reply, prompt, prior, messages_text)
-
-
-def _invoke(
-    runnable: Runnable[LanguageModelInput, BaseMessage],
-    messages: list[BaseMessage],
-    config: RunnableConfig | None,
-    timeout: float | None,
-    label: str,
-) -> BaseMessage:
-    """Call the model; every failure (error, timeout) becomes a :class:`GenerationError`."""
-    try:
-        return _call_with_timeout(lambda: runnable.invoke(messages, config), timeout, f"wm.{label}")
-    except GenerationError:
-        raise
-    except Exception as exc:
-        raise GenerationError(f"{label}: the model call failed: {exc!r}") from exc
-
-
-async def _ainvoke(
-    runnable: Runnable[LanguageModelInput, BaseMessage],
-    messages: list[BaseMessage],
-    config: RunnableConfig | None,
-    timeout: float | None,
-    label: str,
-) -> BaseMessage:
-    """Async :func:`_invoke`; ``timeout`` cancels the call."""
-    try:
-        return await asyncio.wait_for(runnable.ainvoke(messages, config), timeout)
-    except TimeoutError as exc:
-        raise GenerationError(f"wm.{label}: the model did not answer within {timeout} s") from exc
-    except Exception as exc:
-        raise GenerationError(f"{label}: the model call failed: {exc!r}") from exc
+    check_timeout(timeout)
+    check_max_tokens(max_tokens)
+    build, messages = _create_inputs(model, prior, messages_text, prompt, metadata)
+    limit = limited(model, model, max_tokens)[1]
+    reply = await ainvoke(build(max_tokens), messages, config, timeout, "create")
+    return _created(reply, limit, prompt, prior, messages_text)
 
 
 def _update_inputs(
@@ -290,40 +271,89 @@ def _update_inputs(
     messages_text: str,
     prompt: str | None,
     metadata: Mapping[str, Any] | None,
-) -> tuple[Runnable[LanguageModelInput, BaseMessage], list[BaseMessage]]:
+    *,
+    retry: UpdateReply | None = None,
+) -> tuple[Callable[[int | None], Runnable[LanguageModelInput, BaseMessage]], list[BaseMessage]]:
     text = render_update_prompt(
         working_memory=working_memory, messages=messages_text, template=prompt
     )
-    return _traced(bind_update_tool(model), "wm.update", metadata), [HumanMessage(content=text)]
+    bound = bind_update_tool(model)
+
+    def build(limit: int | None) -> Runnable[LanguageModelInput, BaseMessage]:
+        return traced(limited(model, bound, limit)[0], "wm.update", metadata)
+
+    if retry is not None and retry.retry_sections:
+        why = (
+            "it was cut off at the output limit"
+            if retry.cut_off or (retry.reading and not retry.reading.complete)
+            else "some sections were unreadable"
+        )
+        note = RETRY_NOTE.format(why=why, sections=", ".join(retry.retry_sections))
+        text = f"{text}\n\n{note}"  # one message: the prompt with the note at its end
+    return build, [HumanMessage(content=text)]
 
 
-def _update_arguments(reply: object) -> object | None:
-    """The raw arguments of the update_working_memory call in a reply, or None if there is none.
+def request_update(
+    model: BaseChatModel,
+    *,
+    working_memory: str,
+    messages_text: str,
+    prompt: str | None = None,
+    config: RunnableConfig | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+    max_tokens: int | None = None,
+    call_key: object = None,
+    on_output_limit: Callable[[int], None] | None = None,
+    retry: UpdateReply | None = None,
+) -> UpdateReply:
+    """One update call, with what could and could not be read from it.
 
-    Looks at ``tool_calls`` (parsed dicts), then ``invalid_tool_calls`` (raw strings the
-    provider could not parse), then a legacy ``additional_kwargs["function_call"]``.
+    Args:
+        model: The chat model (must support tool calling).
+        working_memory: The current v2 Working Memory document.
+        messages_text: The rendered messages being folded in.
+        prompt: An update prompt template overriding ``prompts/update.md``.
+        config: Runnable config of the calling graph step.
+        metadata: Extra trace metadata.
+        timeout: Seconds to wait for the model; ``None`` waits as long as the model does.
+        max_tokens: Output limit sent with the call (None: the model's own setting).
+        call_key: Groups calls whose abandoned (timed-out) threads must not pile up.
+        on_output_limit: Told the provider's maximum when it refused ``max_tokens``.
+        retry: The earlier reply of a targeted retry: the same prompt, plus a note naming its
+            :attr:`UpdateReply.retry_sections` (only those sections are then taken).
+
+    Raises:
+        ContextLengthError: The prompt exceeds the writer's context.
+        GenerationError: The model raised or timed out.
+        ToolCallingNotSupportedError: The model cannot bind tools (a configuration error).
+        ValueError: A bad ``timeout``/``max_tokens`` or a prompt template with wrong placeholders.
     """
-    if not isinstance(reply, AIMessage):
-        raise GenerationError(f"update: unexpected model output of type {type(reply).__name__}")
-    for call in reply.tool_calls or []:
-        if call.get("name") == UPDATE_TOOL_NAME:
-            return call.get("args")
-    for bad in reply.invalid_tool_calls or []:
-        if bad.get("name") in {UPDATE_TOOL_NAME, None}:
-            return bad.get("args") or ""
-    legacy = (reply.additional_kwargs or {}).get("function_call")
-    if isinstance(legacy, Mapping) and legacy.get("name") == UPDATE_TOOL_NAME:
-        return legacy.get("arguments") or ""
-    return None
-
-
-def _parse(raw: object) -> dict[str, dict[str, Any]]:
-    if raw is not None and not isinstance(raw, (str, Mapping)):
-        raw = {"raw": str(raw)}
-    try:
-        return parse_update_arguments(raw)
-    except (TypeError, ValueError) as exc:
-        raise GenerationError(f"update: the tool arguments could not be used: {exc}") from exc
+    check_timeout(timeout)
+    check_max_tokens(max_tokens)
+    build, messages = _update_inputs(
+        model, working_memory, messages_text, prompt, metadata, retry=retry
+    )
+    reply, limit = invoke_limited(
+        model,
+        build,
+        messages,
+        config=config,
+        timeout=timeout,
+        label="update",
+        max_tokens=max_tokens,
+        call_key=call_key,
+        on_output_limit=on_output_limit,
+    )
+    answer = read_reply(reply, limit)
+    if retry is None or answer.ops is None:
+        return answer
+    wanted = set(retry.retry_sections)
+    return UpdateReply(
+        {name: op for name, op in answer.ops.items() if name in wanted},
+        answer.reading,
+        answer.cut_off,
+    )
 
 
 def generate_update(
@@ -335,6 +365,7 @@ def generate_update(
     config: RunnableConfig | None = None,
     metadata: Mapping[str, Any] | None = None,
     timeout: float | None = None,
+    max_tokens: int | None = None,
 ) -> dict[str, dict[str, Any]] | None:
     """Ask the model for section operations through the forced ``update_working_memory`` tool.
 
@@ -346,22 +377,28 @@ def generate_update(
         config: Runnable config of the calling graph step.
         metadata: Extra trace metadata.
         timeout: Seconds to wait for the model; ``None`` waits as long as the model does.
+        max_tokens: Output limit sent with the call (None: the model's own setting).
 
     Returns:
         ``parse_update_arguments`` of the call's arguments (tolerant: malformed JSON is
         repaired, missing sections become KEEP), or ``None`` when the reply has no
-        ``update_working_memory`` call.
+        ``update_working_memory`` call. :func:`request_update` also says what was unreadable.
 
     Raises:
         GenerationError: The model raised or timed out, or the arguments were unusable.
         ToolCallingNotSupportedError: The model cannot bind tools (a configuration error).
         ValueError: A bad ``timeout`` or a prompt template with wrong placeholders.
     """
-    _check_timeout(timeout)
-    runnable, messages = _update_inputs(model, working_memory, messages_text, prompt, metadata)
-    reply = _invoke(runnable, messages, config, timeout, "update")
-    raw = _update_arguments(reply)
-    return None if raw is None else _parse(raw)
+    return request_update(
+        model,
+        working_memory=working_memory,
+        messages_text=messages_text,
+        prompt=prompt,
+        config=config,
+        metadata=metadata,
+        timeout=timeout,
+        max_tokens=max_tokens,
+    ).ops
 
 
 async def agenerate_update(
@@ -373,10 +410,12 @@ async def agenerate_update(
     config: RunnableConfig | None = None,
     metadata: Mapping[str, Any] | None = None,
     timeout: float | None = None,
+    max_tokens: int | None = None,
 ) -> dict[str, dict[str, Any]] | None:
     """Async twin of :func:`generate_update`; ``timeout`` cancels the model call."""
-    _check_timeout(timeout)
-    runnable, messages = _update_inputs(model, working_memory, messages_text, prompt, metadata)
-    reply = await _ainvoke(runnable, messages, config, timeout, "update")
-    raw = _update_arguments(reply)
-    return None if raw is None else _parse(raw)
+    check_timeout(timeout)
+    check_max_tokens(max_tokens)
+    build, messages = _update_inputs(model, working_memory, messages_text, prompt, metadata)
+    limit = limited(model, model, max_tokens)[1]
+    reply = await ainvoke(build(max_tokens), messages, config, timeout, "update")
+    return read_reply(reply, limit).ops

@@ -35,7 +35,12 @@ from wm_langgraph.engine.archives import (
     thread_id_from_config,
 )
 from wm_langgraph.engine.assemble import AssembledContext, assemble_context
-from wm_langgraph.engine.commit import CommitDeps, CommitState, build_commit_graph
+from wm_langgraph.engine.commit import (
+    CommitDeps,
+    CommitState,
+    build_commit_graph,
+    unfolded_archive_ids,
+)
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.longterm import search_facts, write_after_commit
 from wm_langgraph.engine.render import message_tokens
@@ -281,8 +286,7 @@ class WorkingMemory(AsyncTwins):
         system_message: SystemMessage | None,
     ) -> AssembledContext:
         current = self._archives.current_wm(thread_id, timeline)
-        covered = len(current.covers) if current else 0
-        pending = self._archives.get_archives(thread_id, timeline[covered:])
+        pending = self._archives.get_archives(thread_id, unfolded_archive_ids(current, timeline))
         return assemble_context(
             system_message=system_message,
             working_memory=current.text if current else "",
@@ -347,7 +351,7 @@ class WorkingMemory(AsyncTwins):
         return self._runner.wait(thread_id, timeout)
 
     def resume(self, config: RunnableConfig | None, *, wait: bool | None = None) -> None:
-        """Close the thread's circuit breaker and retry its pending and failed archives.
+        """Close the thread's circuit breaker and retry its pending, failed and deferred archives.
 
         Args:
             config: Names the thread.
@@ -357,6 +361,7 @@ class WorkingMemory(AsyncTwins):
         thread_id = self.memory_key(config)
         self._scoper.bind_for_read(thread_id, config)
         self._runner.reset_breaker(thread_id)
+        self._runner.retry_deferred(thread_id)
         inline = (not self.config.background) if wait is None else wait
         self._session.schedule(
             thread_id,

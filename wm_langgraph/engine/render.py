@@ -3,9 +3,10 @@
 The create and update prompts show the model the messages being folded in (SPEC §5): each
 message's role and text, an assistant's tool calls (tool name and JSON arguments — the
 reference never showed tool inputs, so paths that appear only there were invisible to it) and
-each tool result (tool name, status, output). Very long tool outputs and tool arguments are
-capped in the prompt with a visible ``[… N tokens truncated …]`` marker; the archive keeps them
-whole.
+each tool result (tool name, status, output). Very long text of any kind — tool outputs and
+tool arguments, and user, assistant and system text alike (a pasted log must not overflow the
+writer's context) — is capped in the prompt with a visible ``[… N tokens truncated …]`` marker;
+the archive keeps it whole.
 
 Rendered format, one block per message, blocks separated by a blank line::
 
@@ -48,6 +49,7 @@ __all__ = [
     "content_text",
     "extract_paths_from_messages",
     "message_tokens",
+    "render_message_blocks",
     "render_messages",
     "truncate_text",
 ]
@@ -230,8 +232,12 @@ def _render_one(
     counter: TokenCounter,
     cap: int | None,
     tool_names: Mapping[str, str],
+    text_cap: int | None = None,
 ) -> tuple[str, int]:
-    """One message block (header line + body) and its image count."""
+    """One message block (header line + body) and its image count.
+
+    ``cap`` bounds tool outputs and tool-call arguments, ``text_cap`` every other message text.
+    """
     if isinstance(message, ToolMessage):
         call_id = _safe_str(getattr(message, "tool_call_id", "") or "")
         name = message.name or tool_names.get(call_id) or "?"
@@ -244,6 +250,8 @@ def _render_one(
         return f"{header}\n{body}".rstrip("\n"), images
     calls = _tool_call_lines(message, cap, counter) if isinstance(message, AIMessage) else []
     body, images = _content(getattr(message, "content", ""), skip_tool_use=bool(calls))
+    if text_cap is not None:
+        body = truncate_text(body, text_cap, counter)
     lines = [f"[{_role(message)}]"]
     if body:
         lines.append(body)
@@ -261,11 +269,49 @@ def _tool_names(messages: Iterable[BaseMessage]) -> dict[str, str]:
     return names
 
 
+def render_message_blocks(
+    messages: Sequence[BaseMessage],
+    *,
+    counter: TokenCounter = count_tokens,
+    max_tool_output_tokens: int = 2000,
+    max_message_tokens: int | None = None,
+) -> list[str]:
+    """One prompt block per message (see :func:`render_messages`), for sizing and slicing.
+
+    Args:
+        messages: The messages to show.
+        counter: Token counter used for capping.
+        max_tool_output_tokens: Cap for each tool result's output and tool call's arguments.
+        max_message_tokens: Cap for the text of every other message (user, assistant,
+            system, ...); None leaves it whole.
+
+    Raises:
+        ValueError: A negative cap.
+    """
+    if max_tool_output_tokens < 0:
+        raise ValueError(f"max_tool_output_tokens must be >= 0, got {max_tool_output_tokens}")
+    if max_message_tokens is not None and max_message_tokens < 0:
+        raise ValueError(f"max_message_tokens must be >= 0, got {max_message_tokens}")
+    shown = [m for m in messages if not isinstance(m, RemoveMessage)]
+    names = _tool_names(shown)
+    return [
+        _render_one(
+            m,
+            counter=counter,
+            cap=max_tool_output_tokens,
+            tool_names=names,
+            text_cap=max_message_tokens,
+        )[0]
+        for m in shown
+    ]
+
+
 def render_messages(
     messages: Sequence[BaseMessage],
     *,
     counter: TokenCounter = count_tokens,
     max_tool_output_tokens: int = 2000,
+    max_message_tokens: int | None = None,
 ) -> str:
     """Render messages as prompt text for the create and update calls.
 
@@ -275,23 +321,25 @@ def render_messages(
         max_tool_output_tokens: Cap for each tool result's output and each tool call's JSON
             arguments; longer text keeps its start and end around a visible
             ``[… N tokens truncated …]`` marker.
+        max_message_tokens: The same cap for the text of every other message (user,
+            assistant, system, ...); None leaves it whole. The engine always sets it
+            (``WorkingMemoryConfig.max_message_tokens``).
 
     Returns:
         One block per message (see the module docstring), separated by blank lines; ``""``
         for no messages. ``RemoveMessage`` markers are skipped.
 
     Raises:
-        ValueError: ``max_tool_output_tokens`` is negative.
+        ValueError: A negative cap.
     """
-    if max_tool_output_tokens < 0:
-        raise ValueError(f"max_tool_output_tokens must be >= 0, got {max_tool_output_tokens}")
-    shown = [m for m in messages if not isinstance(m, RemoveMessage)]
-    names = _tool_names(shown)
-    blocks = [
-        _render_one(m, counter=counter, cap=max_tool_output_tokens, tool_names=names)[0]
-        for m in shown
-    ]
-    return "\n\n".join(blocks)
+    return "\n\n".join(
+        render_message_blocks(
+            messages,
+            counter=counter,
+            max_tool_output_tokens=max_tool_output_tokens,
+            max_message_tokens=max_message_tokens,
+        )
+    )
 
 
 def message_tokens(message: BaseMessage, counter: TokenCounter = count_tokens) -> int:

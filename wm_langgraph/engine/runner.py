@@ -1,12 +1,24 @@
-"""The Phase 2 runner: ordered per thread, background or inline, with a circuit breaker.
+"""The Phase 2 runner: ordered per thread, fair between threads, bounded in time, with a breaker.
 
-- Background jobs share a small thread pool, but the jobs of one thread run one at a time, in
-  submission (= archive) order; each job folds every pending archive of its timeline into the
-  latest WM, so a job that finds nothing left to do is a cheap no-op.
-- Inline runs (``wait=True``) take the same per-thread lock, so they never overtake or
-  interleave with a background job of the same thread.
-- Circuit breaker: after ``max_consecutive_failures`` consecutive failed jobs a thread's
-  Phase 2 pauses; commits still archive, but the model is not called again until
+- A *job* folds every pending archive of its thread's timeline into the latest WM, round by
+  round (one batch, or one archive in slices, per round: ``engine.commit``). Jobs of one
+  thread run one at a time, in order; a job submitted while an earlier one of the same
+  timeline is queued or running is merged into it (Phase 2 runs once per commit, never twice).
+- Background rounds run in a :class:`~wm_langgraph.engine._pool.FairPool`: threads take turns
+  round by round, and a round hung on its writer call stops holding one of the
+  ``phase2_workers`` slots after ``phase2_stall_seconds``, so neither one thread's backlog nor
+  four hung writers can starve a healthy thread.
+- Inline runs (``wait=True``: ``compact()``, a mid-turn overflow, ``background=False``) take
+  the thread's lock, so they never overtake or interleave with a background round of the same
+  thread. They are bounded in time by ``model_timeout_seconds`` as a whole — waiting for the
+  lock and every writer call together; what is left when the time is up goes to the
+  background (the archives stay pending and visible meanwhile).
+- Round outcomes: ``done``; ``overflow`` (the prompt exceeded the writer's context — the next
+  round is smaller); ``split`` (a deterministic failure of a multi-archive batch — the next round
+  takes half); ``deferred`` (a deterministic failure of one archive — it is set aside, visible,
+  and the job goes on with the archives behind it); ``failed`` (transient — the job stops).
+- Circuit breaker: after ``max_consecutive_failures`` consecutive failed (or deferring) rounds
+  a thread's Phase 2 pauses; commits still archive, but the model is not called again until
   :meth:`Phase2Runner.reset_breaker` (``WorkingMemory.resume``) or the cool-down has passed,
   when one probe job may run. The counters live in the store, so they survive restarts.
 """
@@ -19,24 +31,26 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.callbacks import BaseCallbackManager
 from langgraph.graph.state import CompiledStateGraph
 
+from wm_langgraph.engine._pool import FairPool
 from wm_langgraph.engine.archives import ArchiveStore
-from wm_langgraph.engine.commit import commit_run_config
+from wm_langgraph.engine.commit import RETRY_DEFERRED_META, commit_run_config
 from wm_langgraph.engine.config import WorkingMemoryConfig
 
 __all__ = ["JobOutcome", "Phase2Runner", "background_callbacks"]
 
 logger = logging.getLogger("wm_langgraph")
 
-JobOutcome = Literal["done", "failed", "noop", "paused"]
+JobOutcome = Literal["done", "failed", "noop", "paused", "busy"]
 _BREAKER = "breaker"
+_MAX_OVERFLOW_ROUNDS = 16  # each one lowers the prompt limit; this many means something is off
+_THREADS_PER_SLOT = 4
 
 
 def background_callbacks(callbacks: Any) -> Any:
@@ -68,14 +82,23 @@ class _Job:
     timeline: list[str]
     user_id: str | None
     callbacks: Any
+    started_at: float = field(default_factory=time.time)
+    max_archives: int | None = None
+    overflow_rounds: int = 0
+    outcome: JobOutcome = "noop"
+    version: int = 0  # bumped when a later submission is merged into this job
 
 
 @dataclass
 class _ThreadJobs:
     queue: deque[_Job] = field(default_factory=deque)
-    running: bool = False
     outstanding: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _extends(old: Sequence[str], new: Sequence[str]) -> bool:
+    """Whether timeline ``new`` continues ``old`` (same archives first)."""
+    return len(new) >= len(old) and list(new[: len(old)]) == list(old)
 
 
 class Phase2Runner:
@@ -96,12 +119,23 @@ class Phase2Runner:
         self._clock = clock
         self._cond = threading.Condition()
         self._threads: dict[str, _ThreadJobs] = {}
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: FairPool | None = None
 
     # -- scheduling -------------------------------------------------------------------------
     def _jobs(self, thread_id: str) -> _ThreadJobs:
         with self._cond:
             return self._threads.setdefault(thread_id, _ThreadJobs())
+
+    def _get_pool(self) -> FairPool:
+        with self._cond:
+            if self._pool is None:
+                self._pool = FairPool(
+                    self._step,
+                    slots=self._config.phase2_workers,
+                    stall_after=self._config.phase2_stall_seconds,
+                    max_threads=_THREADS_PER_SLOT * self._config.phase2_workers,
+                )
+            return self._pool
 
     def submit(
         self,
@@ -111,21 +145,52 @@ class Phase2Runner:
         user_id: str | None = None,
         callbacks: Any = None,
     ) -> None:
-        """Queue a background job for ``thread_id`` (runs after the thread's earlier jobs)."""
-        job = _Job(thread_id, list(timeline), user_id, background_callbacks(callbacks))
+        """Queue background work for ``thread_id`` (after the thread's earlier jobs).
+
+        When the thread's last job (queued or running) is for the same timeline, or one it
+        continues, that job takes the new timeline instead: its next round sees the new
+        archives, and no second job is queued.
+        """
+        handlers = background_callbacks(callbacks)
         jobs = self._jobs(thread_id)
         with self._cond:
-            jobs.queue.append(job)
-            jobs.outstanding += 1
-            start = not jobs.running
-            jobs.running = True
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(
-                    max_workers=self._config.phase2_workers, thread_name_prefix="wm_langgraph"
-                )
-            pool = self._pool
-        if start:
-            pool.submit(self._drain, thread_id)
+            last = jobs.queue[-1] if jobs.queue else None
+            if last is not None and _extends(last.timeline, timeline):
+                last.timeline, last.user_id = list(timeline), user_id
+                last.version += 1
+                last.callbacks = handlers if handlers is not None else last.callbacks
+            else:
+                jobs.queue.append(_Job(thread_id, list(timeline), user_id, handlers))
+                jobs.outstanding += 1
+        self._get_pool().ready(thread_id)
+
+    def _step(self, thread_id: Hashable) -> bool:
+        """One background round of the thread's first job; True when the thread has more."""
+        jobs = self._jobs(str(thread_id))
+        with self._cond:
+            if not jobs.queue:
+                return False
+            job = jobs.queue[0]
+            version = job.version
+        finished = True
+        try:
+            with jobs.lock:
+                finished = self._round(job, None)
+        except Exception as exc:
+            # Exception texts can quote message content: type at ERROR, details at DEBUG.
+            logger.error("wm_langgraph: Phase 2 job for a thread crashed (%s)", _kind(exc))
+            logger.debug("wm_langgraph: Phase 2 job traceback", exc_info=True)
+        finally:  # a BaseException (a dying process) still ends the job for wait()
+            with self._cond:
+                if finished and job.version != version and job.outcome != "paused":
+                    finished = False  # a commit merged into the job meanwhile: go on
+                if finished:
+                    if jobs.queue and jobs.queue[0] is job:
+                        jobs.queue.popleft()
+                    jobs.outstanding -= 1
+                    self._cond.notify_all()
+        with self._cond:
+            return bool(jobs.queue)
 
     def run_inline(
         self,
@@ -135,33 +200,30 @@ class Phase2Runner:
         user_id: str | None = None,
         callbacks: Any = None,
     ) -> JobOutcome:
-        """Run Phase 2 now, in the caller's thread (after any running job of the thread)."""
+        """Run Phase 2 now, in the caller's thread (after any running round of the thread).
+
+        Bounded by ``model_timeout_seconds`` in all (the wait for a running round included);
+        work left when the time is up continues in the background and ``"busy"`` is returned
+        when the run could not even start.
+        """
         job = _Job(thread_id, list(timeline), user_id, callbacks)
-        with self._jobs(thread_id).lock:
+        timeout = self._config.model_timeout_seconds
+        deadline = None if timeout is None else time.monotonic() + timeout
+        lock = self._jobs(thread_id).lock
+        if not lock.acquire(timeout=-1 if timeout is None else timeout):
+            self.submit(thread_id, timeline, user_id=user_id, callbacks=callbacks)
+            return "busy"
+        try:
             # A fresh context: the commit graph is a run of its own (nested in the caller's
             # trace through ``callbacks``), not a subgraph of the caller's graph.
-            return contextvars.Context().run(self._run, job)
-
-    def _drain(self, thread_id: str) -> None:
-        jobs = self._jobs(thread_id)
-        while True:
-            with self._cond:
-                if not jobs.queue:
-                    jobs.running = False
-                    self._cond.notify_all()
-                    return
-                job = jobs.queue.popleft()
-            try:
-                with jobs.lock:
-                    self._run(job)
-            except Exception as exc:
-                # Exception texts can quote message content: type at ERROR, details at DEBUG.
-                logger.error("wm_langgraph: Phase 2 job for a thread crashed (%s)", _kind(exc))
-                logger.debug("wm_langgraph: Phase 2 job traceback", exc_info=True)
-            finally:
-                with self._cond:
-                    jobs.outstanding -= 1
-                    self._cond.notify_all()
+            context = contextvars.Context()
+            while not context.run(self._round, job, deadline):
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.submit(thread_id, job.timeline, user_id=user_id, callbacks=callbacks)
+                    break
+        finally:
+            lock.release()
+        return job.outcome
 
     def wait(self, thread_id: str | None = None, timeout: float | None = None) -> bool:
         """Block until the thread's (or every thread's) queued jobs have finished.
@@ -188,7 +250,13 @@ class Phase2Runner:
         with self._cond:
             pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=True)
+            pool.shutdown()
+
+    def running_rounds(self) -> int:
+        """Background rounds running now (each in a worker thread of its own)."""
+        with self._cond:
+            pool = self._pool
+        return pool.running() if pool is not None else 0
 
     # -- circuit breaker -------------------------------------------------------------------
     def breaker(self, thread_id: str) -> dict[str, Any]:
@@ -213,7 +281,11 @@ class Phase2Runner:
             thread_id, _BREAKER, {"consecutive_failures": 0, "paused_at": None, "last_error": None}
         )
 
-    def _record(self, thread_id: str, outcome: JobOutcome, error: str | None) -> None:
+    def retry_deferred(self, thread_id: str) -> None:
+        """Make the thread's deferred archives due again, whatever their attempts so far."""
+        self._archives.put_meta(thread_id, RETRY_DEFERRED_META, {"at": time.time()})
+
+    def _record(self, thread_id: str, outcome: str, error: str | None) -> None:
         state = self.breaker(thread_id)
         if outcome == "done":
             if state["consecutive_failures"] or state["paused_at"] is not None:
@@ -235,50 +307,80 @@ class Phase2Runner:
             {"consecutive_failures": failures, "paused_at": paused_at, "last_error": error},
         )
 
-    # -- one job ---------------------------------------------------------------------------
-    def _run(self, job: _Job) -> JobOutcome:
-        if self.is_paused(job.thread_id):
-            return "paused"
-        outcome: JobOutcome = "noop"
-        while True:  # one batch per round; stops when nothing is pending or a round fails
-            pending = self._pending(job)
-            if not pending:
-                return outcome
-            try:
-                result = self._graph.invoke(
-                    {"thread_id": job.thread_id, "timeline": job.timeline, "user_id": job.user_id},
-                    commit_run_config(job.thread_id, pending, job.callbacks),
+    # -- one round -------------------------------------------------------------------------
+    def _invoke(self, job: _Job, deadline: float | None) -> dict[str, Any]:
+        inputs = {
+            "thread_id": job.thread_id,
+            "timeline": list(job.timeline),
+            "user_id": job.user_id,
+            "deadline": deadline,
+            "max_archives": job.max_archives,
+            "job_started": job.started_at,
+            "writer_works": job.outcome == "done",
+        }
+        pending: list[str] = []
+        try:
+            current = self._archives.current_wm(job.thread_id, job.timeline)
+            pending = job.timeline[len(current.covers) if current else 0 :]
+            if not pending and not (current and current.info.get("deferred")):
+                return {"outcome": "noop"}  # nothing to fold: no run, no trace
+            result: dict[str, Any] = self._graph.invoke(
+                inputs, commit_run_config(job.thread_id, pending, job.callbacks)
+            )
+        except Exception as exc:
+            logger.error("wm_langgraph: the commit pipeline raised %s", _kind(exc))
+            logger.debug("wm_langgraph: commit pipeline traceback", exc_info=True)
+            result = {"outcome": "failed", "error": f"commit pipeline raised: {exc!r}"}
+            with contextlib.suppress(Exception):  # best effort: the store may be the fault
+                self._archives.update_archives(
+                    job.thread_id,
+                    pending,
+                    status="failed",
+                    metadata={"error": result["error"], "failed_at": time.time()},
                 )
-            except Exception as exc:
-                logger.error("wm_langgraph: the commit pipeline raised %s", _kind(exc))
-                logger.debug("wm_langgraph: commit pipeline traceback", exc_info=True)
-                result = {"outcome": "failed", "error": f"commit pipeline raised: {exc!r}"}
-                with contextlib.suppress(Exception):  # best effort: the store may be the fault
-                    self._archives.update_archives(
-                        job.thread_id,
-                        pending,
-                        status="failed",
-                        metadata={"error": result["error"], "failed_at": time.time()},
-                    )
-            round_outcome = result.get("outcome", "noop")
-            if round_outcome == "noop":
-                return outcome
-            error = result.get("error")
-            self._record(job.thread_id, round_outcome, error)
-            if round_outcome == "failed":
-                # The error can quote the model's reply (a refusal echoing the conversation):
-                # it goes to the archive metadata and DEBUG, never to INFO and above.
-                logger.warning(
-                    "wm_langgraph: Phase 2 failed; the previous WM stays and the archives stay "
-                    "pending (the error is in the archive metadata and at DEBUG)"
-                )
-                logger.debug("wm_langgraph: Phase 2 error: %s", error)
-                return "failed"
-            outcome = "done"
+        return result
 
-    def _pending(self, job: _Job) -> list[str]:
-        current = self._archives.current_wm(job.thread_id, job.timeline)
-        return job.timeline[len(current.covers) if current else 0 :]
+    def _round(self, job: _Job, deadline: float | None) -> bool:
+        """Run one round of ``job``; True when the job is finished."""
+        if self.is_paused(job.thread_id):
+            job.outcome = "paused" if job.outcome == "noop" else job.outcome
+            return True
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        result = self._invoke(job, deadline)
+        outcome = result.get("outcome", "noop")
+        error = result.get("error")
+        if outcome == "noop":
+            return True
+        if outcome == "deadline":
+            return False  # the inline caller sees its time is up and hands the rest over
+        if outcome == "overflow":
+            job.overflow_rounds += 1
+            if job.overflow_rounds <= _MAX_OVERFLOW_ROUNDS:
+                return False
+            outcome = "failed"
+        if outcome == "split":
+            job.max_archives = max(1, len(result.get("batch") or [2]) // 2)
+            return False
+        job.max_archives = None
+        if outcome == "done":
+            self._record(job.thread_id, "done", None)
+            job.outcome = "done"
+            return False
+        if outcome == "deferred":
+            if not result.get("late"):  # a first deferral counts; a late retry does not
+                self._record(job.thread_id, "failed", error)
+            return self.is_paused(job.thread_id)
+        self._record(job.thread_id, "failed", error)
+        # The error can quote the model's reply (a refusal echoing the conversation): it goes
+        # to the archive metadata and DEBUG, never to INFO and above.
+        logger.warning(
+            "wm_langgraph: Phase 2 failed; the previous WM stays and the archives stay "
+            "pending (the error is in the archive metadata and at DEBUG)"
+        )
+        logger.debug("wm_langgraph: Phase 2 error: %s", error)
+        job.outcome = "failed"
+        return True
 
 
 def _kind(exc: BaseException) -> str:

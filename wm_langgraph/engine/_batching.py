@@ -1,0 +1,196 @@
+"""How much one Phase 2 round sends to the writer: batches of archives, slices of one archive,
+and the writer's limits learned from its context-length errors (issue 12).
+
+- Every message is rendered capped (tool outputs at ``max_tool_output_tokens``, any other text
+  at ``max_message_tokens``, both at most the messages budget), so one message always fits.
+- A batch is the longest run of pending archives (at most ``max_archives``) whose rendered
+  messages fit the messages budget; an archive larger than the budget alone is folded in
+  *slices* — consecutive runs of its messages that fit — one writer call each, in one round
+  that stores one WM version covering the archive.
+- :class:`WriterLimits` holds what the writer's provider said: after a context-length error the
+  prompt limit is lowered below the prompt that failed (by the provider's own ratio when it
+  gave numbers, else by half), so the next round sends less — never the same prompt again.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.messages import BaseMessage
+
+from wm_langgraph.core.tokens import TokenCounter
+from wm_langgraph.engine._provider import ContextOverflow
+from wm_langgraph.engine.archives import ArchiveRecord
+from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.engine.render import extract_paths_from_messages, render_message_blocks
+
+__all__ = ["MIN_MESSAGES_BUDGET", "Batch", "Slice", "WriterLimits", "plan_batch"]
+
+MIN_MESSAGES_BUDGET = 256
+"""Below this many tokens for the messages, a prompt cannot show the writer anything useful."""
+
+_SEPARATOR_TOKENS = 2  # the blank line between two message blocks
+_MARGIN = 0.9  # safety against tokenizer differences after an overflow
+_MIN_REPLY_TOKENS = 512
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    """The messages of one writer call: rendered text, token count, artifact-trail paths."""
+
+    text: str
+    tokens: int
+    paths: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """What one round folds: the archives and the slices their messages are sent in."""
+
+    archives: list[ArchiveRecord]
+    slices: list[Slice]
+
+    @property
+    def ids(self) -> list[str]:
+        """The archive ids."""
+        return [record.id for record in self.archives]
+
+
+@dataclass
+class WriterLimits:
+    """The writer's prompt and reply limits as far as known (declared, or learned from errors).
+
+    Thread-safe; one per :class:`~wm_langgraph.WorkingMemory` (one writer model).
+    """
+
+    prompt_tokens: int | None = None
+    reply_tokens: int | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def from_config(cls, config: WorkingMemoryConfig) -> WriterLimits:
+        """Limits from ``writer_context_tokens`` (reply: at most half of it), or unknown."""
+        context = config.writer_context_tokens
+        if context is None:
+            return cls()
+        reply = min(config.writer_max_tokens, context // 2)
+        return cls(prompt_tokens=context - reply, reply_tokens=reply)
+
+    def max_tokens(self, configured: int) -> int:
+        """The ``max_tokens`` to send: the configured one, or less when the writer needs it."""
+        with self._lock:
+            return min(configured, self.reply_tokens or configured)
+
+    def messages_budget(self, overhead: int, configured: int) -> int:
+        """Tokens left for the messages in a prompt whose other parts take ``overhead``."""
+        with self._lock:
+            if self.prompt_tokens is None:
+                return configured
+            return min(configured, self.prompt_tokens - overhead)
+
+    def learn_output_limit(self, allowed: int) -> None:
+        """The provider accepts at most ``allowed`` output tokens."""
+        with self._lock:
+            self.reply_tokens = min(self.reply_tokens or allowed, allowed)
+
+    def learn_overflow(self, prompt_tokens: int, overflow: ContextOverflow) -> None:
+        """A prompt of ``prompt_tokens`` (our count) exceeded the writer's context."""
+        limit, completion = overflow.limit, overflow.completion
+        their_prompt = overflow.prompt
+        if their_prompt is None and overflow.requested is not None:
+            their_prompt = overflow.requested - (completion or 0)
+        with self._lock:
+            shrunk_reply = False
+            if limit and completion and completion * 2 >= limit:
+                # The reply reservation alone fills half the context (vLLM counts max_tokens
+                # in it): ask for a smaller reply rather than starve the prompt.
+                reply = max(_MIN_REPLY_TOKENS, limit // 4)
+                shrunk_reply = reply < (self.reply_tokens or completion)
+                self.reply_tokens = min(self.reply_tokens or reply, reply)
+                completion = self.reply_tokens
+            if limit and their_prompt and their_prompt > 0:
+                room = limit - (completion or 0)
+                if shrunk_reply and room >= their_prompt:
+                    return  # the prompt was fine; the smaller reply makes it fit
+                target = math.floor(prompt_tokens * max(0, room) / their_prompt * _MARGIN)
+            else:
+                target = prompt_tokens // 2
+            target = min(target, prompt_tokens - 1)  # always strictly less than what failed
+            self.prompt_tokens = min(self.prompt_tokens or target, target)
+
+
+def _blocks(
+    messages: Sequence[BaseMessage], config: WorkingMemoryConfig, counter: TokenCounter, cap: int
+) -> list[tuple[str, int]]:
+    blocks = render_message_blocks(
+        messages,
+        counter=counter,
+        max_tool_output_tokens=min(config.max_tool_output_tokens, cap),
+        max_message_tokens=min(config.max_message_tokens, cap),
+    )
+    return [(block, counter(block) + _SEPARATOR_TOKENS) for block in blocks]
+
+
+def _slice(messages: Sequence[BaseMessage], blocks: list[tuple[str, int]]) -> Slice:
+    return Slice(
+        text="\n\n".join(text for text, _ in blocks),
+        tokens=sum(tokens for _, tokens in blocks),
+        paths=extract_paths_from_messages(messages),
+    )
+
+
+def plan_batch(
+    records: Sequence[ArchiveRecord],
+    *,
+    budget: int,
+    config: WorkingMemoryConfig,
+    counter: TokenCounter,
+    max_archives: int | None = None,
+) -> Batch:
+    """The archives one round folds (at least one) and the slices their messages go in.
+
+    Args:
+        records: The pending archives, oldest first (not empty).
+        budget: Tokens for the rendered messages of one writer call.
+        config: Caps for tool outputs and message text.
+        counter: Token counter.
+        max_archives: At most this many archives (a batch being split to isolate a failure).
+    """
+    # Leave room for a block's header line and the truncation marker of a capped body.
+    cap = max(16, budget - 64)
+    chosen: list[ArchiveRecord] = []
+    blocks: list[tuple[str, int]] = []
+    total = 0
+    for record in records:
+        if max_archives is not None and len(chosen) >= max_archives:
+            break
+        own = _blocks(record.messages, config, counter, cap)
+        size = sum(tokens for _, tokens in own)
+        if chosen and total + size > budget:
+            break
+        chosen.append(record)
+        blocks.extend(own)
+        total += size
+        if total > budget:  # a single archive larger than the budget: folded in slices
+            return Batch([record], _slices(record.messages, own, budget))
+    messages = [m for record in chosen for m in record.messages]
+    return Batch(chosen, [_slice(messages, blocks)])
+
+
+def _slices(
+    messages: Sequence[BaseMessage], blocks: list[tuple[str, int]], budget: int
+) -> list[Slice]:
+    """Consecutive runs of an archive's messages, each within the budget (one message at least)."""
+    shown = [m for m in messages if m.type != "remove"]
+    slices: list[Slice] = []
+    start, total = 0, 0
+    for index, (_, tokens) in enumerate(blocks):
+        if index > start and total + tokens > budget:
+            slices.append(_slice(shown[start:index], blocks[start:index]))
+            start, total = index, 0
+        total += tokens
+    slices.append(_slice(shown[start:], blocks[start:]))
+    return slices
