@@ -22,7 +22,11 @@ from wm_langgraph.engine.archives import ArchiveRecord
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.engine.persistence import aopen_sqlite, open_sqlite
-from wm_langgraph.engine.state import WorkingMemoryState
+from wm_langgraph.engine.state import (
+    ModelInputMessages,
+    WorkingMemoryAgentState,
+    WorkingMemoryState,
+)
 from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 
 __version__ = "0.1.0"
@@ -33,8 +37,10 @@ __all__ = [
     "ArchiveRecord",
     "GuardDecision",
     "MergeResult",
+    "ModelInputMessages",
     "OfflineWorkingMemoryModel",
     "WorkingMemory",
+    "WorkingMemoryAgentState",
     "WorkingMemoryConfig",
     "WorkingMemoryMiddleware",
     "WorkingMemoryState",

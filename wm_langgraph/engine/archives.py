@@ -231,6 +231,31 @@ class ArchiveStore:
         items = self.store.batch([GetOp(ns, archive_id) for archive_id in ids])
         return [ArchiveRecord.from_value(item.value) for item in items if isinstance(item, Item)]
 
+    def get_recent_archives(
+        self, thread_id: str, ids: Sequence[str], tokens: int
+    ) -> tuple[list[ArchiveRecord], bool]:
+        """The newest records of ``ids`` that together reach ``tokens``, in archive order.
+
+        Records are read newest first, one at a time, and only until their stored
+        ``token_count`` adds up to ``tokens`` (the record that crosses it is included): older
+        records are never fetched or deserialised.
+
+        Returns:
+            The records (oldest first) and whether every record of ``ids`` was read.
+        """
+        ns = self.namespace(thread_id, "archives")
+        out: list[ArchiveRecord] = []
+        total = 0
+        for index in range(len(ids) - 1, -1, -1):
+            if total >= tokens:
+                return out[::-1], False
+            item = self.store.get(ns, ids[index])
+            if item is None:
+                continue
+            total += max(0, int(item.value.get("token_count", 0) or 0))
+            out.append(ArchiveRecord.from_value(item.value))
+        return out[::-1], True
+
     def update_archives(self, thread_id: str, ids: Sequence[str], **changes: Any) -> None:
         """Set fields on stored records (``metadata`` is merged, ``updated_at`` refreshed)."""
         ns = self.namespace(thread_id, "archives")

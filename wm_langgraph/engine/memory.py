@@ -15,7 +15,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
+from langchain_core.messages import (
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    convert_to_messages,
+)
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
@@ -30,12 +35,13 @@ from wm_langgraph.engine.archives import (
     ArchiveStore,
     thread_id_from_config,
 )
-from wm_langgraph.engine.assemble import AssembledContext, assemble_context
+from wm_langgraph.engine.assemble import AssembledContext, assemble_context, compute_budgets
 from wm_langgraph.engine.commit import CommitDeps, CommitState, build_commit_graph
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.longterm import search_facts, write_key_facts
 from wm_langgraph.engine.render import message_tokens
 from wm_langgraph.engine.runner import Phase2Runner
+from wm_langgraph.engine.state import MODEL_INPUT_KEY
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -140,7 +146,7 @@ class WorkingMemory:
         self.compact = NodeHook("wm_compact", self._session.compact)
         self.assemble = NodeHook("wm_assemble", self._assemble)
         self.pre_model_hook = NodeHook("wm_pre_model_hook", self._pre_model_hook)
-        self.post_model_hook = NodeHook("wm_post_model_hook", self._session.post_model_hook)
+        self.post_model_hook = NodeHook("wm_post_model_hook", self._post_model_hook)
 
     # -- model -------------------------------------------------------------------------------
     @property
@@ -205,7 +211,7 @@ class WorkingMemory:
         messages = self._session.messages_of(state)
         timeline = self._session.timeline_of(state, thread_id)
         context = self._build(messages, thread_id, timeline, None)
-        return {"llm_input_messages": context.all_messages}
+        return {MODEL_INPUT_KEY: context.all_messages}
 
     def _pre_model_hook(
         self, state: Mapping[str, Any], config: RunnableConfig | None
@@ -213,7 +219,18 @@ class WorkingMemory:
         update, messages, timeline = self._session.overflow(state, config)
         thread_id = thread_id_from_config(config)
         context = self._build(messages, thread_id, timeline, None)
-        return {**(update or {}), "llm_input_messages": context.all_messages}
+        return {**(update or {}), MODEL_INPUT_KEY: context.all_messages}
+
+    def _post_model_hook(
+        self, state: Mapping[str, Any], config: RunnableConfig | None
+    ) -> dict[str, Any]:
+        update = self._session.post_model_hook(state, config)
+        if state.get(MODEL_INPUT_KEY):
+            # The model has answered: its input is spent. Clearing it keeps it out of the
+            # state that create_react_agent copies into each tool call's Send packet (which
+            # LangGraph persists as a pending write even for an untracked channel).
+            update = {**(update or {}), MODEL_INPUT_KEY: []}
+        return update
 
     def overflow_guard(
         self, state: Mapping[str, Any], config: RunnableConfig | None
@@ -257,11 +274,12 @@ class WorkingMemory:
     ) -> AssembledContext:
         current = self._archives.current_wm(thread_id, timeline)
         covered = len(current.covers) if current else 0
-        pending = self._archives.get_archives(thread_id, timeline[covered:])
+        document = current.text if current else ""
+        pending = self._pending_messages(thread_id, timeline[covered:], messages, document)
         return assemble_context(
             system_message=system_message,
-            working_memory=current.text if current else "",
-            pending_messages=[m for record in pending for m in record.messages],
+            working_memory=document,
+            pending_messages=pending,
             live_messages=messages,
             token_budget=self.config.token_budget,
             reserve_tokens=self.config.reserve_tokens,
@@ -269,6 +287,31 @@ class WorkingMemory:
             count=self._count_message,
             system_addition=self._system_prompt,
         )
+
+    def _pending_messages(
+        self,
+        thread_id: str,
+        pending_ids: Sequence[str],
+        live: Sequence[BaseMessage],
+        document: str,
+    ) -> list[BaseMessage]:
+        """The messages of the pending archives that assemble could show: read newest first,
+        only until the room left beside the live messages and the WM's share is used."""
+        if not pending_ids:
+            return []
+        budgets = compute_budgets(
+            self.config.token_budget, self.config.reserve_tokens, self.config.archive_memory_tokens
+        )
+        wm_floor = min(self._counter(document), budgets.archive) if document else 0
+        room = budgets.usable - wm_floor - sum(self._count_message(m) for m in live)
+        records, complete = self._archives.get_recent_archives(thread_id, pending_ids, room)
+        messages = [m for record in records for m in record.messages]
+        if not complete:
+            # Messages before the first user message belong to a turn that starts in an
+            # archive not read; that turn cannot fit (it is larger than the room), so drop them.
+            first = next((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), None)
+            messages = messages[first:] if first is not None else []
+        return messages
 
     # -- reading -----------------------------------------------------------------------------
     def get_working_memory(self, config: RunnableConfig | None) -> str:
