@@ -5,6 +5,8 @@ Layout, per thread (``label`` is the thread id made safe for store namespaces)::
     ("wm_langgraph", label, "archives")  archive_001, archive_002, ...  messages verbatim
     ("wm_langgraph", label, "wm")        <last covered archive id>       a WM + its coverage
     ("wm_langgraph", label, "meta")      timeline | breaker | state       bookkeeping values
+    ("wm_langgraph", label, "moved")     <last covered archive id>       items a WM version
+                                                                         moved out (size limit)
 
 The current WM of a timeline (its ordered archive ids) is the newest version whose coverage is a
 prefix of the timeline; the archives after that prefix are pending. Archive ids are never reused:
@@ -297,6 +299,33 @@ class ArchiveStore:
             raise ValueError("a Working Memory version must cover at least one archive")
         value = {**dict(info), "text": text, "covers": list(covers), "created_at": now_iso()}
         self.store.put(self.namespace(thread_id, "wm"), covers[-1], value)
+
+    # -- items moved out of the document by the size contract ------------------------------
+    def put_moved(
+        self, thread_id: str, key: str, items: Sequence[Mapping[str, str]], covers: Sequence[str]
+    ) -> None:
+        """Store the items the WM version ``key`` moved out of its document (size contract)."""
+        value = {
+            "items": [{"section": str(i["section"]), "text": str(i["text"])} for i in items],
+            "covers": list(covers),
+            "created_at": now_iso(),
+        }
+        self.store.put(self.namespace(thread_id, "moved"), key, value)
+
+    def moved_items(
+        self, thread_id: str, keys: Sequence[str]
+    ) -> list[tuple[str, list[dict[str, str]]]]:
+        """The moved-out items recorded under ``keys`` (WM version keys), in that order."""
+        if not keys:
+            return []
+        ns = self.namespace(thread_id, "moved")
+        found = self.store.batch([GetOp(ns, key) for key in keys])
+        out: list[tuple[str, list[dict[str, str]]]] = []
+        for key, item in zip(keys, found, strict=True):
+            if isinstance(item, Item):
+                items = [dict(i) for i in item.value.get("items") or [] if isinstance(i, Mapping)]
+                out.append((key, items))
+        return out
 
     # -- small bookkeeping values ---------------------------------------------------------------
     def get_meta(self, thread_id: str, key: str) -> dict[str, Any] | None:

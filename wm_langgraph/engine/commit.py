@@ -35,6 +35,7 @@ from langgraph.graph.state import CompiledStateGraph
 from wm_langgraph.core.merge import merge_working_memory
 from wm_langgraph.core.sections import SECTIONS, is_working_memory, parse_working_memory
 from wm_langgraph.core.tokens import TokenCounter
+from wm_langgraph.engine._size import contract_for, fit_to_contract
 from wm_langgraph.engine.archives import ArchiveRecord, ArchiveStore
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.llm import GenerationError, generate_create, generate_update
@@ -75,6 +76,7 @@ class CommitState(TypedDict, total=False):
     text: str
     decisions: list[dict[str, str]]
     artifact_trail: list[str]
+    moved: list[dict[str, str]]
     error: str | None
     outcome: Literal["done", "failed", "noop"]
     metrics: dict[str, Any]
@@ -197,6 +199,7 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
                 config=config,
                 metadata=_meta(state),
                 timeout=cfg.model_timeout_seconds,
+                size_target=contract_for(cfg).target,
             )
         except GenerationError as exc:
             return {"error": str(exc), "metrics": _timed(state, "update_ms", started)}
@@ -233,6 +236,8 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
                 text, {FILES_SECTION: {"op": "APPEND", "items": missing}}, guards=cfg.guards
             )
             text = appended.text
+        text, moved, compaction = fit_to_contract(text, prior, cfg, deps.counter)
+        decisions += [compaction] if compaction else []
         record = RunnableLambda(lambda x: x, name="wm.guards")
         record.invoke(
             {"decisions": decisions, "artifact_trail": missing},
@@ -245,7 +250,7 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
                 },
             },
         )
-        return {"text": text, "decisions": decisions, "artifact_trail": missing}
+        return {"text": text, "decisions": decisions, "artifact_trail": missing, "moved": moved}
 
     def save(state: CommitState) -> CommitState:
         thread_id, batch = state["thread_id"], state.get("batch", [])
@@ -267,6 +272,8 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
             "artifact_trail": state.get("artifact_trail", []),
             "metrics": metrics,
         }
+        if state.get("moved"):  # before the WM that no longer holds them
+            deps.archives.put_moved(thread_id, covers[-1], state["moved"], covers)
         deps.archives.put_wm(thread_id, covers, text, info)
         done_state: CommitState = {**state, "outcome": "done", "metrics": metrics}
         if deps.on_done is not None:

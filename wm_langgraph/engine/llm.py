@@ -274,9 +274,14 @@ def _update_inputs(
     messages_text: str,
     prompt: str | None,
     metadata: Mapping[str, Any] | None,
+    *,
+    size_target: int | None = None,
 ) -> tuple[Runnable[LanguageModelInput, BaseMessage], list[BaseMessage]]:
     text = render_update_prompt(
-        working_memory=working_memory, messages=messages_text, template=prompt
+        working_memory=working_memory,
+        messages=messages_text,
+        template=prompt,
+        size_target=size_target,
     )
     return _traced(bind_update_tool(model), "wm.update", metadata), [HumanMessage(content=text)]
 
@@ -319,6 +324,7 @@ def generate_update(
     config: RunnableConfig | None = None,
     metadata: Mapping[str, Any] | None = None,
     timeout: float | None = None,
+    size_target: int | None = None,
 ) -> dict[str, dict[str, Any]] | None:
     """Ask the model for section operations through the forced ``update_working_memory`` tool.
 
@@ -330,6 +336,8 @@ def generate_update(
         config: Runnable config of the calling graph step.
         metadata: Extra trace metadata.
         timeout: Seconds to wait for the model; ``None`` waits as long as the model does.
+        size_target: The document's size target (tokens); a document over it gets
+            consolidation warnings in the prompt (``section_size_warnings``).
 
     Returns:
         ``parse_update_arguments`` of the call's arguments (tolerant: malformed JSON is
@@ -342,7 +350,9 @@ def generate_update(
         ValueError: A bad ``timeout`` or a prompt template with wrong placeholders.
     """
     _check_timeout(timeout)
-    runnable, messages = _update_inputs(model, working_memory, messages_text, prompt, metadata)
+    runnable, messages = _update_inputs(
+        model, working_memory, messages_text, prompt, metadata, size_target=size_target
+    )
     reply = _invoke(runnable, messages, config, timeout, "update")
     raw = _update_arguments(reply)
     return None if raw is None else _parse(raw)
@@ -357,10 +367,13 @@ async def agenerate_update(
     config: RunnableConfig | None = None,
     metadata: Mapping[str, Any] | None = None,
     timeout: float | None = None,
+    size_target: int | None = None,
 ) -> dict[str, dict[str, Any]] | None:
     """Async twin of :func:`generate_update`; ``timeout`` cancels the model call."""
     _check_timeout(timeout)
-    runnable, messages = _update_inputs(model, working_memory, messages_text, prompt, metadata)
+    runnable, messages = _update_inputs(
+        model, working_memory, messages_text, prompt, metadata, size_target=size_target
+    )
     reply = await _ainvoke(runnable, messages, config, timeout, "update")
     raw = _update_arguments(reply)
     return None if raw is None else _parse(raw)

@@ -321,6 +321,23 @@ class WorkingMemory:
         current = self._archives.current_wm(thread_id, timeline)
         return current.text if current else ""
 
+    def moved_items(self, config: RunnableConfig | None) -> list[tuple[str, str, str]]:
+        """Items the size contract moved out of the thread's current Working Memory.
+
+        Returns:
+            ``(archive id, section, text)`` per item, oldest first; the archive id names the WM
+            version (the last archive it covered) that moved the item out.
+        """
+        thread_id = thread_id_from_config(config)
+        timeline = self._session.timeline_for_thread(thread_id)
+        current = self._archives.current_wm(thread_id, timeline)
+        keys = current.covers if current else []
+        return [
+            (key, item.get("section", ""), item.get("text", ""))
+            for key, items in self._archives.moved_items(thread_id, keys)
+            for item in items
+        ]
+
     def list_archives(self, config: RunnableConfig | None) -> list[ArchiveRecord]:
         """The thread's archives in order; ``status`` is ``"done"`` once a WM covers them."""
         thread_id = thread_id_from_config(config)
