@@ -25,24 +25,26 @@ Nothing is lost silently: steps 1-3 keep every anchor, step 4 returns what it mo
 
 from __future__ import annotations
 
-import heapq
-import re
-from collections import Counter, deque
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 
-from wm_langgraph.core.sections import (
-    SECTIONS,
-    parse_working_memory,
-    render_working_memory,
-    section_items,
+from wm_langgraph.core._compact_steps import (
+    MERGE_MAX_OVER,
+    MOVED_MARKER_RE,
+    Bodies,
+    MovedItem,
+    cut_title,
+    dedupe,
+    merge,
+    move,
+    render,
+    shorten_files,
 )
-from wm_langgraph.core.text import extract_anchors, extract_paths, missing_anchors
+from wm_langgraph.core.sections import SECTIONS, parse_working_memory
 from wm_langgraph.core.tokens import TokenCounter, count_tokens
 
 __all__ = [
     "CEILING_FACTOR",
+    "LAYER_FACTOR",
     "MIN_TARGET_TOKENS",
     "MOVED_MARKER_RE",
     "TARGET_SHARE",
@@ -56,46 +58,13 @@ __all__ = [
 
 TARGET_SHARE = 0.30
 """The target is at most this share of the assemble budget's ``usable`` tokens."""
+LAYER_FACTOR = 1.5
+"""The target is at most this times ``archive_memory_tokens`` (8,000 by default: 12,000, the
+whole-document size the create and update prompts ask for)."""
 CEILING_FACTOR = 1.5
 """The ceiling is the target times this."""
 MIN_TARGET_TOKENS = 1_000
 """The target never drops below this (tiny budgets would otherwise leave no room for facts)."""
-
-MOVED_MARKER_RE = re.compile(r"\[moved out: ([\d,]+) older items?\b[^\]\n]*\]")
-"""Matches the marker bullet that counts the items moved out of the document."""
-
-_TITLE = "Session Title"
-_FACTS = "Key Facts & Decisions"
-_FILES = "Files & Context"
-_MARKER_HOME = _FACTS
-
-_MOVE_ORDER = (  # tie-break: the least critical section first
-    "Current State",
-    _FILES,
-    "Errors & Corrections",
-    _FACTS,
-    "Task & Goals",
-    "Open Issues",
-)
-_CLAUSE_SPLIT_RE = re.compile(r"(?<=[;；])\s*|(?<=[.!?。！？])\s+(?=[A-Z0-9\[`\"'(\u4e00-\u9fff])")
-_BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-_NOISE_PREFIX_RE = re.compile(
-    r"^(?:\[(?:restored|silently dropped, restored|new)\]\s*)+", re.IGNORECASE
-)
-_WORD_RE = re.compile(r"\S+")
-_FILES_WORDS = 10
-# Above this many lines the move plan tells anchored items by a cheap pattern (digits, a
-# capitalised word, a path-like token) instead of the full anchor extractor: a writer that
-# returns 10,000 items must not make every commit take seconds. Only the order changes.
-_CHEAP_PLAN_LINES = 2_000
-_CHEAP_ANCHOR_RE = re.compile(r"\d|\b[A-Z][A-Za-z]{2,}|\w[/\\]\w|\.\w{1,5}\b|[\u4e00-\u9fff]")
-# The merge step only saves bullet markers; it runs when that can matter.
-_MERGE_MAX_OVER = 2.0
-
-
-@lru_cache(maxsize=65_536)
-def _anchors(text: str, phrases: bool = True) -> frozenset[str]:
-    return frozenset(extract_anchors(text, include_phrases=phrases))
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,26 +87,21 @@ class SizeContract:
 
 
 def size_contract(usable: int, archive_memory_tokens: int) -> SizeContract:
-    """The contract for an assemble budget: ``target = max(1,000, min(archive_memory_tokens,
-    30% of usable))`` and ``ceiling = 1.5 × target``.
+    """The contract for an assemble budget: ``target = max(1,000, min(1.5 ×
+    archive_memory_tokens, 30% of usable))`` and ``ceiling = 1.5 × target``.
 
-    At the target the WM fits its assemble layer beside the live messages in normal operation;
-    the ceiling leaves room for the model's next consolidation.
+    With the defaults that is 12,000 / 18,000 tokens for large windows (the prompts' "about
+    12,000 tokens overall") and 30% / 45% of ``usable`` for small ones (8k: 2,040 / 3,060), so
+    the WM is shown whole beside the live messages in normal operation; the ceiling leaves
+    room for the model's next consolidation.
 
     Args:
         usable: The assemble budget's usable tokens (``token_budget`` minus the reply reserve).
         archive_memory_tokens: The configured cap of the WM layer.
     """
-    target = max(MIN_TARGET_TOKENS, min(archive_memory_tokens, int(usable * TARGET_SHARE)))
+    layer = int(archive_memory_tokens * LAYER_FACTOR)
+    target = max(MIN_TARGET_TOKENS, min(layer, int(usable * TARGET_SHARE)))
     return SizeContract(target=target, ceiling=int(target * CEILING_FACTOR))
-
-
-@dataclass(frozen=True, slots=True)
-class MovedItem:
-    """One item moved out of the document: its section and its text (without bullet marker)."""
-
-    section: str
-    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,239 +130,6 @@ def moved_count(document: str) -> int:
     """The count of the ``[moved out: N older items …]`` marker in ``document`` (0 without)."""
     counts = [int(m.group(1).replace(",", "")) for m in MOVED_MARKER_RE.finditer(document)]
     return max(counts, default=0)
-
-
-def _marker(total: int) -> str:
-    noun = "item is" if total == 1 else "items are"
-    return (
-        f"- [moved out: {total:,} older {noun} kept outside this document to hold it under its "
-        "size limit; archive_search finds them]"
-    )
-
-
-# ------------------------------------------------------------------------------ line helpers
-
-
-def _text_of(line: str) -> str:
-    items = section_items(line)
-    return items[0] if items else line.strip()
-
-
-def _as_line(original: str, text: str) -> str:
-    match = _BULLET_RE.match(original)
-    return f"{match.group(0) if match else '- '}{text}"
-
-
-def _clauses(text: str) -> list[str]:
-    return [c.strip() for c in _CLAUSE_SPLIT_RE.split(text) if c and c.strip()]
-
-
-def _clause_key(clause: str) -> str:
-    text = _NOISE_PREFIX_RE.sub("", clause.strip())
-    return re.sub(r"\s+", " ", text).casefold().strip(" \t.;,:!?*_`'\"。；")
-
-
-def _join(clauses: Iterable[str]) -> str:
-    return "; ".join(c.rstrip(" ;；") for c in clauses)
-
-
-Bodies = dict[str, list[str]]
-
-
-def _render(bodies: Mapping[str, list[str]], total: int) -> str:
-    out = {name: "\n".join(bodies[name]) for name in SECTIONS}
-    if total:
-        out[_MARKER_HOME] = "\n".join([_marker(total), *bodies[_MARKER_HOME]])
-    return render_working_memory(out)
-
-
-# ------------------------------------------------------------------------------------ steps
-
-
-def _dedupe(bodies: Bodies) -> bool:
-    changed = False
-    for name in SECTIONS:
-        if name == _TITLE:
-            continue
-        seen: set[str] = set()
-        out: list[str] = []
-        for line in bodies[name]:
-            text = _text_of(line)
-            clauses = _clauses(text)
-            kept = []
-            for clause in clauses:
-                key = _clause_key(clause)
-                if key and key in seen:
-                    continue
-                seen.add(key)
-                kept.append(clause)
-            if len(kept) == len(clauses):
-                out.append(line)
-            elif kept:
-                out.append(_as_line(line, _join(kept)))
-                changed = True
-            else:
-                changed = True
-        bodies[name] = out
-    return changed
-
-
-def _merge(bodies: Bodies) -> bool:
-    changed = False
-    for name in SECTIONS:
-        if name in (_TITLE, "Current State"):
-            continue
-        lines = bodies[name]
-        anchors = [_anchors(_text_of(line)) for line in lines]
-        owner: dict[str, list[int]] = {}
-        alive = [True] * len(lines)
-        for j in range(len(lines)):
-            mine = anchors[j]
-            if mine:
-                rarest = min(mine, key=lambda a: len(owner.get(a, ())))
-                host = next(
-                    (i for i in owner.get(rarest, []) if alive[i] and mine <= anchors[i]), None
-                )
-                if host is not None:
-                    have = {_clause_key(c) for c in _clauses(_text_of(lines[host]))}
-                    extra = [c for c in _clauses(_text_of(lines[j])) if _clause_key(c) not in have]
-                    if extra:
-                        merged = _join([*_clauses(_text_of(lines[host])), *extra])
-                        lines[host] = _as_line(lines[host], merged)
-                    alive[j] = False
-                    changed = True
-                    continue
-            for anchor in mine:
-                owner.setdefault(anchor, []).append(j)
-        bodies[name] = [line for line, keep in zip(lines, alive, strict=True) if keep]
-    return changed
-
-
-def _shorten_files(bodies: Bodies) -> bool:
-    lines = bodies[_FILES]
-    # Anchors of the other sections, read once and only if an entry would lose one.
-    others: frozenset[str] | None = None
-    in_files: Counter[str] = Counter()
-    for line in lines:
-        in_files.update(_anchors(_text_of(line)))
-    changed = False
-    for index, line in enumerate(lines):
-        text = _text_of(line)
-        paths = extract_paths(text)
-        if not paths:
-            continue
-        rest = text
-        for path in paths:
-            rest = rest.replace(path, " ")
-        rest = re.sub(r"^[\s`'\"(),:;—–-]+", "", re.sub(r"\s+", " ", rest)).strip()
-        first = _clauses(rest)[0] if _clauses(rest) else ""
-        words = _WORD_RE.findall(first)
-        what = " ".join(words[:_FILES_WORDS]) + (" …" if len(words) > _FILES_WORDS else "")
-        short = ", ".join(dict.fromkeys(paths)) + (f": {what.rstrip(' ;,.:')}" if what else "")
-        if len(short) >= len(text):
-            continue
-        own = _anchors(text)
-        lost = {a for a in missing_anchors(own, short) if in_files[a] <= 1}
-        if lost and others is None:
-            rest_of_document = "\n".join("\n".join(bodies[n]) for n in SECTIONS if n != _FILES)
-            others = frozenset(extract_anchors(rest_of_document))
-        lost -= others or frozenset()
-        if lost:
-            short += f" ({', '.join(_spans(text, sorted(lost)))})"
-        if len(short) < len(text):
-            lines[index] = _as_line(line, short)
-            in_files.subtract(own)
-            in_files.update(_anchors(short))
-            changed = True
-    return changed
-
-
-def _spans(text: str, anchors: list[str]) -> list[str]:
-    """The original wording of each anchor in ``text`` (the anchor itself when not found)."""
-    out: list[str] = []
-    for anchor in anchors:
-        pattern = r"\s+".join(re.escape(part) for part in anchor.split())
-        match = re.search(pattern, text, re.IGNORECASE)
-        out.append(match.group(0) if match else anchor)
-    return list(dict.fromkeys(out))
-
-
-def _move_plan(bodies: Mapping[str, list[str]]) -> list[tuple[str, int]]:
-    """The move order: unanchored before anchored items, a section's newest item after its
-    older ones; within a tier, always the oldest candidate of the section that is currently
-    largest (water-filling), so a flood in one section never pushes the others out."""
-    cheap = sum(len(bodies[name]) for name in _MOVE_ORDER) > _CHEAP_PLAN_LINES
-    tiers: list[dict[str, list[int]]] = [{} for _ in range(4)]
-    size = dict.fromkeys(_MOVE_ORDER, 0)
-    weight: dict[tuple[str, int], int] = {}
-    for name in _MOVE_ORDER:
-        lines = bodies[name]
-        for i, line in enumerate(lines):
-            text = _text_of(line)
-            anchored = bool(_CHEAP_ANCHOR_RE.search(text) if cheap else _anchors(text, False))
-            tier = 2 * int(anchored) + int(i == len(lines) - 1)
-            tiers[tier].setdefault(name, []).append(i)
-            weight[name, i] = len(line) // 4 + 1  # an estimate is enough to order by
-            size[name] += weight[name, i]
-    plan: list[tuple[str, int]] = []
-    for candidates in tiers:
-        queues = {name: deque(ids) for name, ids in candidates.items()}
-        order = {name: n for n, name in enumerate(_MOVE_ORDER)}
-        heap = [(-size[name], order[name], name) for name in queues]
-        heapq.heapify(heap)
-        while heap:
-            _, rank, name = heapq.heappop(heap)
-            index = queues[name].popleft()
-            plan.append((name, index))
-            size[name] -= weight[name, index]
-            if queues[name]:
-                heapq.heappush(heap, (-size[name], rank, name))
-    return plan
-
-
-def _without(bodies: Mapping[str, list[str]], plan: list[tuple[str, int]], k: int) -> Bodies:
-    gone: dict[str, set[int]] = {}
-    for name, i in plan[:k]:
-        gone.setdefault(name, set()).add(i)
-    return {
-        name: [line for i, line in enumerate(lines) if i not in gone.get(name, set())]
-        for name, lines in bodies.items()
-    }
-
-
-def _move(
-    bodies: Bodies, ceiling: int, total: int, counter: TokenCounter
-) -> tuple[Bodies, list[MovedItem]]:
-    plan = _move_plan(bodies)
-
-    def size(k: int) -> int:
-        return counter(_render(_without(bodies, plan, k), total + k))
-
-    lo, hi = 0, len(plan)
-    if size(hi) > ceiling:
-        lo = hi  # even the bare skeleton is over: the title is cut below
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if size(mid) <= ceiling:
-            hi = mid
-        else:
-            lo = mid + 1
-    while lo < len(plan) and size(lo) > ceiling:  # marker digits can make size non-monotone
-        lo += 1
-    moved = [MovedItem(name, _text_of(bodies[name][i])) for name, i in plan[:lo]]
-    return _without(bodies, plan, lo), moved
-
-
-def _cut_title(bodies: Bodies, ceiling: int, total: int, counter: TokenCounter) -> MovedItem:
-    title = " ".join(_text_of(line) or line.strip() for line in bodies[_TITLE])
-    words = _WORD_RE.findall(title)
-    keep = len(words)
-    while keep > 0:
-        keep = keep // 2 if keep > 16 else keep - 1
-        bodies[_TITLE] = [" ".join(words[:keep]) + " …"] if keep else []
-        if counter(_render(bodies, total)) <= ceiling:
-            break
-    return MovedItem(_TITLE, title)
 
 
 # ------------------------------------------------------------------------------------ entry
@@ -434,27 +165,27 @@ def enforce_size_contract(
         for name in SECTIONS
     }
     steps: list[str] = []
-    text = _render(bodies, earlier)
+    text = render(bodies, earlier)
     if counter(text) <= ceiling:
         steps = ["marker"] if text != document else []
         return Compaction(text, (), earlier, tuple(steps), before, counter(text))
     moved: list[MovedItem] = []
-    for name, step in (("dedupe", _dedupe), ("merge", _merge), ("files", _shorten_files)):
-        if name == "merge" and counter(text) > _MERGE_MAX_OVER * ceiling:
+    for name, step in (("dedupe", dedupe), ("merge", merge), ("files", shorten_files)):
+        if name == "merge" and counter(text) > MERGE_MAX_OVER * ceiling:
             continue
         if step(bodies):
             steps.append(name)
-            text = _render(bodies, earlier)
+            text = render(bodies, earlier)
             if counter(text) <= ceiling:
                 return Compaction(text, (), earlier, tuple(steps), before, counter(text))
-    bodies, moved = _move(bodies, ceiling, earlier, counter)
+    bodies, moved = move(bodies, ceiling, earlier, counter)
     if moved:
         steps.append("move")
     total = earlier + len(moved)
-    text = _render(bodies, total)
+    text = render(bodies, total)
     if counter(text) > ceiling:
-        moved.append(_cut_title(bodies, ceiling, total + 1, counter))
+        moved.append(cut_title(bodies, ceiling, total + 1, counter))
         total += 1
-        text = _render(bodies, total)
+        text = render(bodies, total)
         steps.append("title")
     return Compaction(text, tuple(moved), total, tuple(steps), before, counter(text))
