@@ -6,6 +6,7 @@ whether it changed anything. See ``core.compaction`` for the order and the guara
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import re
 from collections import Counter, deque
@@ -276,24 +277,52 @@ def _without(bodies: Mapping[str, list[str]], plan: list[tuple[str, int]], k: in
 def move(
     bodies: Bodies, ceiling: int, total: int, counter: TokenCounter
 ) -> tuple[Bodies, list[MovedItem]]:
+    """Move the fewest items of the plan out so that the document fits ``ceiling``.
+
+    The removal count is estimated from the lines' lengths, then settled with a few exact
+    counts of the rendered document (galloping, then bisecting), not one count per item."""
     plan = _move_plan(bodies)
+    sizes: dict[int, int] = {}
 
     def size(k: int) -> int:
-        return counter(render(_without(bodies, plan, k), total + k))
+        if k not in sizes:
+            sizes[k] = counter(render(_without(bodies, plan, k), total + k))
+        return sizes[k]
 
-    lo, hi = 0, len(plan)
-    if size(hi) > ceiling:
-        lo = hi  # even the bare skeleton is over: the title is cut below
-    while lo < hi:
+    def fits(k: int) -> bool:
+        return size(k) <= ceiling
+
+    whole = size(0)
+    if whole <= ceiling or not plan:
+        return bodies, []
+    chars = [0]
+    for name, i in plan:
+        chars.append(chars[-1] + len(bodies[name][i]) + 1)
+    per_token = max(1.0, sum(len(x) for lines in bodies.values() for x in lines) / whole)
+    guess = min(len(plan), max(1, bisect.bisect_left(chars, (whole - ceiling) * per_token)))
+    lo, hi = 0, len(plan)  # invariant once settled: not fits(lo) (or lo == 0), fits(hi)
+    step = 1
+    if fits(guess):
+        hi = guess
+        while hi - step > 0 and fits(hi - step):
+            hi, step = hi - step, step * 2
+        lo = max(0, hi - step)
+    else:
+        lo = guess
+        while lo + step < len(plan) and not fits(lo + step):
+            lo, step = lo + step, step * 2
+        hi = min(len(plan), lo + step)
+    while hi - lo > 1:
         mid = (lo + hi) // 2
-        if size(mid) <= ceiling:
+        if fits(mid):
             hi = mid
         else:
-            lo = mid + 1
-    while lo < len(plan) and size(lo) > ceiling:  # marker digits can make size non-monotone
-        lo += 1
-    moved = [MovedItem(name, _text_of(bodies[name][i])) for name, i in plan[:lo]]
-    return _without(bodies, plan, lo), moved
+            lo = mid
+    k = lo if lo and fits(lo) else hi
+    while k < len(plan) and not fits(k):  # marker digits can make the size non-monotone
+        k += 1
+    moved = [MovedItem(name, _text_of(bodies[name][i])) for name, i in plan[:k]]
+    return _without(bodies, plan, k), moved
 
 
 def cut_title(bodies: Bodies, ceiling: int, total: int, counter: TokenCounter) -> MovedItem:
