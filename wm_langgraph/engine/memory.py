@@ -15,18 +15,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import (
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    convert_to_messages,
-)
+from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from wm_langgraph.core.tokens import TokenCounter, count_tokens
 from wm_langgraph.engine._hooks import NodeHook
+from wm_langgraph.engine._pending import pending_messages
 from wm_langgraph.engine._session import Session
 from wm_langgraph.engine._token_cache import MessageTokenCache
 from wm_langgraph.engine.archives import (
@@ -35,7 +31,7 @@ from wm_langgraph.engine.archives import (
     ArchiveStore,
     thread_id_from_config,
 )
-from wm_langgraph.engine.assemble import AssembledContext, assemble_context, compute_budgets
+from wm_langgraph.engine.assemble import AssembledContext, assemble_context
 from wm_langgraph.engine.commit import CommitDeps, CommitState, build_commit_graph
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.longterm import search_facts, write_key_facts
@@ -275,7 +271,14 @@ class WorkingMemory:
         current = self._archives.current_wm(thread_id, timeline)
         covered = len(current.covers) if current else 0
         document = current.text if current else ""
-        pending = self._pending_messages(thread_id, timeline[covered:], messages, document)
+        pending = pending_messages(
+            self._archives,
+            self.config,
+            thread_id,
+            timeline[covered:],
+            live_tokens=sum(self._count_message(m) for m in messages),
+            document_tokens=self._counter(document) if document else 0,
+        )
         return assemble_context(
             system_message=system_message,
             working_memory=document,
@@ -287,31 +290,6 @@ class WorkingMemory:
             count=self._count_message,
             system_addition=self._system_prompt,
         )
-
-    def _pending_messages(
-        self,
-        thread_id: str,
-        pending_ids: Sequence[str],
-        live: Sequence[BaseMessage],
-        document: str,
-    ) -> list[BaseMessage]:
-        """The messages of the pending archives that assemble could show: read newest first,
-        only until the room left beside the live messages and the WM's share is used."""
-        if not pending_ids:
-            return []
-        budgets = compute_budgets(
-            self.config.token_budget, self.config.reserve_tokens, self.config.archive_memory_tokens
-        )
-        wm_floor = min(self._counter(document), budgets.archive) if document else 0
-        room = budgets.usable - wm_floor - sum(self._count_message(m) for m in live)
-        records, complete = self._archives.get_recent_archives(thread_id, pending_ids, room)
-        messages = [m for record in records for m in record.messages]
-        if not complete:
-            # Messages before the first user message belong to a turn that starts in an
-            # archive not read; that turn cannot fit (it is larger than the room), so drop them.
-            first = next((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), None)
-            messages = messages[first:] if first is not None else []
-        return messages
 
     # -- reading -----------------------------------------------------------------------------
     def get_working_memory(self, config: RunnableConfig | None) -> str:
