@@ -146,11 +146,26 @@ def size_runs(
     log: Log = print,
 ) -> list[SizeRun]:
     """``commits`` commits (one per turn of a coding session) with each writer and window."""
+    logger = logging.getLogger("wm_langgraph")
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # the flooding writers make every compaction log
+    try:
+        return _size_runs(commits, seed, windows, writers, log)
+    finally:
+        logger.setLevel(level)
+
+
+def _size_runs(
+    commits: int,
+    seed: int,
+    windows: Sequence[int],
+    writers: Sequence[str] | None,
+    log: Log,
+) -> list[SizeRun]:
     from wm_langgraph import WorkingMemory, WorkingMemoryConfig
     from wm_langgraph.core.tokens import count_tokens
     from wm_langgraph.engine._size import contract_for
 
-    logging.getLogger("wm_langgraph").setLevel(logging.ERROR)
     session = generate_session("coding", seed, commits)
     out: list[SizeRun] = []
     for window in windows:

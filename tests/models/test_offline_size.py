@@ -43,7 +43,6 @@ Corrections is append-only, Open Issues keeps every open item)."""
 
 
 def _play(kind: str, turns: int, every: int = 8) -> tuple[WorkingMemory, Any, list[str]]:
-    logging.getLogger("wm_langgraph").setLevel(logging.ERROR)
     session = generate_session(kind, 7, turns)
     memory = WorkingMemory(
         OfflineWorkingMemoryModel(), config=WorkingMemoryConfig(background=False)
@@ -65,7 +64,10 @@ def _compacted(memory: WorkingMemory, config: Any) -> list[str]:
 
 
 @pytest.mark.slow
-def test_offline_wm_of_a_1000_turn_chat_stays_within_the_target() -> None:
+def test_offline_wm_of_a_1000_turn_chat_stays_within_the_target(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.ERROR, logger="wm_langgraph")
     memory, config, documents = _play("chat", 1_000)
     target = contract_for(memory.config).target
     sizes = [count_tokens(d) for d in documents]
@@ -74,7 +76,10 @@ def test_offline_wm_of_a_1000_turn_chat_stays_within_the_target() -> None:
 
 
 @pytest.mark.slow
-def test_offline_wm_of_a_1000_turn_coding_session_grows_only_where_the_guards_keep() -> None:
+def test_offline_wm_of_a_1000_turn_coding_session_grows_only_where_the_guards_keep(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.ERROR, logger="wm_langgraph")
     memory, config, documents = _play("coding", 1_000)
     contract = contract_for(memory.config)
     for document in documents:
