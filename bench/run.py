@@ -27,7 +27,9 @@ from bench.data import Session, Turn, generate_session
 from bench.measure import Survival, measure_survival, median_seconds
 from bench.models import CallRecord, make_model
 from bench.report import write_plot, write_results
+from bench.sizes import WINDOWS, assemble_checkpoints, size_runs, window_runs
 from bench.systems import SYSTEMS, Tuning, build_system, langmem_available
+from bench.writers import SIZE_WRITERS
 
 __all__ = ["Options", "RunResult", "main", "run_benchmark"]
 
@@ -49,6 +51,10 @@ class Options:
     bloat_commits: int = 100
     hot_sizes: tuple[int, ...] = (100, 1_000, 10_000)
     checkpoint_turns: int = 300
+    windows: tuple[int, ...] = WINDOWS
+    size_commits: int = 1_000
+    size_windows: tuple[int, ...] = (128_000, 8_000)
+    size_writers_small: tuple[str, ...] = ("faithful", "drifting", "offline model")
     tuning: Tuning = field(default_factory=Tuning)
     at: int = 20
     out: Path = HERE
@@ -72,6 +78,10 @@ class RunResult:
     memory_tokens: list[tuple[int, int]]
     title_kept: bool
     seconds: float
+    window: int | None = None
+    contexts: list[dict[str, int]] = field(default_factory=list)
+    over_budget: int = 0
+    model_calls: int = 0
 
     def at(self, k: int) -> Survival | None:
         """Survival measured right after the k-th compaction (None if there were fewer)."""
@@ -145,6 +155,16 @@ def run_one(
     final_input = run.agent.first_input(len(session.turns)) or []
     final = measure_survival(session, len(session.turns), final_input)
     title_kept = session.title.lower() in "\n".join(m.text for m in final_input).lower()
+    over_budget = 0
+    if tuning.window:
+        from bench.systems import window_limits
+
+        usable = window_limits(tuning.window)[0]
+        over_budget = sum(
+            1
+            for _, _, messages in run.agent.inputs
+            if sum(count_tokens(m.text) + 4 for m in messages) > usable
+        )
     return RunResult(
         system,
         session.kind,
@@ -159,6 +179,10 @@ def run_one(
         memory_tokens,
         title_kept,
         seconds,
+        window=tuning.window,
+        contexts=list(run.extra.get("contexts", [])),
+        over_budget=over_budget,
+        model_calls=len(run.agent.inputs),
     )
 
 
@@ -405,6 +429,21 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
     ckpt_session = generate_session("chat", opts.seed + 3, opts.checkpoint_turns)
     ckpt = checkpoint_bytes(ckpt_session, systems, calibrate(ckpt_session, opts.tuning))
     _log(f"checkpoints: {ckpt}")
+    assemble_cost = assemble_checkpoints(ckpt_session, seed=3)
+    _log(f"assemble node: {[(c.shape, round(c.per_turn)) for c in assemble_cost]}")
+    windows = window_runs(
+        opts.kinds, opts.seed, opts.turns, systems, opts.tuning, windows=opts.windows, log=_log
+    )
+    sizes = []
+    for window in opts.size_windows:
+        writers = list(SIZE_WRITERS) if window == opts.size_windows[0] else None
+        sizes += size_runs(
+            opts.size_commits,
+            opts.seed + 2,
+            [window],
+            writers=writers or list(opts.size_writers_small),
+            log=_log,
+        )
     results = {
         "options": opts,
         "systems": systems,
@@ -415,6 +454,9 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
         "bloat": bloat,
         "hot": hot,
         "checkpoints": ckpt,
+        "assemble_checkpoints": assemble_cost,
+        "windows": windows,
+        "sizes": sizes,
         "versions": _versions(),
         "machine": _machine(),
         "revision": _revision(),
@@ -452,6 +494,9 @@ def quick_options(out: Path) -> Options:
         bloat_commits=12,
         hot_sizes=(50, 200),
         checkpoint_turns=20,
+        windows=(8_000,),
+        size_commits=25,
+        size_windows=(8_000,),
         tuning=Tuning(chunk_tokens=600, chunk_messages=10, keep_messages=6),
         extra_seeds=(),
         at=5,

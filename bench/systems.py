@@ -175,6 +175,10 @@ class Tuning:
             summary grows; a message trigger keeps the cadence comparable).
         token_budget: wm_langgraph's context budget (its WM layer gets min(15% of it, 8,000)).
         every_turn: Compact after every turn (bloat runs).
+        window: When set, every system works inside this context window: wm_langgraph's
+            ``token_budget``; LangMem's ``max_tokens`` is its usable part and its summary budget
+            the size target wm_langgraph holds its WM to; LangChain also summarises once its
+            context passes the usable part. ``None``: the peers' own generous defaults.
     """
 
     chunk_tokens: int = 1200
@@ -182,6 +186,23 @@ class Tuning:
     chunk_messages: int = 24
     token_budget: int = 80_000
     every_turn: bool = False
+    window: int | None = None
+
+    @property
+    def budget(self) -> int:
+        """wm_langgraph's ``token_budget`` (the window when one is set)."""
+        return self.window or self.token_budget
+
+
+def window_limits(window: int) -> tuple[int, int]:
+    """(usable tokens, WM size target) of a context window, as wm_langgraph computes them."""
+    from wm_langgraph.core.compaction import size_contract
+    from wm_langgraph.engine.assemble import compute_budgets
+    from wm_langgraph.engine.config import WorkingMemoryConfig
+
+    cfg = WorkingMemoryConfig(token_budget=window)
+    usable = compute_budgets(window, cfg.reserve_tokens, cfg.archive_memory_tokens).usable
+    return usable, size_contract(usable, cfg.archive_memory_tokens).target
 
 
 @dataclass
@@ -210,6 +231,41 @@ class SystemRun:
         return None
 
 
+def _record_contexts(memory: Any, log: list[dict[str, int]]) -> None:
+    """Log, for every model call, whether the WM was shown whole and whether it would have fit
+    beside the newest turn (the measure of the context-size runs)."""
+    from langchain_core.messages import HumanMessage as Human
+
+    from wm_langgraph.engine.assemble import SUMMARY_HEADER
+
+    build = memory.build_context
+
+    def recording(messages: Any, config: Any, **kwargs: Any) -> Any:
+        context = build(messages, config, **kwargs)
+        document = memory.get_working_memory(config)
+        if document:
+            shown = context.messages
+            start = max((i for i, m in enumerate(shown) if isinstance(m, Human)), default=0)
+            newest = memory.count_tokens(shown[start:])
+            whole = memory.count_tokens([Human(f"{SUMMARY_HEADER}\n\n{document.strip()}")])
+            system = memory.count_tokens([context.system_message]) if context.system_message else 0
+            log.append(
+                {
+                    "fits": int(whole + newest + system <= context.budgets.usable),
+                    "complete": int(
+                        context.wm_omitted == 0
+                        and context.messages[:1] != []
+                        and context.messages[0].text.startswith(SUMMARY_HEADER)
+                    ),
+                    "tokens": context.tokens,
+                    "usable": context.budgets.usable,
+                }
+            )
+        return context
+
+    memory.build_context = recording
+
+
 def build_system(
     name: str,
     session: Session,
@@ -235,9 +291,9 @@ def build_system(
         from wm_langgraph.engine.config import WorkingMemoryConfig
 
         wm_store = store if store is not None else InMemoryStore()
-        ratio = 0.0 if tuning.every_turn else tuning.chunk_tokens / tuning.token_budget
+        ratio = 0.0 if tuning.every_turn else min(1.0, tuning.chunk_tokens / tuning.budget)
         cfg = WorkingMemoryConfig(
-            token_budget=tuning.token_budget,
+            token_budget=tuning.budget,
             commit_token_threshold_ratio=ratio,
             commit_keep_recent_count=tuning.keep_messages,
             background=False,
@@ -246,6 +302,8 @@ def build_system(
         mw = WorkingMemoryMiddleware(model=summariser, config=cfg, store=wm_store)
         graph = create_agent(agent, tools, middleware=[mw], checkpointer=saver, store=wm_store)
         memory = mw.memory
+        contexts: list[dict[str, int]] = []
+        _record_contexts(memory, contexts)
         return SystemRun(
             name,
             graph,
@@ -255,14 +313,17 @@ def build_system(
             compactions=lambda: len(memory.list_archives(config)),
             memory_text=lambda: memory.get_working_memory(config),
             guards=name == "wm_langgraph",
-            extra={"memory": memory, "store": wm_store},
+            extra={"memory": memory, "store": wm_store, "contexts": contexts},
         )
     if name == "langchain":
         keep = tuning.keep_messages
         trigger = keep + (1 if tuning.every_turn else tuning.chunk_messages)
+        triggers: list[Any] = [("messages", trigger)]
+        if tuning.window:
+            triggers.append(("tokens", window_limits(tuning.window)[0]))
         mw_lc = SummarizationMiddleware(
             model=summariser,  # type: ignore[arg-type]
-            trigger=("messages", trigger),
+            trigger=triggers,
             keep=("messages", keep),
             trim_tokens_to_summarize=None,
         )
@@ -284,11 +345,12 @@ def build_system(
             context: dict[str, Any]
 
         chunk = 120 if tuning.every_turn else tuning.chunk_tokens
+        usable, target = window_limits(tuning.window) if tuning.window else (60_000, 2_000)
         node = SummarizationNode(
             model=summariser,  # type: ignore[arg-type]
-            max_tokens=60_000,
+            max_tokens=usable,
             max_tokens_before_summary=chunk,
-            max_summary_tokens=2_000,
+            max_summary_tokens=target,
             output_messages_key="llm_input_messages",
         )
         with warnings.catch_warnings():

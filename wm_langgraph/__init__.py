@@ -23,7 +23,11 @@ from wm_langgraph.engine.archives import ArchiveRecord, NoStoreError
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.engine.persistence import aopen_sqlite, open_sqlite
-from wm_langgraph.engine.state import WorkingMemoryState
+from wm_langgraph.engine.state import (
+    ModelInputMessages,
+    WorkingMemoryAgentState,
+    WorkingMemoryState,
+)
 from wm_langgraph.models.echo import OfflineAgentModel
 from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 
@@ -36,10 +40,12 @@ __all__ = [
     "ConflictingMiddlewareError",
     "GuardDecision",
     "MergeResult",
+    "ModelInputMessages",
     "NoStoreError",
     "OfflineAgentModel",
     "OfflineWorkingMemoryModel",
     "WorkingMemory",
+    "WorkingMemoryAgentState",
     "WorkingMemoryConfig",
     "WorkingMemoryMiddleware",
     "WorkingMemoryState",

@@ -115,6 +115,9 @@ def test_quick_benchmark_writes_results(tmp_path):
         "## Memory size over 100 commits",
         "## Hot path",
         "## SQLite checkpoint size",
+        "## Small context windows: 8k, 16k, 32k",
+        "## Working Memory size over",
+        "## Checkpoint bytes per turn, with and without the assemble node",
     ):
         assert heading in text
     for system in _systems():

@@ -211,25 +211,34 @@ def _big_wm() -> str:
     )
 
 
-def test_wm_larger_than_archive_budget_is_cut_to_fit_keeping_the_critical_sections() -> None:
+def test_wm_cut_when_the_layers_compete_keeps_title_and_each_sections_newest_items() -> None:
     document = _big_wm()
-    ctx = assemble(working_memory=document, live_messages=turn(1), archive_memory_tokens=2_500)
+    live = [m for n in range(1, 80) for m in turn(n, size=400)]
+    ctx = assemble(
+        working_memory=document,
+        live_messages=live,
+        token_budget=window_for(20_000),
+        reserve_tokens=0,
+        archive_memory_tokens=2_500,
+    )
     assert ctx.budgets.archive == 2_500
     summary = ctx.messages[0]
-    assert count(summary) <= 2_500
-    assert count(summary) > 2_000  # cut as little as needed, at item granularity
+    assert ctx.wm_omitted > 0
+    assert count(summary) > 2_000  # the share is kept, cut as little as needed (whole items)
+    assert ctx.tokens <= ctx.budgets.usable
     body = summary.text.removeprefix(SUMMARY_HEADER + "\n\n")
-    sections = parse_working_memory(body)
+    sections = parse_working_memory(body.split("\n\n", 1)[1])
     original = parse_working_memory(document)
-    for name in ("Session Title", "Current State", "Open Issues"):
+    for name in ("Session Title", "Current State"):
         assert sections[name] == original[name]
-    assert "items omitted …]" in sections["Files & Context"]
+    assert "older items omitted; archive_search finds them" in sections["Files & Context"]
     # whole items only: every kept line is a line of the original document
     original_lines = set(document.splitlines())
     for line in body.splitlines():
-        assert line in original_lines or "items omitted" in line
-    # append-style sections lose their oldest items first
-    assert "src/module_39.py" in body or "src/module_0.py" not in body
+        assert line in original_lines or "archive_search" in line or not line.strip()
+    # sections lose their oldest items first
+    assert "src/module_39.py" in body
+    assert "src/module_0.py" not in body
 
 
 def test_fit_working_memory_edge_cases() -> None:
@@ -429,8 +438,17 @@ def test_assemble_properties(
     summary = [m for m in ctx.messages if m.text.startswith(SUMMARY_HEADER)]
     raw = [m for m in ctx.messages if not m.text.startswith(SUMMARY_HEADER)]
     assert summary in ([], [ctx.messages[0]])
+    document = {"none": "", "small": SMALL_WM, "big": _big_wm()}[wm_kind]
+    whole = count(HumanMessage(f"{SUMMARY_HEADER}\n\n{document.strip()}")) if document else 0
+    system_size = count(ctx.system_message) if ctx.system_message is not None else 0
+    available = usable - system_size
     if summary:
-        assert count(summary[0]) <= ctx.budgets.archive
+        # the WM gets what the raw messages leave, and at least its share of it while the
+        # newest turn does not need the room
+        assert count(summary[0]) <= max(0, available - sum(count(m) for m in raw))
+    if document and whole + sum(count(m) for m in everything) <= available:
+        assert summary
+        assert summary[0].text == f"{SUMMARY_HEADER}\n\n{document.strip()}"
 
     # order preserved: the kept messages are a suffix of the input, same ids in the same order
     ids = [m.id for m in everything]

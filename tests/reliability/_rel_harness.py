@@ -267,7 +267,15 @@ def check_thread(
     if exact_reads:
         assert wm.get_working_memory(config) == document
         assert [r.id for r in wm.list_archives(config)] == timeline
-    markers = wm_markers(document)
+    # Items the size contract moved out of the document are kept, not lost: they count as
+    # held, before the document's own (they are older).
+    moved = [
+        item.get("text", "")
+        for _, items in archives.moved_items(thread_id, current.covers if current else [])
+        for item in items
+        if item.get("section") == ERRORS
+    ]
+    markers = [*re.findall(r"seen MARK\[([^\]]+)\]", "\n".join(moved)), *wm_markers(document)]
     if current is not None:
         assert len(parse_working_memory(document)) == len(SECTIONS)
         covered = _fold_order(archives.get_archives(thread_id, current.covers))

@@ -27,11 +27,13 @@ from wm_langgraph.core._arguments import (
 )
 from wm_langgraph.core.guards import OVERSIZE_BULLETS, OVERSIZE_TOKENS, SectionSize, section_size
 from wm_langgraph.core.sections import SECTIONS, parse_working_memory
+from wm_langgraph.core.tokens import count_tokens
 
 __all__ = [
     "APPEND_ONLY_SECTIONS",
     "BULLET_THRESHOLD",
     "EMPTY_SECTION_SIZE_WARNINGS",
+    "TARGET_SHARES",
     "TOKEN_THRESHOLD",
     "UPDATE_TOOL_NAME",
     "UPDATE_WORKING_MEMORY_TOOL",
@@ -54,6 +56,17 @@ APPEND_ONLY_SECTIONS: frozenset[str] = frozenset({"Errors & Corrections"})
 """Sections that only grow; they never get a consolidation warning."""
 EMPTY_SECTION_SIZE_WARNINGS = "<section_size_warnings></section_size_warnings>"
 """What the update prompt shows in place of the warnings block when there are none."""
+TARGET_SHARES: dict[str, float] = {
+    "Session Title": 0.05,
+    "Current State": 0.10,
+    "Task & Goals": 0.10,
+    "Key Facts & Decisions": 0.35,
+    "Files & Context": 0.15,
+    "Errors & Corrections": 0.15,
+    "Open Issues": 0.10,
+}
+"""Each section's share of the document's size target: over the target, a section holding
+more than its share is asked to consolidate (append-only sections never are)."""
 
 _TOOL_DESCRIPTION = (
     "Record what changed in the Working Memory. Give a decision for every one of the seven "
@@ -163,15 +176,19 @@ def update_tool_schema(*, strict: bool = False) -> dict[str, Any]:
 # --------------------------------------------------------------------------- size warnings
 
 
-def section_size_warnings(wm: str) -> str:
+def section_size_warnings(wm: str, *, target_tokens: int | None = None) -> str:
     """Build the ``<section_size_warnings>`` block of the update prompt (SPEC §4.3).
 
     Every section except the append-only Errors & Corrections that has more than
     ``BULLET_THRESHOLD`` items or more than ``TOKEN_THRESHOLD`` tokens gets one warning line
     with its item count and token estimate, telling the model to consolidate it with UPDATE.
+    With ``target_tokens`` (the document's size target, see ``core.compaction``), a document
+    over the target also warns each such section holding more than its share of the target
+    (:data:`TARGET_SHARES`), with the section's own token goal.
 
     Args:
         wm: The current Working Memory document (anything that is not a string counts as empty).
+        target_tokens: The whole document's size target; ``None`` checks the fixed limits only.
 
     Returns:
         The block ``<section_size_warnings>\\n- …\\n</section_size_warnings>``, or ``""`` when
@@ -180,20 +197,35 @@ def section_size_warnings(wm: str) -> str:
     if not isinstance(wm, str) or not wm.strip():
         return ""
     bodies = parse_working_memory(wm)
+    total = count_tokens(wm) if target_tokens is not None else 0
+    over_target = target_tokens is not None and total > target_tokens
     lines: list[str] = []
     for name in SECTIONS:
         if name in APPEND_ONLY_SECTIONS:
             continue
         size = section_size(bodies[name])
-        if not size.oversized:
+        if size.oversized:
+            bullets, tokens = BULLET_THRESHOLD, TOKEN_THRESHOLD
+        elif over_target and target_tokens is not None:
+            share = int(TARGET_SHARES[name] * target_tokens)
+            if name == "Session Title" or size.tokens <= share:
+                continue
+            bullets, tokens = min(BULLET_THRESHOLD, max(1, size.bullets * 2 // 3)), share
+        else:
             continue
-        lines.append(
+        line = (
             f"- {name}: {size.bullets} bullets, about {size.tokens:,} tokens "
             f"(limits: {BULLET_THRESHOLD} bullets, {TOKEN_THRESHOLD:,} tokens). You MUST "
             f"consolidate this section with UPDATE: merge related bullets, grouped by topic, "
-            f"keeping every name, date and exact value; target at most {BULLET_THRESHOLD} "
-            f"bullets and {TOKEN_THRESHOLD:,} tokens."
+            f"keeping every name, date and exact value; target at most {bullets} "
+            f"bullets and {tokens:,} tokens."
         )
+        if over_target:
+            line += (
+                f" The whole Working Memory is about {total:,} tokens "
+                f"(target {target_tokens:,} tokens)."
+            )
+        lines.append(line)
     if not lines:
         return ""
     return "<section_size_warnings>\n" + "\n".join(lines) + "\n</section_size_warnings>"

@@ -6,6 +6,8 @@ Layout, per memory (``label`` is the thread id made safe for store namespaces)::
     ("wm_langgraph", label, "wm")        <last covered archive id>       a WM + its coverage
     ("wm_langgraph", label, "meta")      timeline | breaker | state       bookkeeping values
     ("wm_langgraph", label, "ids")       <message id>                    the archives holding it
+    ("wm_langgraph", label, "moved")     <last covered archive id>       items a WM version
+                                                                         moved out (size limit)
 
 A thread can hold several memories (two named middlewares, agents in subgraphs of a supervisor
 or swarm): each has a *scope* (:func:`memory_scope`: its name and graph namespace). The default
@@ -327,6 +329,31 @@ class ArchiveStore:
         items = self.store_for(thread_id).batch([GetOp(ns, archive_id) for archive_id in ids])
         return [ArchiveRecord.from_value(item.value) for item in items if isinstance(item, Item)]
 
+    def get_recent_archives(
+        self, thread_id: str, ids: Sequence[str], tokens: int
+    ) -> tuple[list[ArchiveRecord], bool]:
+        """The newest records of ``ids`` that together reach ``tokens``, in archive order.
+
+        Records are read newest first, one at a time, and only until their stored
+        ``token_count`` adds up to ``tokens`` (the record that crosses it is included): older
+        records are never fetched or deserialised.
+
+        Returns:
+            The records (oldest first) and whether every record of ``ids`` was read.
+        """
+        ns = self.namespace(thread_id, "archives")
+        out: list[ArchiveRecord] = []
+        total = 0
+        for index in range(len(ids) - 1, -1, -1):
+            if total >= tokens:
+                return out[::-1], False
+            item = self.store_for(thread_id).get(ns, ids[index])
+            if item is None:
+                continue
+            total += max(0, int(item.value.get("token_count", 0) or 0))
+            out.append(ArchiveRecord.from_value(item.value))
+        return out[::-1], True
+
     def update_archives(self, thread_id: str, ids: Sequence[str], **changes: Any) -> None:
         """Set fields on stored records (``metadata`` is merged, ``updated_at`` refreshed)."""
         ns = self.namespace(thread_id, "archives")
@@ -411,6 +438,33 @@ class ArchiveStore:
         self.store_for(thread_id).put(
             self.namespace(thread_id, "wm"), covers[-1], value, index=False
         )
+
+    # -- items moved out of the document by the size contract ------------------------------
+    def put_moved(
+        self, thread_id: str, key: str, items: Sequence[Mapping[str, str]], covers: Sequence[str]
+    ) -> None:
+        """Store the items the WM version ``key`` moved out of its document (size contract)."""
+        value = {
+            "items": [{"section": str(i["section"]), "text": str(i["text"])} for i in items],
+            "covers": list(covers),
+            "created_at": now_iso(),
+        }
+        self.store_for(thread_id).put(self.namespace(thread_id, "moved"), key, value, index=False)
+
+    def moved_items(
+        self, thread_id: str, keys: Sequence[str]
+    ) -> list[tuple[str, list[dict[str, str]]]]:
+        """The moved-out items recorded under ``keys`` (WM version keys), in that order."""
+        if not keys:
+            return []
+        ns = self.namespace(thread_id, "moved")
+        found = self.store_for(thread_id).batch([GetOp(ns, key) for key in keys])
+        out: list[tuple[str, list[dict[str, str]]]] = []
+        for key, item in zip(keys, found, strict=True):
+            if isinstance(item, Item):
+                items = [dict(i) for i in item.value.get("items") or [] if isinstance(i, Mapping)]
+                out.append((key, items))
+        return out
 
     # -- small bookkeeping values ---------------------------------------------------------------
     def get_meta(self, thread_id: str, key: str) -> dict[str, Any] | None:

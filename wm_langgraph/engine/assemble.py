@@ -6,19 +6,22 @@ Working Memory, then the messages of archives whose Phase 2 is not done (pending
 live messages.
 
 Budgets: ``reserved = min(T, max(0.15·T, reserve_tokens if T >= 40,000 else 0))`` is kept free
-for the reply; everything returned fits ``usable = T - reserved``; the Working Memory layer gets
-at most ``archive = min(0.15·usable, archive_memory_tokens)`` and a larger document is cut to
-fit (see :func:`fit_working_memory`).
+for the reply; everything returned fits ``usable = T - reserved``. The Working Memory layer's
+share ``archive = min(0.15·usable, archive_memory_tokens)`` is a guaranteed minimum for the WM
+and a cap only when the layers compete: when the WM, the pending archives and the live messages
+fit ``usable``, the WM is shown whole, whatever its size.
 
 When the layers do not fit, in this order:
 
 1. Whole turns (a user message and every step after it up to the next user message) are
-   dropped oldest first — pending-archive messages go before live ones since they are older.
-   A turn boundary never separates an AI message's tool calls from their tool results (also
-   for parallel calls); such turns are dropped together. The Working Memory stays while older
-   raw messages go.
+   dropped oldest first — pending-archive messages go before live ones since they are older —
+   until the rest fits beside the WM's share (``min(WM, archive)``). A turn boundary never
+   separates an AI message's tool calls from their tool results (also for parallel calls);
+   such turns are dropped together. The WM then gets all the room the kept messages leave,
+   so it is cut (see :func:`fit_working_memory`: evenly across sections, oldest items first,
+   never a whole section, with a pointer to ``archive_search``) only as far as needed.
 2. The newest turn (the newest user message and the steps after it) is never dropped. When it
-   and the Working Memory do not fit together, the Working Memory is cut further, down to
+   and the WM's share do not fit together, the Working Memory is cut further, down to
    nothing.
 3. Last resort, when the newest turn alone exceeds the budget: its tool results are cut (each
    keeps its start and end around a visible ``[… N characters truncated …]`` marker), largest
@@ -30,7 +33,7 @@ When the layers do not fit, in this order:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,12 +45,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from wm_langgraph.core.sections import (
-    SECTIONS,
-    is_working_memory,
-    parse_working_memory,
-    render_working_memory,
-)
+from wm_langgraph.engine._wm_fit import fit_document
 from wm_langgraph.engine.render import content_text
 
 __all__ = [
@@ -65,17 +63,6 @@ SUMMARY_HEADER = "[Session History Summary]"
 MessageCounter = Callable[[BaseMessage], int]
 
 _LARGE_BUDGET = 40_000
-# Sections cut first when the WM exceeds its budget, and from which end (oldest items of the
-# append-style sections go first). Title, Current State and Open Issues come last.
-_CUT_PLAN: tuple[tuple[str, bool], ...] = (
-    ("Files & Context", True),
-    ("Errors & Corrections", True),
-    ("Key Facts & Decisions", True),
-    ("Task & Goals", False),
-    ("Open Issues", False),
-    ("Current State", False),
-    ("Session Title", False),
-)
 
 
 @dataclass(frozen=True)
@@ -105,6 +92,8 @@ class AssembledContext:
         dropped: How many pending/live messages were left out (folded system messages are
             not counted; they are merged into ``system_message``).
         budgets: The budgets used.
+        wm_omitted: How many Working Memory items the summary message leaves out (0: the
+            whole document is shown).
     """
 
     system_message: SystemMessage | None
@@ -112,6 +101,7 @@ class AssembledContext:
     tokens: int
     dropped: int
     budgets: Budgets
+    wm_omitted: int = 0
 
     @property
     def all_messages(self) -> list[BaseMessage]:
@@ -150,37 +140,15 @@ def _summary_message(document: str) -> HumanMessage:
     return HumanMessage(content=f"{SUMMARY_HEADER}\n\n{document.strip()}")
 
 
-def _marker(omitted: int) -> str:
-    return f"[… truncated, {omitted} items omitted …]"
-
-
-def _cut_document(bodies: Mapping[str, list[str]], plan: list[tuple[str, int]], k: int) -> str:
-    """The document with the first ``k`` removals of ``plan`` applied (marker per section)."""
-    removed: dict[str, set[int]] = {}
-    for name, index in plan[:k]:
-        removed.setdefault(name, set()).add(index)
-    out: dict[str, str] = {}
-    for name, lines in bodies.items():
-        gone = removed.get(name, set())
-        kept = [line for i, line in enumerate(lines) if i not in gone]
-        if gone:
-            from_start = min(gone) == 0 and len(lines) - 1 not in gone
-            kept = [_marker(len(gone)), *kept] if from_start else [*kept, _marker(len(gone))]
-        out[name] = "\n".join(kept)
-    if "" in out:  # not a v2 document: one anonymous body
-        return out[""]
-    return render_working_memory(out)
-
-
 def fit_working_memory(
     working_memory: str, budget: int, count: MessageCounter
 ) -> tuple[HumanMessage | None, int]:
     """The ``[Session History Summary]`` message for ``working_memory``, cut to ``budget``.
 
-    Whole items (non-blank lines) are removed, least critical sections first (Files & Context,
-    Errors & Corrections and Key Facts & Decisions from their oldest items, then Task & Goals;
-    Open Issues, Current State and Session Title only if still needed); each cut section
-    shows ``[… truncated, N items omitted …]``. The stored Working Memory is not changed.
+    Whole items (non-blank lines) are removed evenly across sections: each section loses about
+    the same share of its items, oldest first, and keeps at least its newest item (the Session
+    Title is never cut). Each cut section shows how many older items it omits, and the message
+    says how to recall them (``archive_search``). The stored Working Memory is not changed.
 
     Args:
         working_memory: The current document (``""`` for none).
@@ -188,7 +156,7 @@ def fit_working_memory(
         count: Message token counter.
 
     Returns:
-        The message (``None`` when there is no WM or not even its skeleton fits) and the
+        The message (``None`` when there is no WM or not even its reduced form fits) and the
         number of items omitted.
     """
     message, omitted, _ = _fit_working_memory(working_memory, budget, count)
@@ -196,45 +164,15 @@ def fit_working_memory(
 
 
 def _fit_working_memory(
-    working_memory: str, budget: int, count: MessageCounter
+    working_memory: str, budget: int, count: MessageCounter, whole_size: int | None = None
 ) -> tuple[HumanMessage | None, int, int]:
     """:func:`fit_working_memory` plus the message's size (0 without a message)."""
-    if not working_memory.strip() or budget <= 0:
+    text, omitted, size = fit_document(
+        working_memory, budget, lambda doc: count(_summary_message(doc)), whole_size
+    )
+    if text is None:
         return None, 0, 0
-    whole = _summary_message(working_memory)
-    size = count(whole)
-    if size <= budget:
-        return whole, 0, size
-    if is_working_memory(working_memory):
-        parsed = parse_working_memory(working_memory)
-        bodies = {name: [ln for ln in parsed[name].splitlines() if ln.strip()] for name in SECTIONS}
-        order = _CUT_PLAN
-    else:
-        bodies = {"": [ln for ln in working_memory.splitlines() if ln.strip()]}
-        order = (("", False),)
-    plan: list[tuple[str, int]] = []
-    for name, oldest_first in order:
-        indices = range(len(bodies[name]))
-        plan.extend((name, i) for i in (indices if oldest_first else reversed(indices)))
-
-    def probe(k: int) -> tuple[HumanMessage, int]:
-        message = _summary_message(_cut_document(bodies, plan, k))
-        return message, count(message)
-
-    if probe(len(plan))[1] > budget:
-        return None, 0, 0
-    lo, hi = 1, len(plan)  # the size is monotone in k up to marker digits; verified below
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if probe(mid)[1] <= budget:
-            hi = mid
-        else:
-            lo = mid + 1
-    while True:
-        message, size = probe(lo)
-        if size <= budget:
-            return message, lo, size
-        lo += 1
+    return _summary_message(text), omitted, size
 
 
 def _system_blocks(content: object) -> list[Any]:
@@ -407,19 +345,19 @@ def assemble_context(
     # Each message is counted once here; the total below reuses these sizes.
     sizes = [count(m) for m in body]
     turns = _turns(body)
-    summary, _, summary_size = _fit_working_memory(
-        working_memory, min(budgets.archive, available), count
-    )
+    whole_size = count(_summary_message(working_memory)) if working_memory.strip() else 0
+    # The WM's guaranteed minimum: raw messages other than the newest turn never take it.
+    floor = min(whole_size, budgets.archive)
     kept: list[BaseMessage] = []
     kept_size = 0
     if turns:
         newest_start = turns[-1][0]
         newest = sum(sizes[newest_start:])
-        if summary_size + newest <= available:
-            start, total = newest_start, summary_size + newest
+        if floor + newest <= available:
+            start, total = newest_start, newest
             for turn_start, turn_end in reversed(turns[:-1]):
                 total += sum(sizes[turn_start:turn_end])
-                if total > available:
+                if total + floor > available:
                     break
                 start = turn_start
             kept = body[start:]
@@ -427,13 +365,13 @@ def assemble_context(
         elif newest <= available:
             kept = body[newest_start:]
             kept_size = newest
-            summary, _, summary_size = _fit_working_memory(
-                working_memory, available - newest, count
-            )
         else:
-            summary, summary_size = None, 0
             kept = _shrink_tool_outputs(body[newest_start:], available, count)
             kept_size = sum(count(m) for m in kept)
+    # Whatever the raw messages leave goes to the WM (at least its floor, see above).
+    summary, omitted, summary_size = _fit_working_memory(
+        working_memory, available - kept_size, count, whole_size
+    )
     messages: list[BaseMessage] = ([summary] if summary is not None else []) + kept
     tokens = summary_size + kept_size + system_size
     return AssembledContext(
@@ -442,4 +380,5 @@ def assemble_context(
         tokens=tokens,
         dropped=len(body) - len(kept),
         budgets=budgets,
+        wm_omitted=omitted if summary is not None else 0,
     )

@@ -68,6 +68,7 @@ from wm_langgraph.engine._batching import MIN_MESSAGES_BUDGET, WriterLimits, pla
 from wm_langgraph.engine._calls import CallTimeoutError
 from wm_langgraph.engine._error_trail import extract_errors_from_messages, missing_errors
 from wm_langgraph.engine._provider import ContextOverflow
+from wm_langgraph.engine._size import contract_for, fit_to_contract
 from wm_langgraph.engine.archives import ArchiveRecord, ArchiveStore, WorkingMemoryVersion
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.llm import (
@@ -149,6 +150,7 @@ class CommitState(TypedDict, total=False):
     error_trail: list[str]
     earlier_decisions: list[dict[str, str]]
     earlier_trail: list[str]
+    moved: list[dict[str, str]]
     error: str | None
     error_kind: str | None
     overflow: dict[str, Any] | None
@@ -377,6 +379,7 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
             metadata=_meta(state),
             timeout=_timeout(state),
             max_tokens=state.get("max_tokens"),
+            size_target=contract_for(cfg).target,
             call_key=state["thread_id"],
             on_output_limit=limits.learn_output_limit,
             retry=retry,
@@ -453,6 +456,8 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
                 text, {ERRORS_SECTION: {"op": "APPEND", "items": errors}}, guards=cfg.guards
             )
             text = appended.text
+        text, moved, compaction = fit_to_contract(text, prior, cfg, deps.counter)
+        decisions += [compaction] if compaction else []
         record = RunnableLambda(lambda x: x, name="wm.guards")
         record.invoke(
             {"decisions": decisions, "artifact_trail": missing, "error_trail": errors},
@@ -471,6 +476,7 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
             "decisions": decisions,
             "artifact_trail": missing,
             "error_trail": errors,
+            "moved": moved,
         }
 
     def next_slice(state: CommitState) -> CommitState:
@@ -564,6 +570,8 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
             "deferred": deferred,
             "late": late,
         }
+        if state.get("moved"):  # before the WM that no longer holds them
+            deps.archives.put_moved(thread_id, covers[-1], state["moved"], covers)
         deps.archives.put_wm(thread_id, covers, text, info)
         done_state: CommitState = {**state, "outcome": "done", "metrics": metrics}
         if deps.on_done is not None:

@@ -273,9 +273,13 @@ def _update_inputs(
     metadata: Mapping[str, Any] | None,
     *,
     retry: UpdateReply | None = None,
+    size_target: int | None = None,
 ) -> tuple[Callable[[int | None], Runnable[LanguageModelInput, BaseMessage]], list[BaseMessage]]:
     text = render_update_prompt(
-        working_memory=working_memory, messages=messages_text, template=prompt
+        working_memory=working_memory,
+        messages=messages_text,
+        template=prompt,
+        size_target=size_target,
     )
     bound = bind_update_tool(model)
 
@@ -306,6 +310,7 @@ def request_update(
     call_key: object = None,
     on_output_limit: Callable[[int], None] | None = None,
     retry: UpdateReply | None = None,
+    size_target: int | None = None,
 ) -> UpdateReply:
     """One update call, with what could and could not be read from it.
 
@@ -322,6 +327,8 @@ def request_update(
         on_output_limit: Told the provider's maximum when it refused ``max_tokens``.
         retry: The earlier reply of a targeted retry: the same prompt, plus a note naming its
             :attr:`UpdateReply.retry_sections` (only those sections are then taken).
+        size_target: The document's size target (tokens); a document over it gets
+            consolidation warnings in the prompt (``section_size_warnings``).
 
     Raises:
         ContextLengthError: The prompt exceeds the writer's context.
@@ -332,7 +339,7 @@ def request_update(
     check_timeout(timeout)
     check_max_tokens(max_tokens)
     build, messages = _update_inputs(
-        model, working_memory, messages_text, prompt, metadata, retry=retry
+        model, working_memory, messages_text, prompt, metadata, retry=retry, size_target=size_target
     )
     reply, limit = invoke_limited(
         model,
@@ -366,6 +373,7 @@ def generate_update(
     metadata: Mapping[str, Any] | None = None,
     timeout: float | None = None,
     max_tokens: int | None = None,
+    size_target: int | None = None,
 ) -> dict[str, dict[str, Any]] | None:
     """Ask the model for section operations through the forced ``update_working_memory`` tool.
 
@@ -378,6 +386,8 @@ def generate_update(
         metadata: Extra trace metadata.
         timeout: Seconds to wait for the model; ``None`` waits as long as the model does.
         max_tokens: Output limit sent with the call (None: the model's own setting).
+        size_target: The document's size target (tokens); a document over it gets
+            consolidation warnings in the prompt (``section_size_warnings``).
 
     Returns:
         ``parse_update_arguments`` of the call's arguments (tolerant: malformed JSON is
@@ -398,6 +408,7 @@ def generate_update(
         metadata=metadata,
         timeout=timeout,
         max_tokens=max_tokens,
+        size_target=size_target,
     ).ops
 
 
@@ -411,11 +422,14 @@ async def agenerate_update(
     metadata: Mapping[str, Any] | None = None,
     timeout: float | None = None,
     max_tokens: int | None = None,
+    size_target: int | None = None,
 ) -> dict[str, dict[str, Any]] | None:
     """Async twin of :func:`generate_update`; ``timeout`` cancels the model call."""
     check_timeout(timeout)
     check_max_tokens(max_tokens)
-    build, messages = _update_inputs(model, working_memory, messages_text, prompt, metadata)
+    build, messages = _update_inputs(
+        model, working_memory, messages_text, prompt, metadata, size_target=size_target
+    )
     limit = limited(model, model, max_tokens)[1]
     reply = await ainvoke(build(max_tokens), messages, config, timeout, "update")
     return read_reply(reply, limit).ops

@@ -26,6 +26,7 @@ from wm_langgraph.core.tokens import TokenCounter, count_tokens
 from wm_langgraph.engine._async import AsyncTwins
 from wm_langgraph.engine._binding import graph_store, reject_foreign_summaries
 from wm_langgraph.engine._hooks import NodeHook
+from wm_langgraph.engine._pending import pending_messages
 from wm_langgraph.engine._scoping import MemoryScope, Scoper, check_name
 from wm_langgraph.engine._session import Session
 from wm_langgraph.engine._token_cache import MessageTokenCache
@@ -45,6 +46,7 @@ from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.longterm import search_facts, write_after_commit
 from wm_langgraph.engine.render import message_tokens
 from wm_langgraph.engine.runner import Phase2Runner
+from wm_langgraph.engine.state import MODEL_INPUT_KEY
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -165,7 +167,7 @@ class WorkingMemory(AsyncTwins):
             "wm_pre_model_hook", self._scoper.hooked(self._pre_model_hook)
         )
         self.post_model_hook = NodeHook(
-            "wm_post_model_hook", self._scoper.hooked(self._session.post_model_hook)
+            "wm_post_model_hook", self._scoper.hooked(self._post_model_hook)
         )
 
     # -- store and scope ---------------------------------------------------------------------
@@ -228,7 +230,7 @@ class WorkingMemory(AsyncTwins):
         thread_id = thread_id_from_config(config)
         messages, timeline = self._session.model_view(state, thread_id)
         context = self._build(messages, thread_id, timeline, None)
-        return {"llm_input_messages": context.all_messages}
+        return {MODEL_INPUT_KEY: context.all_messages}
 
     def _pre_model_hook(
         self, state: Mapping[str, Any], config: RunnableConfig | None
@@ -236,7 +238,18 @@ class WorkingMemory(AsyncTwins):
         update, messages, timeline = self._session.overflow(state, config)
         thread_id = thread_id_from_config(config)
         context = self._build(messages, thread_id, timeline, None)
-        return {**(update or {}), "llm_input_messages": context.all_messages}
+        return {**(update or {}), MODEL_INPUT_KEY: context.all_messages}
+
+    def _post_model_hook(
+        self, state: Mapping[str, Any], config: RunnableConfig | None
+    ) -> dict[str, Any]:
+        update = self._session.post_model_hook(state, config)
+        if state.get(MODEL_INPUT_KEY):
+            # The model has answered: its input is spent. Clearing it keeps it out of the
+            # state that create_react_agent copies into each tool call's Send packet (which
+            # LangGraph persists as a pending write even for an untracked channel).
+            update = {**(update or {}), MODEL_INPUT_KEY: []}
+        return update
 
     def overflow_guard(
         self, state: Mapping[str, Any], config: RunnableConfig | None
@@ -286,11 +299,19 @@ class WorkingMemory(AsyncTwins):
         system_message: SystemMessage | None,
     ) -> AssembledContext:
         current = self._archives.current_wm(thread_id, timeline)
-        pending = self._archives.get_archives(thread_id, unfolded_archive_ids(current, timeline))
+        document = current.text if current else ""
+        pending = pending_messages(
+            self._archives,
+            self.config,
+            thread_id,
+            unfolded_archive_ids(current, timeline),
+            live_tokens=sum(self._count_message(m) for m in messages),
+            document_tokens=self._counter(document) if document else 0,
+        )
         return assemble_context(
             system_message=system_message,
-            working_memory=current.text if current else "",
-            pending_messages=[m for record in pending for m in record.messages],
+            working_memory=document,
+            pending_messages=pending,
             live_messages=messages,
             token_budget=self.config.token_budget,
             reserve_tokens=self.config.reserve_tokens,
@@ -313,6 +334,24 @@ class WorkingMemory(AsyncTwins):
     def _get_working_memory(self, thread_id: str, config: RunnableConfig | None) -> str:
         self._scoper.bind_for_read(thread_id, config)
         return self._scoper.working_memory(thread_id)
+
+    def moved_items(self, config: RunnableConfig | None) -> list[tuple[str, str, str]]:
+        """Items the size contract moved out of the thread's current Working Memory.
+
+        Returns:
+            ``(archive id, section, text)`` per item, oldest first; the archive id names the WM
+            version (the last archive it covered) that moved the item out.
+        """
+        thread_id = self._scoper.readable(config)
+        self._scoper.bind_for_read(thread_id, config)
+        timeline = self._session.timeline_for_thread(thread_id)
+        current = self._archives.current_wm(thread_id, timeline)
+        keys = current.covers if current else []
+        return [
+            (key, item.get("section", ""), item.get("text", ""))
+            for key, items in self._archives.moved_items(thread_id, keys)
+            for item in items
+        ]
 
     def list_archives(self, config: RunnableConfig | None) -> list[ArchiveRecord]:
         """The thread's archives in order; ``status`` is ``"done"`` once a WM covers them.

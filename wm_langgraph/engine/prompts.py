@@ -172,16 +172,26 @@ def render_create_prompt(*, prior_summary: str, messages: str, template: str | N
     return render_prompt(text, prior_summary=prior, messages=messages)
 
 
-def render_update_prompt(*, working_memory: str, messages: str, template: str | None = None) -> str:
+def render_update_prompt(
+    *,
+    working_memory: str,
+    messages: str,
+    template: str | None = None,
+    size_target: int | None = None,
+) -> str:
     """Render the update prompt, with the size-warnings block computed from ``working_memory``.
 
     Args:
         working_memory: The current Working Memory document.
         messages: The rendered new messages.
         template: A replacement for the shipped ``update`` prompt.
+        size_target: The document's size target in tokens (warnings once it is exceeded).
     """
     text = load_prompt("update") if template is None else template
-    warnings = section_size_warnings(working_memory) or EMPTY_SECTION_SIZE_WARNINGS
+    warnings = (
+        section_size_warnings(working_memory, target_tokens=size_target)
+        or EMPTY_SECTION_SIZE_WARNINGS
+    )
     return render_prompt(
         text, working_memory=working_memory, messages=messages, section_size_warnings=warnings
     )

@@ -9,7 +9,9 @@ the agent read them back:
 - ``archive_search(query, archive_id=None)``: a literal, case-insensitive search over the
   thread's archived messages (not the summaries), newest archive first, at most
   :data:`MAX_SEARCH_HITS` hits of at most :data:`MAX_HIT_CHARS` characters each, each labelled
-  with its archive id.
+  with its archive id. Without ``archive_id`` it first searches the items the size contract
+  moved out of the Working Memory (the WM's ``[moved out: N older items …]`` marker points
+  here), when the engine offers them (``moved_items(config)``).
 
 Both tools read the thread from the ``RunnableConfig`` of the tool call
 (``configurable.thread_id``), so they only ever see the calling thread's archives. An id that is
@@ -249,6 +251,10 @@ def archive_search_text(
             hits.append(f"{label}\n{_excerpt(text, match.start(), match.end() - match.start())}")
         if more:
             break
+    if not archive_id:
+        hits = [*_moved_hits(memory, config, pattern), *hits]
+        more = more or len(hits) > MAX_SEARCH_HITS
+        hits = hits[:MAX_SEARCH_HITS]
     scope = f"archive {archives[0].id}" if archive_id else "this conversation's archives"
     if not hits:
         return f"No match for {needle!r} in {scope} ({len(archives)} searched)."
@@ -256,6 +262,25 @@ def archive_search_text(
     if more:
         summary += f" (showing the first {MAX_SEARCH_HITS}; narrow the query or pass archive_id)"
     return "\n\n".join([summary + ":", *hits])
+
+
+def _moved_hits(
+    memory: ArchiveSource, config: RunnableConfig, pattern: re.Pattern[str]
+) -> list[str]:
+    """Hits among the items moved out of the Working Memory, newest first."""
+    moved = getattr(memory, "moved_items", None)
+    if not callable(moved):
+        return []
+    hits: list[str] = []
+    for key, section, text in reversed(list(moved(config))):
+        match = pattern.search(text)
+        if match is None:
+            continue
+        label = f"[moved out of the Working Memory · {section} · at {key}]"
+        hits.append(f"{label}\n{_excerpt(text, match.start(), match.end() - match.start())}")
+        if len(hits) > MAX_SEARCH_HITS:
+            break
+    return hits
 
 
 def _archives_or_error(

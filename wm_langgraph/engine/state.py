@@ -19,17 +19,22 @@ All helpers here are pure: they take a meta and return a new one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, NotRequired, TypedDict
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, BaseMessage
+from langgraph.channels import UntrackedValue
 from langgraph.graph.message import add_messages
+from langgraph.managed import RemainingSteps
 
 from wm_langgraph.engine.config import MAX_KEEP_RECENT_COUNT
 
 __all__ = [
     "META_KEY",
     "META_VERSION",
+    "MODEL_INPUT_KEY",
+    "ModelInputMessages",
+    "WorkingMemoryAgentState",
     "WorkingMemoryMeta",
     "WorkingMemoryState",
     "clamp_meta",
@@ -41,6 +46,9 @@ META_KEY = "working_memory"
 """The state key of the meta value."""
 
 META_VERSION = 1
+
+MODEL_INPUT_KEY = "llm_input_messages"
+"""The state key of the assembled model input (``assemble`` / ``pre_model_hook`` output)."""
 
 
 class WorkingMemoryMeta(TypedDict):
@@ -55,16 +63,40 @@ class WorkingMemoryMeta(TypedDict):
     archives: list[str]
 
 
+ModelInputMessages = Annotated[list[AnyMessage], UntrackedValue]
+"""The type of a state key that carries the assembled model input (``llm_input_messages``).
+
+An ``UntrackedValue`` channel: nodes of the same run read it, but it is never written to a
+checkpoint or to the pending writes, so the prompt built before every model call (WM, pending
+archives, live messages) does not grow the checkpointer by a copy of the context per step.
+"""
+
+
 class WorkingMemoryState(TypedDict):
     """A StateGraph schema for agents with Working Memory.
 
     ``messages`` are the live messages (add_messages reducer); ``working_memory`` is the meta
-    value the hooks maintain; ``llm_input_messages`` is what ``assemble`` builds for the model.
+    value the hooks maintain; ``llm_input_messages`` is what ``assemble`` builds for the model
+    (:data:`ModelInputMessages`: available to the nodes after ``assemble`` in the same run,
+    never checkpointed — keep ``assemble`` right before the model node).
     """
 
     messages: Annotated[list[AnyMessage], add_messages]
     working_memory: NotRequired[dict[str, Any]]
-    llm_input_messages: NotRequired[list[AnyMessage]]
+    llm_input_messages: NotRequired[ModelInputMessages]
+
+
+class WorkingMemoryAgentState(TypedDict):
+    """``create_react_agent``'s ``AgentState`` plus an uncheckpointed ``llm_input_messages``.
+
+    Pass it as ``state_schema=`` with ``pre_model_hook=memory.pre_model_hook``: the hook's
+    assembled context then reaches the model without being stored in every checkpoint.
+    A custom schema gets the same by declaring ``llm_input_messages: ModelInputMessages``.
+    """
+
+    messages: Annotated[Sequence[BaseMessage], add_messages]
+    remaining_steps: NotRequired[RemainingSteps]
+    llm_input_messages: NotRequired[ModelInputMessages]
 
 
 def validate_keep_recent_count(value: object) -> int:

@@ -2,23 +2,45 @@
 
 Private to ``wm_langgraph.models``. Each function returns a new section body that keeps every
 item's substance — names, dates, numbers, paths (the anchors the guards check) — in fewer
-bullets: Key Facts grouped by topic, Files & Context grouped by directory, resolved Open Issues
-folded into one line, older goals folded into one line.
+bullets: Key Facts grouped by topic, Files & Context one entry per path grouped by directory,
+resolved Open Issues folded into one line, older goals folded into one line.
+
+A consolidation of an already consolidated body starts from its parts (group labels and
+"Earlier requests:" prefixes are taken off first), so repeated rounds never stack labels. With a
+token goal (the size warning's "target at most … tokens"), items are shortened further, each
+anchor that shortening would cut re-attached, until the body fits the goal.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 from wm_langgraph.core.sections import section_items
+from wm_langgraph.core.text import extract_paths, normalise_path
 from wm_langgraph.core.tokens import count_tokens
 from wm_langgraph.models._lang import item_anchors, keywords, lost_anchors, shorten, similar
 
-__all__ = ["consolidate_facts", "consolidate_files", "consolidate_goals", "consolidate_issues"]
+__all__ = [
+    "MAX_BULLETS",
+    "compact_item",
+    "consolidate_facts",
+    "consolidate_files",
+    "consolidate_goals",
+    "consolidate_issues",
+]
 
 MAX_BULLETS = 25
 _MAX_TOKENS = 1_500
+# Word limits tried in turn until a body fits its token goal.
+_WORD_STEPS = (28, 20, 14, 10)
+_EARLIER = "Earlier requests: "
+_STILL_OPEN = "Still open (older): "
+_LABEL_RE = re.compile(r"^([A-Z][\w-]{2,}): (?=\S)")
+_FOLDER_LABEL_RE = re.compile(r"^((?:[\w.-]+/)+): (?=\S)")
+_PATH_RE = re.compile(r"`([^`]+)`|(\S+/\S+|\S+\.\w+)")
+_VIA_RE = re.compile(r"\s*\(via [^)]*\)")
 _UNTOPICAL = frozenset(
     (
         *("because", "decided", "decision", "chose", "agreed", "user", "never", "always"),
@@ -31,13 +53,47 @@ def _bullets(items: list[str]) -> str:
     return "\n".join(f"- {item}" for item in items)
 
 
-def _compact(item: str) -> str:
+def compact_item(item: str, max_words: int = 28) -> str:
     """Shorten an item, re-attaching any anchor the shortening would lose."""
-    short = shorten(item, max_words=28, max_cjk=70)
+    short = shorten(item, max_words=max_words, max_cjk=max_words * 5 // 2)
     if short == item:
         return item
     lost = sorted(lost_anchors(item_anchors(item), short))
-    return f"{short} ({', '.join(lost)})" if lost else short
+    return f"{short} ({', '.join(_wording(item, lost))})" if lost else short
+
+
+def _wording(item: str, anchors: list[str]) -> list[str]:
+    """Each anchor as the item writes it (anchors are case-folded: ``alice`` for ``Alice``)."""
+    out: list[str] = []
+    for anchor in anchors:
+        pattern = r"\s+".join(re.escape(part) for part in anchor.split())
+        match = re.search(pattern, item, re.IGNORECASE)
+        out.append(match.group(0) if match else anchor)
+    return list(dict.fromkeys(out))
+
+
+def _unlabel(item: str) -> str:
+    """Take off group labels a previous consolidation put in front ("Timeouterror: …"): a label
+    is a capitalised word the rest of the item repeats."""
+    while (match := _LABEL_RE.match(item)) and match.group(1).casefold() in (
+        item[match.end() :].casefold()
+    ):
+        item = item[match.end() :]
+    return item
+
+
+def _parts(items: list[str]) -> list[str]:
+    """The single facts inside consolidated bullets (labels off, split at "; ")."""
+    out: list[str] = []
+    for item in items:
+        plain = _unlabel(item)
+        pieces = [_unlabel(p.strip()) for p in plain.split("; ")] if plain != item else [plain]
+        out.extend(p for p in pieces if p)
+    return out
+
+
+def _fits(lines: list[str], max_tokens: int) -> bool:
+    return count_tokens("\n".join(lines)) <= max_tokens
 
 
 def _topic(items: list[str]) -> str:
@@ -53,15 +109,17 @@ def _topic(items: list[str]) -> str:
     return best[0] if best[1] > 1 else ""
 
 
-def consolidate_facts(items: list[str], old_count: int) -> str:
-    """Group the items by topic into at most 25 bullets within ~1,500 tokens, every anchor kept.
+def consolidate_facts(items: list[str], old_count: int, max_tokens: int = _MAX_TOKENS) -> str:
+    """Group the items by topic into at most 25 bullets within ``max_tokens``, every anchor kept.
 
     Near-duplicates whose anchors another item already carries are merged away; items that
     share keywords are grouped into one bullet; groups are joined smallest-first until the
     bullet target is met. The target never drops below 15% of the old bullet count plus one
-    (a stronger shrink would look like data loss to the Key Facts guard).
+    (a stronger shrink would look like data loss to the Key Facts guard). Over ``max_tokens``
+    the items are shortened, harder each step, their anchors kept.
     """
     target = max(min(MAX_BULLETS, old_count), math.ceil(0.15 * old_count) + 1)
+    items = _parts(items)
     kept: list[str] = []
     for item in items:
         twin = next((k for k in kept if similar(item, k, threshold=0.85)), None)
@@ -82,38 +140,129 @@ def consolidate_facts(items: list[str], old_count: int) -> str:
         i, j = -best[2], best[3]
         groups[i] += groups.pop(j)
         words[i] |= words.pop(j)
-    compact = count_tokens("\n".join(kept)) > _MAX_TOKENS
     lines: list[str] = []
-    for group in groups:
-        parts = [_compact(i) if compact else i for i in group]
-        label = _topic(group)
-        text = "; ".join(p.rstrip(".。") for p in parts)
-        labelled = label and len(group) > 1 and not text.casefold().startswith(label)
-        lines.append(f"{label.capitalize()}: {text}" if labelled else text)
+    for words_limit in (0, *_WORD_STEPS):
+        lines = []
+        for group in groups:
+            parts = [compact_item(i, words_limit) if words_limit else i for i in group]
+            label = _topic(group)
+            text = "; ".join(p.rstrip(".。") for p in parts)
+            labelled = label and len(group) > 1 and not text.casefold().startswith(label)
+            lines.append(f"{label.capitalize()}: {text}" if labelled else text)
+        if _fits(lines, max_tokens):
+            break
     return _bullets(lines)
 
 
-def consolidate_files(body: str, new_items: list[str]) -> str:
-    """One bullet per directory, each path kept whole with what was done to it."""
+_SLOT_RE = re.compile(r"`[^`]+`|\S*[/\\]\S+|\S+\.\w{1,5}\b|\S*\d\S*")
+
+
+def _patterns(goals: list[str], min_group: int = 3) -> list[str]:
+    """Repeated requests of one kind as one pattern item: the shared wording with ``…`` where
+    the requests differ, how many there were, and the latest three values (older values stay
+    in the archives)."""
     groups: dict[str, list[str]] = {}
-    for item in [*section_items(body), *new_items]:
-        match = re.search(r"`([^`]+)`|(\S+/\S+|\S+\.\w+)", item)
-        path = (match.group(1) or match.group(2)) if match else ""
-        folder = path.rsplit("/", 1)[0] + "/" if "/" in path.strip("/") else "(other)"
-        groups.setdefault(folder, []).append(item)
-    lines = [
-        items[0] if len(items) == 1 else f"{folder}: " + "; ".join(i.rstrip(".") for i in items)
-        for folder, items in groups.items()
-    ]
+    for goal in goals:
+        groups.setdefault(_SLOT_RE.sub("…", goal), []).append(goal)
+    out: list[str] = []
+    for template, members in groups.items():
+        if len(members) < min_group or template == members[0]:
+            out.extend(members)
+            continue
+        values = [v for m in members for v in _SLOT_RE.findall(m)]
+        latest = ", ".join(dict.fromkeys(values[-3:]))
+        out.append(f"{template.rstrip('.')} ({len(members)} such requests; latest: {latest})")
+    return out
+
+
+def _file_entries(items: list[str]) -> list[str]:
+    """Single path entries: directory groups of an earlier consolidation split apart."""
+    out: list[str] = []
+    for item in items:
+        text = item
+        while match := _FOLDER_LABEL_RE.match(text):
+            text = text[match.end() :]
+        if text != item or "; `" in text:
+            out.extend(p.strip() for p in re.split(r"; (?=`)", text) if p.strip())
+        else:
+            out.append(text)
+    return out
+
+
+def _merge_entry(old: str, new: str) -> str:
+    """One entry for a path seen twice: the first entry plus the new actions of the second."""
+    head, _, done = old.partition(" — ")
+    _, _, more = new.partition(" — ")
+    if not done or not more:
+        return old if len(old) >= len(new) else new
+    actions = [a.strip() for a in _VIA_RE.sub("", done).split(",") if a.strip()]
+    for action in _VIA_RE.sub("", more).split(","):
+        if action.strip() and action.strip() not in actions:
+            actions.append(action.strip())
+    via = _VIA_RE.search(done)
+    return f"{head} — {', '.join(actions)}{via.group(0) if via else ''}"
+
+
+def _short_entry(entry: str) -> str:
+    """Path and what was done, without the tools and the weakest actions."""
+    head, sep, done = entry.partition(" — ")
+    if not sep:
+        return compact_item(entry, 12)
+    weak = {"mentioned", "seen in output", "referenced", "提到", "输出中出现"}
+    actions = [a.strip() for a in _VIA_RE.sub("", done).split(",") if a.strip()]
+    strong = [a for a in actions if a not in weak] or actions[:1]
+    return f"{head} — {', '.join(strong)}"
+
+
+def consolidate_files(body: str, new_items: list[str], max_tokens: int = _MAX_TOKENS) -> str:
+    """One entry per path, one bullet per directory, each path kept whole with what was done
+    to it; over ``max_tokens`` the entries drop their tools and weakest actions."""
+    by_path: dict[str, str] = {}
+    for item in _file_entries([*section_items(body), *new_items]):
+        match = _PATH_RE.search(item)
+        path = (match.group(1) or match.group(2)) if match else item
+        by_path[path] = _merge_entry(by_path[path], item) if path in by_path else item
+    lines: list[str] = []
+    for shorten_entries in (False, True):
+        groups: dict[str, list[str]] = {}
+        for path, item in by_path.items():
+            folder = path.rsplit("/", 1)[0] + "/" if "/" in path.strip("/") else "(other)"
+            groups.setdefault(folder, []).append(_short_entry(item) if shorten_entries else item)
+        lines = [
+            items[0] if len(items) == 1 else f"{folder}: " + "; ".join(i.rstrip(".") for i in items)
+            for folder, items in groups.items()
+        ]
+        if _fits(lines, max_tokens):
+            break
+    # A path the old body names only in a form the regrouping does not rebuild (a bare folder
+    # label, a branch name) is listed as it was: Files & Context never loses a path.
+    kept = {normalise_path(p).casefold() for p in extract_paths("\n".join(lines))}
+    lost = [p for p in extract_paths(body) if normalise_path(p).casefold() not in kept]
+    if lost:
+        lines.append("also referenced: " + ", ".join(f"`{p}`" for p in dict.fromkeys(lost)))
     return _bullets(lines)
 
 
-def consolidate_issues(lines: list[str], keep_open: int = 12) -> list[str]:
+def consolidate_issues(lines: list[str], keep_open: int = 12, keep_resolved: int = 0) -> list[str]:
     """Fold every ``[resolved]`` item into one line, and the older open items (all but the
-    newest ``keep_open``) into one "still open" line; each item's text is kept whole."""
+    newest ``keep_open``) into one "still open" line; each item's text is kept whole.
+
+    With ``keep_resolved`` > 0 only the newest that many resolved items stay (a resolved item
+    may leave the section); 0 keeps them all."""
     items = [line.lstrip("-* ").strip() for line in lines if line.strip()]
+    unfolded: list[str] = []
+    for item in items:
+        if item.startswith(_STILL_OPEN):
+            unfolded.extend(p.strip() for p in item[len(_STILL_OPEN) :].split("; ") if p.strip())
+        elif item.casefold().startswith("[resolved]") and "; [resolved]" in item:
+            unfolded.extend(p.strip() for p in item.split("; ") if p.strip())
+        else:
+            unfolded.append(item)
+    items = unfolded
     resolved = [item for item in items if item.casefold().startswith("[resolved]")]
     still = [item for item in items if item not in resolved]
+    if keep_resolved:
+        resolved = resolved[-keep_resolved:]
     out: list[str] = []
     if len(resolved) >= 2:
         out.append("; ".join(item.rstrip(".") for item in resolved))
@@ -121,15 +270,44 @@ def consolidate_issues(lines: list[str], keep_open: int = 12) -> list[str]:
         out.extend(resolved)
     if len(still) > keep_open + 1:
         older, still = still[:-keep_open], still[-keep_open:]
-        out.append("Still open (older): " + "; ".join(item.rstrip(".") for item in older))
+        out.append(_STILL_OPEN + "; ".join(item.rstrip(".") for item in older))
     out.extend(still)
     return [f"- {item}" for item in out]
 
 
-def consolidate_goals(items: list[str], keep_recent: int = 8) -> list[str]:
-    """The first goal, one line folding the older requests, and the most recent goals."""
-    if len(items) <= keep_recent + 2:
-        return items
-    older = items[1 : len(items) - keep_recent]
-    folded = "Earlier requests: " + "; ".join(i.rstrip(".") for i in older)
-    return [items[0], folded, *items[len(items) - keep_recent :]]
+def consolidate_goals(
+    items: list[str],
+    keep_recent: int = 8,
+    max_tokens: int = _MAX_TOKENS,
+    carried: Callable[[str], bool] | None = None,
+) -> list[str]:
+    """The first goal, one line folding the older requests (near-duplicates once, those whose
+    every anchor a durable section carries left out — ``carried`` decides —, shortened until
+    the section fits ``max_tokens``), and the most recent goals."""
+    flat: list[str] = []
+    for item in items:
+        text = item
+        while text.startswith(_EARLIER):
+            text = text[len(_EARLIER) :]
+        parts = text.split("; ") if text != item else [text]
+        flat.extend(p.strip() for p in parts if p.strip())
+    if len(flat) <= keep_recent + 2:
+        return flat
+    older: list[str] = []
+    for goal in flat[1 : len(flat) - keep_recent]:
+        if not any(
+            similar(goal, seen, threshold=0.85) and not lost_anchors(item_anchors(goal), seen)
+            for seen in older
+        ):
+            older.append(goal)
+    recent = flat[len(flat) - keep_recent :]
+    out = [flat[0], _EARLIER + "; ".join(i.rstrip(".") for i in older), *recent]
+    if not _fits(out, max_tokens):
+        older = _patterns(older)
+        out = [flat[0], _EARLIER + "; ".join(i.rstrip(".") for i in older), *recent]
+    for words_limit in _WORD_STEPS:
+        if _fits(out, max_tokens):
+            break
+        folded = "; ".join(compact_item(i, words_limit // 2).rstrip(".") for i in older)
+        out = [flat[0], _EARLIER + folded, *recent]
+    return out

@@ -16,9 +16,8 @@ from typing import Any
 
 from wm_langgraph.core.guards import SectionOp, guard_section
 from wm_langgraph.core.sections import SECTIONS, section_items
-from wm_langgraph.core.text import extract_paths
+from wm_langgraph.core.text import extract_anchors, extract_paths
 from wm_langgraph.models._consolidate import (
-    MAX_BULLETS,
     consolidate_facts,
     consolidate_files,
     consolidate_goals,
@@ -27,7 +26,7 @@ from wm_langgraph.models._consolidate import (
 from wm_langgraph.models._extract import Findings, relates, resolves
 from wm_langgraph.models._lang import keywords, repeats, shorten, similar
 
-__all__ = ["apply_ops", "plan_ops", "warned_sections"]
+__all__ = ["apply_ops", "plan_ops", "warned_limits", "warned_sections"]
 
 Op = dict[str, Any]
 _KEEP: Op = {"op": "KEEP"}
@@ -48,6 +47,37 @@ def warned_sections(warnings: str) -> set[str]:
     if "key facts" in low:
         named.add("Key Facts & Decisions")
     return named
+
+
+_LIMIT_RE = re.compile(
+    r"^- (?P<name>[^:\n]+): .*?target at most (?P<bullets>\d+) bullets and "
+    r"(?P<tokens>[\d,]+) tokens",
+    re.MULTILINE,
+)
+# Consolidate below the warned goal, so that the next rounds do not warn again at once.
+_GOAL_SHARE = 0.7
+_DEFAULT_GOAL = 1_500
+_KEEP_RESOLVED = 3
+# Our own error phrasing, said shorter: "run_tests failed: E KeyError…" -> "run_tests: KeyError…".
+_ERROR_TRIMS = (
+    (re.compile(r"^[\w.-]+ failed: (?:E\s+)?"), ""),
+    (re.compile(r" — fix: edited "), " — fixed in "),
+    (re.compile(r"; re-run passed$"), " (passed)"),
+)
+
+
+def warned_limits(warnings: str) -> dict[str, int]:
+    """Section name -> the token goal its size warning sets (``target at most … tokens``)."""
+    out: dict[str, int] = {}
+    for match in _LIMIT_RE.finditer(warnings):
+        name = match.group("name").strip()
+        if name in SECTIONS:
+            out[name] = int(match.group("tokens").replace(",", ""))
+    return out
+
+
+def _goal(limits: Mapping[str, int], name: str) -> int:
+    return int(_GOAL_SHARE * limits.get(name, _DEFAULT_GOAL))
 
 
 def _bullets(items: list[str]) -> str:
@@ -98,7 +128,9 @@ def _title_op(old: str, found: Findings) -> Op:
     return {"op": "UPDATE", "content": title} if title else _KEEP
 
 
-def _goals_op(old: str, found: Findings, warned: bool) -> Op:
+def _goals_op(
+    old: str, found: Findings, warned: bool, goal: int = _DEFAULT_GOAL, elsewhere: str = ""
+) -> Op:
     old_items = section_items(old)
     goals = list(found.goals)
     if (
@@ -108,8 +140,12 @@ def _goals_op(old: str, found: Findings, warned: bool) -> Op:
     ):
         goals.insert(0, found.first_request)
     new = _fresh(goals, old_items, threshold=0.6)
-    if warned and len(old_items) > MAX_BULLETS // 2:
-        return {"op": "UPDATE", "content": _bullets(consolidate_goals([*old_items, *new]))}
+    if warned and len(old_items) > 3:
+        covered = extract_anchors(elsewhere, include_markers=False) if elsewhere else set()
+        folded = consolidate_goals(
+            [*old_items, *new], max_tokens=goal, carried=lambda g: _carried(g, covered)
+        )
+        return {"op": "UPDATE", "content": _bullets(folded)}
     if not new:
         return _KEEP
     content = "\n".join(part for part in (old.strip(), _bullets(new)) if part)
@@ -138,8 +174,13 @@ def _superseded(old_items: list[str], corrections: list[str]) -> dict[int, str]:
     return retired
 
 
-def _facts_ops(old: str, found: Findings, warned: bool) -> tuple[Op, list[str]]:
-    """The Key Facts op, and the superseded-fact lines for Errors & Corrections."""
+def _facts_ops(
+    old: str, found: Findings, warned: bool, goal: int = _DEFAULT_GOAL, elsewhere: str = ""
+) -> tuple[Op, list[str]]:
+    """The Key Facts op, and the superseded-fact lines for Errors & Corrections.
+
+    When warned, a fact whose every anchor another durable section already carries (a fix
+    recorded in Errors & Corrections, a path in Files & Context) is not kept twice."""
     old_items = section_items(old)
     new = _fresh(found.facts, old_items)
     retired = _superseded(old_items, found.corrections)
@@ -149,15 +190,27 @@ def _facts_ops(old: str, found: Findings, warned: bool) -> tuple[Op, list[str]]:
     notes += [f"{label}{new[i]} → {fix}" for i, fix in retired_new.items()]
     new = [item for i, item in enumerate(new) if i not in retired_new]
     if warned and old_items:
-        kept = [item for i, item in enumerate(old_items) if i not in retired]
-        return {"op": "UPDATE", "content": consolidate_facts([*kept, *new], len(old_items))}, notes
+        covered = extract_anchors(elsewhere, include_markers=False) if elsewhere else set()
+        kept = [
+            item
+            for i, item in enumerate(old_items)
+            if i not in retired and not _carried(item, covered)
+        ]
+        fresh = [item for item in new if not _carried(item, covered)]
+        content = consolidate_facts([*kept, *fresh], len(old_items), max_tokens=goal)
+        return {"op": "UPDATE", "content": content}, notes
     if retired:
         kept = [item for i, item in enumerate(old_items) if i not in retired]
         return {"op": "UPDATE", "content": _bullets([*kept, *new])}, notes
     return ({"op": "APPEND", "items": new} if new else _KEEP), notes
 
 
-def _files_op(old: str, found: Findings, warned: bool) -> Op:
+def _carried(item: str, covered: set[str]) -> bool:
+    anchors = extract_anchors(item, include_markers=False, include_phrases=False)
+    return bool(anchors) and anchors <= covered and not extract_anchors(item) - anchors - covered
+
+
+def _files_op(old: str, found: Findings, warned: bool, goal: int = _DEFAULT_GOAL) -> Op:
     known = {p.casefold() for p in extract_paths(old)}
     items: list[str] = []
     for note in found.files:
@@ -169,12 +222,19 @@ def _files_op(old: str, found: Findings, warned: bool) -> Op:
         if command not in old and not any(command in item for item in items):
             items.append(f"{label} `{shorten(command, max_words=20)}`")
     if warned and section_items(old):
-        return {"op": "UPDATE", "content": consolidate_files(old, items)}
+        return {"op": "UPDATE", "content": consolidate_files(old, items, max_tokens=goal)}
     return {"op": "APPEND", "items": items} if items else _KEEP
 
 
+def _trim_error(item: str) -> str:
+    for pattern, replacement in _ERROR_TRIMS:
+        item = pattern.sub(replacement, item, count=1)
+    return item
+
+
 def _errors_op(old: str, found: Findings, superseded: list[str]) -> Op:
-    new = _fresh([*superseded, *found.errors], section_items(old))
+    errors = [_trim_error(e) for e in found.errors]
+    new = _fresh([*superseded, *errors], section_items(old))
     return {"op": "APPEND", "items": new} if new else _KEEP
 
 
@@ -208,6 +268,11 @@ def _open_op(old: str, found: Findings, warned: bool) -> tuple[Op, list[str]]:
         changed = True
     if warned:
         folded = consolidate_issues(out_lines)
+        # Older resolved items may leave (SPEC §4.6) — where the Open Issues guard lets them.
+        lean = consolidate_issues(out_lines, keep_resolved=_KEEP_RESOLVED)
+        lean_op = SectionOp("UPDATE", content="\n".join(lean))
+        if lean != folded and not guard_section("Open Issues", old, lean_op).reason:
+            folded = lean
         changed = changed or folded != out_lines
         out_lines = folded
     if not changed:
@@ -229,16 +294,22 @@ def plan_ops(
     """
     body = {name: old.get(name, "") for name in SECTIONS}
     warned = warned_sections(warnings)
+    limits = warned_limits(warnings)
     open_op, still_open = _open_op(body["Open Issues"], found, "Open Issues" in warned)
+    facts = "Key Facts & Decisions"
+    elsewhere = "\n".join([body["Errors & Corrections"], body["Files & Context"], *found.errors])
     facts_op, superseded = _facts_ops(
-        body["Key Facts & Decisions"], found, "Key Facts & Decisions" in warned
+        body[facts], found, facts in warned, _goal(limits, facts), elsewhere
     )
+    goals, files = "Task & Goals", "Files & Context"
     ops: dict[str, Op] = {
         "Session Title": _title_op(body["Session Title"], found),
         "Current State": _KEEP,
-        "Task & Goals": _goals_op(body["Task & Goals"], found, "Task & Goals" in warned),
-        "Key Facts & Decisions": facts_op,
-        "Files & Context": _files_op(body["Files & Context"], found, "Files & Context" in warned),
+        goals: _goals_op(
+            body[goals], found, goals in warned, _goal(limits, goals), f"{elsewhere}\n{body[facts]}"
+        ),
+        facts: facts_op,
+        files: _files_op(body[files], found, files in warned, _goal(limits, files)),
         "Errors & Corrections": _errors_op(body["Errors & Corrections"], found, superseded),
         "Open Issues": open_op,
     }

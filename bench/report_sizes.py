@@ -1,0 +1,213 @@
+"""RESULTS.md sections of the size runs (bench/sizes.py): small windows, the WM size contract,
+the checkpoint cost of the assemble node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["checkpoint_assemble_section", "size_section", "window_section"]
+
+SURVIVAL_TARGET = 0.98
+DRIFT_RATIO_TARGET = 1.3
+CHECKPOINT_RATIO_TARGET = 1.2
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return [*out, ""]
+
+
+def _whole(r: Any) -> tuple[int, int]:
+    fits = [c for c in r.contexts if c["fits"]]
+    return sum(c["complete"] for c in fits), len(fits)
+
+
+def window_section(runs: list[Any], at: int) -> list[str]:
+    """Survival and WM visibility in 8k / 16k / 32k windows."""
+    if not runs:
+        return []
+    rows = []
+    for r in runs:
+        survival = r.at(at)
+        shown, fits = _whole(r)
+        whole = f"{shown}/{fits}" if r.contexts else "n/a"
+        rows.append(
+            [
+                r.kind,
+                f"{r.window:,}",
+                r.behaviour,
+                r.system,
+                r.compactions,
+                _pct(survival.rate() if survival else None),
+                _pct(r.final.rate()),
+                whole,
+                f"{r.over_budget}/{r.model_calls}",
+            ]
+        )
+    lines = [
+        "## Small context windows: 8k, 16k, 32k",
+        "",
+        "The retention sessions again, every system inside the same window: wm_langgraph with "
+        "`token_budget` = window (same commit cadence); LangMem `max_tokens` = the window's "
+        "usable part (window minus the 15% reply reserve) and `max_summary_tokens` = the size "
+        "target wm_langgraph holds its WM to; LangChain also summarises once its context "
+        "passes the usable part. *overall* is survival after the "
+        f"{at}th compaction (as above), *final* after the whole session. *WM whole when it "
+        "fits*: model calls where the whole Working Memory fitted beside the newest turn, and "
+        "how many of them showed it whole. *over budget*: model calls whose input exceeded "
+        "the usable part.",
+        "",
+        *_table(
+            [
+                "session",
+                "window",
+                "summariser",
+                "system",
+                "compactions",
+                "overall",
+                "final",
+                "WM whole when it fits",
+                "over budget",
+            ],
+            rows,
+        ),
+        "Targets (issue 11):",
+        "",
+    ]
+    for r in runs:
+        if r.system != "wm_langgraph" or r.behaviour != "drifting":
+            continue
+        survival = r.at(at)
+        rate = survival.rate() if survival else None
+        met = rate is not None and rate >= SURVIVAL_TARGET
+        shown, fits = _whole(r)
+        lines.append(
+            f"- {r.kind}, {r.window:,}: overall {_pct(rate)} "
+            f"({'met' if met else 'NOT met'}, target ≥ 98%); WM whole in {shown} of {fits} "
+            f"calls where it fitted ({'met' if shown == fits else 'NOT met'})"
+        )
+    return [*lines, ""]
+
+
+def size_section(runs: list[Any]) -> list[str]:
+    """The WM size contract over many commits."""
+    if not runs:
+        return []
+    from bench.writers import FLOOD_EVERY
+
+    commits = runs[0].commits
+    rows = [
+        [
+            r.writer,
+            f"{r.window:,}",
+            f"{r.target:,}",
+            f"{r.ceiling:,}",
+            f"{r.final:,}",
+            f"{r.largest:,}",
+            r.over_target,
+            f"{r.moved:,}",
+            r.compactions,
+            _pct(r.facts_kept),
+            f"{r.seconds:.0f}",
+        ]
+        for r in runs
+    ]
+    lines = [
+        f"## Working Memory size over {commits:,} commits",
+        "",
+        f"One commit per turn of a {commits:,}-turn coding session, each writer on its own "
+        "thread (`WorkingMemory.compact`, Phase 2 inline). *target* and *ceiling* are the size "
+        "contract of that window (target = max(1,000, min(1.5 × archive_memory_tokens, 30% of "
+        "usable)), ceiling = 1.5 × target). *over target*: commits after which the WM was above "
+        "its target. *moved out*: items the last-resort step moved into the store record "
+        "(`archive_search` finds them), *compactions*: commits where the code compacted. "
+        "*needles kept*: the session's needles found in the stored WM or its moved-out items. "
+        f"The flooding writers return a 200 KB document / 10,000 new items on every "
+        f"{FLOOD_EVERY}th call ({commits // FLOOD_EVERY} floods), faithful otherwise; the test "
+        "suite floods on every call.",
+        "",
+        *_table(
+            [
+                "writer",
+                "window",
+                "target",
+                "ceiling",
+                "final",
+                "max",
+                "over target",
+                "moved out",
+                "compactions",
+                "needles kept",
+                "seconds",
+            ],
+            rows,
+        ),
+        "Targets (issue 11):",
+        "",
+    ]
+    for r in runs:
+        ok = r.largest <= r.ceiling
+        lines.append(
+            f"- {r.writer}, {r.window:,}: max {r.largest:,} tokens "
+            f"({'at or under' if ok else 'OVER'} the ceiling {r.ceiling:,})"
+        )
+    by = {(r.writer, r.window): r for r in runs}
+    for window in sorted({r.window for r in runs}):
+        faithful, drifting = by.get(("faithful", window)), by.get(("drifting", window))
+        if faithful and drifting and faithful.final:
+            ratio = drifting.final / faithful.final
+            met = "met" if ratio <= DRIFT_RATIO_TARGET else "NOT met"
+            lines.append(
+                f"- drifting / faithful after {commits:,} commits, {window:,}: "
+                f"{drifting.final:,} / {faithful.final:,} = {ratio:.2f}x ({met}, target ≤ 1.3x)"
+            )
+    return [*lines, ""]
+
+
+def checkpoint_assemble_section(costs: list[Any]) -> list[str]:
+    """Checkpoint bytes per turn with and without the assemble node."""
+    if not costs:
+        return []
+    rows = [
+        [
+            c.shape,
+            c.turns,
+            c.checkpoints,
+            f"{c.checkpoint_bytes:,}",
+            f"{c.writes_bytes:,}",
+            f"{c.per_turn:,.0f}",
+        ]
+        for c in costs
+    ]
+    by = {c.shape: c for c in costs}
+    lines = [
+        "## Checkpoint bytes per turn, with and without the assemble node",
+        "",
+        "The same StateGraph agent (two-person chat, faithful summariser, SqliteSaver): with an "
+        "`assemble` node before the model (README wiring, `WorkingMemoryState`), and without it "
+        "(the model node calls `memory.build_context` itself). The assembled context is an "
+        "untracked channel, never written to a checkpoint or a pending write; what remains is "
+        "the one checkpoint LangGraph writes per superstep (SqliteSaver stores every "
+        "checkpoint whole, so the extra step costs one copy of the state per model call).",
+        "",
+        *_table(
+            ["agent", "turns", "checkpoints", "checkpoint bytes", "writes bytes", "bytes/turn"],
+            rows,
+        ),
+    ]
+    with_node, without = by.get("with assemble node"), by.get("without assemble node")
+    if with_node and without and without.per_turn:
+        ratio = with_node.per_turn / without.per_turn
+        steps = with_node.checkpoints / max(1, without.checkpoints)
+        met = "met" if ratio <= CHECKPOINT_RATIO_TARGET else "NOT met"
+        lines += [
+            f"Ratio with / without: {ratio:.2f}x bytes per turn ({met}, target ≤ 1.2x), "
+            f"for {steps:.2f}x the checkpoints.",
+            "",
+        ]
+    return lines

@@ -1,0 +1,65 @@
+"""The size runs of the benchmark on small inputs: a small window shows the whole WM whenever
+it fits, flooding writers stay at the ceiling, the assemble node adds no model input to the
+checkpoints (issue 11)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if not (ROOT / "bench" / "__init__.py").exists():
+    pytest.skip("bench/ is not in this checkout", allow_module_level=True)
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))
+
+from bench.data import generate_session  # noqa: E402
+from bench.sizes import assemble_checkpoints, size_runs, window_runs  # noqa: E402
+from bench.systems import Tuning  # noqa: E402
+from bench.writers import register_writer  # noqa: E402
+
+SMALL = Tuning(chunk_tokens=600, chunk_messages=10, keep_messages=6)
+
+
+def test_an_8k_window_shows_the_whole_wm_whenever_it_fits() -> None:
+    (run,) = window_runs(
+        ["coding"], 5, 60, ["wm_langgraph"], SMALL, windows=(8_000,), log=lambda _: None
+    )
+    fits = [c for c in run.contexts if c["fits"]]
+    assert len(fits) > 20
+    assert all(c["complete"] for c in fits)
+    assert all(c["tokens"] <= c["usable"] for c in run.contexts)
+    assert run.over_budget == 0
+
+
+def test_flooding_writers_never_push_the_wm_over_the_ceiling() -> None:
+    runs = size_runs(20, 9, [8_000], writers=["200 KB document", "10,000 ops"], log=lambda _: None)
+    for run in runs:
+        assert run.largest <= run.ceiling
+        assert run.moved > 0
+        assert run.compactions >= 2
+
+
+def test_a_writer_can_be_registered_for_the_size_runs() -> None:
+    from bench.models import make_model
+    from bench.writers import SIZE_WRITERS
+
+    register_writer("test faithful copy", lambda s, seed: make_model("faithful", s.items, seed))
+    try:
+        (run,) = size_runs(5, 9, [8_000], writers=["test faithful copy"], log=lambda _: None)
+        assert run.final > 0
+        with pytest.raises(ValueError, match="already registered"):
+            register_writer(
+                "test faithful copy", lambda s, seed: make_model("faithful", s.items, 1)
+            )
+    finally:
+        SIZE_WRITERS.pop("test faithful copy", None)
+
+
+def test_the_assemble_node_adds_no_model_input_to_the_checkpoints() -> None:
+    without, with_node = assemble_checkpoints(generate_session("chat", 10, 12), seed=3)
+    per_checkpoint = with_node.checkpoint_bytes / with_node.checkpoints
+    baseline = without.checkpoint_bytes / without.checkpoints
+    assert per_checkpoint <= 1.1 * baseline  # each checkpoint the same state, no copy of the input

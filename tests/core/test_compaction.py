@@ -1,0 +1,192 @@
+"""The hard size contract (issue 11): whatever the writer returns, the stored document stays at
+or under the ceiling, and nothing leaves it silently (anchors kept, moved items returned)."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from wm_langgraph.core.compaction import (
+    MOVED_MARKER_RE,
+    enforce_size_contract,
+    moved_count,
+    size_contract,
+)
+from wm_langgraph.core.sections import SECTIONS, parse_working_memory, render_working_memory
+from wm_langgraph.core.text import extract_anchors, missing_anchors
+from wm_langgraph.core.tokens import count_tokens
+
+
+def doc(**bodies: str) -> str:
+    keys = ("title", "state", "goals", "facts", "files", "errors", "issues")
+    names = dict(zip(keys, SECTIONS, strict=True))
+    return render_working_memory({names[k]: v for k, v in bodies.items()})
+
+
+def bullets(items: list[str]) -> str:
+    return "\n".join(f"- {i}" for i in items)
+
+
+def anchors_of(text: str) -> set[str]:
+    return extract_anchors(text, include_phrases=False)
+
+
+def assert_nothing_lost(original: str, result: object) -> None:
+    moved = "\n".join(m.text for m in result.moved)  # type: ignore[attr-defined]
+    lost = missing_anchors(anchors_of(original), f"{result.text}\n{moved}")  # type: ignore[attr-defined]
+    assert lost == set()
+
+
+def test_size_contract_follows_the_budgets() -> None:
+    assert size_contract(6_800, 8_000) == size_contract(6_800, 100_000)
+    small, large = size_contract(6_800, 8_000), size_contract(108_000, 8_000)
+    assert (small.target, small.ceiling) == (2_040, 3_060)
+    assert (large.target, large.ceiling) == (12_000, 18_000)
+    assert size_contract(108_000, 2_000).target == 3_000  # a smaller layer, a smaller WM
+    assert size_contract(500, 0).target == 1_000  # a floor for tiny budgets
+
+
+def test_a_document_under_the_ceiling_is_returned_unchanged() -> None:
+    document = doc(title="Port inventory", facts=bullets(["FACT-001 port 9001"] * 3))
+    result = enforce_size_contract(document, ceiling=2_000)
+    assert result.text == document
+    assert result.moved == ()
+    assert result.steps == ()
+
+
+def test_duplicate_clauses_go_first_and_every_anchor_stays() -> None:
+    facts = [f"FACT-{i:03d}: node-{i} listens on port {9000 + i}" for i in range(60)]
+    restored = [f"[restored] {f}; " + "; ".join(facts[i + 1 : i + 4]) for i, f in enumerate(facts)]
+    document = doc(title="Port inventory", facts=bullets(facts + restored))
+    ceiling = count_tokens(doc(title="Port inventory", facts=bullets(facts))) + 50
+    result = enforce_size_contract(document, ceiling=ceiling)
+    assert count_tokens(result.text) <= ceiling
+    assert result.steps[0] == "dedupe"
+    assert result.moved == ()
+    for fact in facts:
+        assert result.text.count(fact) == 1
+
+
+def test_bullets_repeating_the_same_anchors_are_merged() -> None:
+    items = [f"FACT-{i:03d} is on port {9000 + i}" for i in range(40)]
+    again = [f"reminder: port {9000 + i} belongs to FACT-{i:03d}" for i in range(40)]
+    document = doc(title="Ports", facts=bullets(items + again))
+    result = enforce_size_contract(document, ceiling=count_tokens(document) - 40)
+    assert "merge" in result.steps
+    assert result.moved == ()
+    facts = parse_working_memory(result.text)["Key Facts & Decisions"]
+    assert len(facts.splitlines()) <= 41
+    assert_nothing_lost(document, result)
+
+
+def test_files_entries_shrink_to_path_and_what_was_done() -> None:
+    entries = [
+        f"src/pkg/module_{i}.py: read by the agent while it was investigating the flaky test "
+        f"suite on Tuesday and looking at every import of the module in great detail"
+        for i in range(40)
+    ]
+    document = doc(title="Flaky tests", files=bullets(entries))
+    result = enforce_size_contract(document, ceiling=count_tokens(document) * 3 // 4)
+    assert "files" in result.steps
+    assert result.moved == ()
+    for i in range(40):
+        assert f"src/pkg/module_{i}.py: read by the agent" in result.text
+    assert_nothing_lost(document, result)
+
+
+def test_last_resort_moves_the_oldest_unanchored_items_with_a_visible_count() -> None:
+    labels = [f"{a} {b}" for a in ("red", "blue", "green", "gold") for b in "abcdefghijklmnopqrst"]
+    prose = [f"item {label} " + "talked about the weather again " * 4 for label in labels]
+    facts = [f"FACT-{i:03d} port {9000 + i}" for i in range(10)]
+    document = doc(title="Chat", goals=bullets(prose[:40]), facts=bullets(facts + prose[40:]))
+    result = enforce_size_contract(document, ceiling=600)
+    assert count_tokens(result.text) <= 600
+    assert "move" in result.steps
+    assert result.moved_total == len(result.moved) > 0
+    assert moved_count(result.text) == result.moved_total
+    moved = [m.text for m in result.moved]
+    assert all("FACT-" not in m for m in moved)  # unanchored items go first
+    for fact in facts:
+        assert fact in result.text
+    assert moved[0].startswith((f"item {labels[0]} ", f"item {labels[40]} "))  # oldest first
+    body = parse_working_memory(result.text)
+    assert body["Task & Goals"].strip()  # never a whole section while anything else can go
+    assert body["Session Title"] == "Chat"
+
+
+def test_the_moved_count_survives_a_writer_that_drops_the_marker() -> None:
+    document = doc(title="Chat", goals=bullets([f"goal {i} " + "words " * 30 for i in range(60)]))
+    first = enforce_size_contract(document, ceiling=700)
+    assert first.moved_total > 0
+    parsed = parse_working_memory(first.text)
+    parsed["Key Facts & Decisions"] = ""  # the writer rewrote the section without the marker
+    rewritten = render_working_memory(parsed)
+    second = enforce_size_contract(rewritten, ceiling=700, prior=first.text)
+    assert moved_count(second.text) == first.moved_total
+    assert len(MOVED_MARKER_RE.findall(second.text)) == 1
+
+
+def test_a_200_kb_document_and_10_000_items_end_at_the_ceiling() -> None:
+    rng = random.Random(5)
+    words = ["alpha", "Bravo", "charlie", "delta 42", "echo", "Foxtrot", "golf", "hotel"]
+    blob = " ".join(rng.choice(words) for _ in range(40_000))[:200_000]
+    huge = doc(
+        title="Session " + "x" * 50, state=blob, facts=bullets([f"fact {i}" for i in range(50)])
+    )
+    result = enforce_size_contract(huge, ceiling=3_000)
+    assert count_tokens(result.text) <= 3_000
+    assert sum(len(m.text) for m in result.moved) >= len(blob) - 10
+    many = doc(
+        title="Ops", facts=bullets([f"op {i}: set key_{i} to {i * 7}" for i in range(10_000)])
+    )
+    result = enforce_size_contract(many, ceiling=3_000)
+    assert count_tokens(result.text) <= 3_000
+    assert_nothing_lost(many, result)
+
+
+def test_a_title_larger_than_the_ceiling_is_cut_and_kept_in_full_outside() -> None:
+    title = " ".join(f"Word{i}" for i in range(3_000))
+    result = enforce_size_contract(doc(title=title, facts="- FACT-001"), ceiling=1_500)
+    assert count_tokens(result.text) <= 1_500
+    assert any(m.section == "Session Title" and m.text == title for m in result.moved)
+
+
+SECTION_TEXT = st.lists(
+    st.sampled_from(
+        [
+            "FACT-017 port 5432",
+            "src/app/main.py: edited",
+            "Alice chose Postgres because of JSONB",
+            "the weather was nice",
+            "[restored] FACT-017 port 5432",
+            "TODO: check the Norway tax rules",
+            "v2.3.1 released on 2024-03-15",
+            "a long line of prose " * 6,
+            "说明：数据库迁移在 2024年3月15日 完成",
+        ]
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    bodies=st.lists(SECTION_TEXT, min_size=7, max_size=7),
+    ceiling=st.integers(1_500, 4_000),
+)
+def test_never_over_the_ceiling_and_never_a_silent_loss(
+    bodies: list[list[str]], ceiling: int
+) -> None:
+    document = render_working_memory(
+        {name: bullets(items) for name, items in zip(SECTIONS, bodies, strict=True)}
+    )
+    result = enforce_size_contract(document, ceiling=ceiling)
+    assert count_tokens(result.text) <= ceiling
+    assert_nothing_lost(document, result)
+    assert result.moved_total == len(result.moved)
+    assert parse_working_memory(result.text)  # seven sections, parseable
+    again = enforce_size_contract(result.text, ceiling=ceiling, prior=result.text)
+    assert again.text == result.text
+    assert again.moved == ()

@@ -1,0 +1,337 @@
+"""The compaction steps behind ``core.compaction.enforce_size_contract`` (private).
+
+Bodies are lists of non-blank lines per section; every step changes them in place and says
+whether it changed anything. See ``core.compaction`` for the order and the guarantees.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import re
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+
+from wm_langgraph.core.sections import SECTIONS, render_working_memory, section_items
+from wm_langgraph.core.text import extract_anchors, extract_paths, missing_anchors
+from wm_langgraph.core.tokens import TokenCounter
+
+__all__ = [
+    "MERGE_MAX_OVER",
+    "MOVED_MARKER_RE",
+    "Bodies",
+    "MovedItem",
+    "cut_title",
+    "dedupe",
+    "merge",
+    "move",
+    "render",
+    "shorten_files",
+]
+
+MOVED_MARKER_RE = re.compile(r"\[moved out: ([\d,]+) older items?\b[^\]\n]*\]")
+"""Matches the marker bullet that counts the items moved out of the document."""
+
+_TITLE = "Session Title"
+_FACTS = "Key Facts & Decisions"
+_FILES = "Files & Context"
+_MARKER_HOME = _FACTS
+
+_MOVE_ORDER = (  # tie-break: the least critical section first
+    "Current State",
+    _FILES,
+    "Errors & Corrections",
+    _FACTS,
+    "Task & Goals",
+    "Open Issues",
+)
+_CLAUSE_SPLIT_RE = re.compile(r"(?<=[;；])\s*|(?<=[.!?。！？])\s+(?=[A-Z0-9\[`\"'(\u4e00-\u9fff])")
+_BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_NOISE_PREFIX_RE = re.compile(
+    r"^(?:\[(?:restored|silently dropped, restored|new)\]\s*)+", re.IGNORECASE
+)
+_WORD_RE = re.compile(r"\S+")
+_FILES_WORDS = 10
+# Above this many lines the move plan tells anchored items by a cheap pattern (digits, a
+# capitalised word, a path-like token) instead of the full anchor extractor: a writer that
+# returns 10,000 items must not make every commit take seconds. Only the order changes.
+_CHEAP_PLAN_LINES = 2_000
+_CHEAP_ANCHOR_RE = re.compile(r"\d|\b[A-Z][A-Za-z]{2,}|\w[/\\]\w|\.\w{1,5}\b|[\u4e00-\u9fff]")
+# The merge step only saves bullet markers; it runs when that can matter.
+MERGE_MAX_OVER = 2.0
+
+
+@lru_cache(maxsize=65_536)
+def _anchors(text: str, phrases: bool = True) -> frozenset[str]:
+    return frozenset(extract_anchors(text, include_phrases=phrases))
+
+
+@dataclass(frozen=True, slots=True)
+class MovedItem:
+    """One item moved out of the document: its section and its text (without bullet marker)."""
+
+    section: str
+    text: str
+
+
+def _marker(total: int) -> str:
+    noun = "item is" if total == 1 else "items are"
+    return (
+        f"- [moved out: {total:,} older {noun} kept outside this document to hold it under its "
+        "size limit; archive_search finds them]"
+    )
+
+
+# ------------------------------------------------------------------------------ line helpers
+
+
+def _text_of(line: str) -> str:
+    items = section_items(line)
+    return items[0] if items else line.strip()
+
+
+def _as_line(original: str, text: str) -> str:
+    match = _BULLET_RE.match(original)
+    return f"{match.group(0) if match else '- '}{text}"
+
+
+def _clauses(text: str) -> list[str]:
+    return [c.strip() for c in _CLAUSE_SPLIT_RE.split(text) if c and c.strip()]
+
+
+def _clause_key(clause: str) -> str:
+    text = _NOISE_PREFIX_RE.sub("", clause.strip())
+    return re.sub(r"\s+", " ", text).casefold().strip(" \t.;,:!?*_`'\"。；")
+
+
+def _join(clauses: Iterable[str]) -> str:
+    return "; ".join(c.rstrip(" ;；") for c in clauses)
+
+
+Bodies = dict[str, list[str]]
+
+
+def render(bodies: Mapping[str, list[str]], total: int) -> str:
+    out = {name: "\n".join(bodies[name]) for name in SECTIONS}
+    if total:
+        out[_MARKER_HOME] = "\n".join([_marker(total), *bodies[_MARKER_HOME]])
+    return render_working_memory(out)
+
+
+# ------------------------------------------------------------------------------------ steps
+
+
+def dedupe(bodies: Bodies) -> bool:
+    changed = False
+    for name in SECTIONS:
+        if name == _TITLE:
+            continue
+        seen: set[str] = set()
+        out: list[str] = []
+        for line in bodies[name]:
+            text = _text_of(line)
+            clauses = _clauses(text)
+            kept = []
+            for clause in clauses:
+                key = _clause_key(clause)
+                if key and key in seen:
+                    continue
+                seen.add(key)
+                kept.append(clause)
+            if len(kept) == len(clauses):
+                out.append(line)
+            elif kept:
+                out.append(_as_line(line, _join(kept)))
+                changed = True
+            else:
+                changed = True
+        bodies[name] = out
+    return changed
+
+
+def merge(bodies: Bodies) -> bool:
+    changed = False
+    for name in SECTIONS:
+        if name in (_TITLE, "Current State"):
+            continue
+        lines = bodies[name]
+        anchors = [_anchors(_text_of(line)) for line in lines]
+        owner: dict[str, list[int]] = {}
+        alive = [True] * len(lines)
+        for j in range(len(lines)):
+            mine = anchors[j]
+            if mine:
+                rarest = min(mine, key=lambda a: len(owner.get(a, ())))
+                host = next(
+                    (i for i in owner.get(rarest, []) if alive[i] and mine <= anchors[i]), None
+                )
+                if host is not None:
+                    have = {_clause_key(c) for c in _clauses(_text_of(lines[host]))}
+                    extra = [c for c in _clauses(_text_of(lines[j])) if _clause_key(c) not in have]
+                    if extra:
+                        merged = _join([*_clauses(_text_of(lines[host])), *extra])
+                        lines[host] = _as_line(lines[host], merged)
+                    alive[j] = False
+                    changed = True
+                    continue
+            for anchor in mine:
+                owner.setdefault(anchor, []).append(j)
+        bodies[name] = [line for line, keep in zip(lines, alive, strict=True) if keep]
+    return changed
+
+
+def shorten_files(bodies: Bodies) -> bool:
+    lines = bodies[_FILES]
+    # Anchors of the other sections, read once and only if an entry would lose one.
+    others: frozenset[str] | None = None
+    in_files: Counter[str] = Counter()
+    for line in lines:
+        in_files.update(_anchors(_text_of(line)))
+    changed = False
+    for index, line in enumerate(lines):
+        text = _text_of(line)
+        paths = extract_paths(text)
+        if not paths:
+            continue
+        rest = text
+        for path in paths:
+            rest = rest.replace(path, " ")
+        rest = re.sub(r"^[\s`'\"(),:;—–-]+", "", re.sub(r"\s+", " ", rest)).strip()
+        first = _clauses(rest)[0] if _clauses(rest) else ""
+        words = _WORD_RE.findall(first)
+        what = " ".join(words[:_FILES_WORDS]) + (" …" if len(words) > _FILES_WORDS else "")
+        short = ", ".join(dict.fromkeys(paths)) + (f": {what.rstrip(' ;,.:')}" if what else "")
+        if len(short) >= len(text):
+            continue
+        own = _anchors(text)
+        lost = {a for a in missing_anchors(own, short) if in_files[a] <= 1}
+        if lost and others is None:
+            rest_of_document = "\n".join("\n".join(bodies[n]) for n in SECTIONS if n != _FILES)
+            others = frozenset(extract_anchors(rest_of_document))
+        lost -= others or frozenset()
+        if lost:
+            short += f" ({', '.join(_spans(text, sorted(lost)))})"
+        if len(short) < len(text):
+            lines[index] = _as_line(line, short)
+            in_files.subtract(own)
+            in_files.update(_anchors(short))
+            changed = True
+    return changed
+
+
+def _spans(text: str, anchors: list[str]) -> list[str]:
+    """The original wording of each anchor in ``text`` (the anchor itself when not found)."""
+    out: list[str] = []
+    for anchor in anchors:
+        pattern = r"\s+".join(re.escape(part) for part in anchor.split())
+        match = re.search(pattern, text, re.IGNORECASE)
+        out.append(match.group(0) if match else anchor)
+    return list(dict.fromkeys(out))
+
+
+def _move_plan(bodies: Mapping[str, list[str]]) -> list[tuple[str, int]]:
+    """The move order: unanchored before anchored items, a section's newest item after its
+    older ones; within a tier, always the oldest candidate of the section that is currently
+    largest (water-filling), so a flood in one section never pushes the others out."""
+    cheap = sum(len(bodies[name]) for name in _MOVE_ORDER) > _CHEAP_PLAN_LINES
+    tiers: list[dict[str, list[int]]] = [{} for _ in range(4)]
+    size = dict.fromkeys(_MOVE_ORDER, 0)
+    weight: dict[tuple[str, int], int] = {}
+    for name in _MOVE_ORDER:
+        lines = bodies[name]
+        for i, line in enumerate(lines):
+            text = _text_of(line)
+            anchored = bool(_CHEAP_ANCHOR_RE.search(text) if cheap else _anchors(text, False))
+            tier = 2 * int(anchored) + int(i == len(lines) - 1)
+            tiers[tier].setdefault(name, []).append(i)
+            weight[name, i] = len(line) // 4 + 1  # an estimate is enough to order by
+            size[name] += weight[name, i]
+    plan: list[tuple[str, int]] = []
+    for candidates in tiers:
+        queues = {name: deque(ids) for name, ids in candidates.items()}
+        order = {name: n for n, name in enumerate(_MOVE_ORDER)}
+        heap = [(-size[name], order[name], name) for name in queues]
+        heapq.heapify(heap)
+        while heap:
+            _, rank, name = heapq.heappop(heap)
+            index = queues[name].popleft()
+            plan.append((name, index))
+            size[name] -= weight[name, index]
+            if queues[name]:
+                heapq.heappush(heap, (-size[name], rank, name))
+    return plan
+
+
+def _without(bodies: Mapping[str, list[str]], plan: list[tuple[str, int]], k: int) -> Bodies:
+    gone: dict[str, set[int]] = {}
+    for name, i in plan[:k]:
+        gone.setdefault(name, set()).add(i)
+    return {
+        name: [line for i, line in enumerate(lines) if i not in gone.get(name, set())]
+        for name, lines in bodies.items()
+    }
+
+
+def move(
+    bodies: Bodies, ceiling: int, total: int, counter: TokenCounter
+) -> tuple[Bodies, list[MovedItem]]:
+    """Move the fewest items of the plan out so that the document fits ``ceiling``.
+
+    The removal count is estimated from the lines' lengths, then settled with a few exact
+    counts of the rendered document (galloping, then bisecting), not one count per item."""
+    plan = _move_plan(bodies)
+    sizes: dict[int, int] = {}
+
+    def size(k: int) -> int:
+        if k not in sizes:
+            sizes[k] = counter(render(_without(bodies, plan, k), total + k))
+        return sizes[k]
+
+    def fits(k: int) -> bool:
+        return size(k) <= ceiling
+
+    whole = size(0)
+    if whole <= ceiling or not plan:
+        return bodies, []
+    chars = [0]
+    for name, i in plan:
+        chars.append(chars[-1] + len(bodies[name][i]) + 1)
+    per_token = max(1.0, sum(len(x) for lines in bodies.values() for x in lines) / whole)
+    guess = min(len(plan), max(1, bisect.bisect_left(chars, (whole - ceiling) * per_token)))
+    lo, hi = 0, len(plan)  # invariant once settled: not fits(lo) (or lo == 0), fits(hi)
+    step = 1
+    if fits(guess):
+        hi = guess
+        while hi - step > 0 and fits(hi - step):
+            hi, step = hi - step, step * 2
+        lo = max(0, hi - step)
+    else:
+        lo = guess
+        while lo + step < len(plan) and not fits(lo + step):
+            lo, step = lo + step, step * 2
+        hi = min(len(plan), lo + step)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            hi = mid
+        else:
+            lo = mid
+    k = lo if lo and fits(lo) else hi
+    while k < len(plan) and not fits(k):  # marker digits can make the size non-monotone
+        k += 1
+    moved = [MovedItem(name, _text_of(bodies[name][i])) for name, i in plan[:k]]
+    return _without(bodies, plan, k), moved
+
+
+def cut_title(bodies: Bodies, ceiling: int, total: int, counter: TokenCounter) -> MovedItem:
+    title = " ".join(_text_of(line) or line.strip() for line in bodies[_TITLE])
+    words = _WORD_RE.findall(title)
+    keep = len(words)
+    while keep > 0:
+        keep = keep // 2 if keep > 16 else keep - 1
+        bodies[_TITLE] = [" ".join(words[:keep]) + " …"] if keep else []
+        if counter(render(bodies, total)) <= ceiling:
+            break
+    return MovedItem(_TITLE, title)
