@@ -1,9 +1,12 @@
 """The state-side work of the hooks: read the meta, account the turn, commit, write it back.
 
-The meta is read from ``state["working_memory"]`` when the graph has that channel; otherwise
-(``create_react_agent`` hooks, first turn of any graph) from the store, keyed by thread. Every
-update carries the meta under ``working_memory`` (a graph without that channel ignores the key),
-and the store copy is refreshed whenever the state had none.
+The meta is read from ``state["working_memory"]``: a channel of every graph the hooks are nodes
+of (their input schema adds it, see ``_hooks``), so it is checkpointed with the messages and a
+run resumed from any checkpoint (a fork, time travel) continues that checkpoint's own timeline.
+Only hooks called outside a graph, or from inside another node function of a graph without the
+channel, keep the meta in the store, keyed by thread. Every update carries the meta under
+``working_memory`` (a graph without that channel ignores the key), and the store copy is
+refreshed whenever the state had none.
 """
 
 from __future__ import annotations
@@ -43,6 +46,28 @@ __all__ = ["Session"]
 _STORE_META = "state"
 _TASK_ID_KEY = "__pregel_task_id"
 _CHECKPOINTER_KEY = "__pregel_checkpointer"
+_READ_KEY = "__pregel_read"
+
+
+def _graph_meta(config: RunnableConfig | None) -> Mapping[str, Any] | None:
+    """Inside a graph run whose state has a ``working_memory`` channel: its value (``{}`` while
+    the channel is empty: nothing of this lineage was accounted yet); else None.
+
+    The hooks' own input schema adds the channel to every graph they are nodes of, so a state
+    without the key still belongs to a lineage that keeps its meta in the checkpoint. Only a hook
+    called from inside another node function of a graph without the channel gets None here (and
+    keeps its meta in the store).
+    """
+    configurable = (config or {}).get("configurable") or {}
+    read = configurable.get(_READ_KEY)
+    if not callable(read):
+        return None
+    try:
+        values = read([META_KEY])
+    except Exception:  # the graph has no such channel
+        return None
+    value = values.get(META_KEY) if isinstance(values, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
 
 
 def _require_checkpointer(config: RunnableConfig | None) -> None:
@@ -112,21 +137,35 @@ class Session:
     def _stored(self, thread_id: str) -> dict[str, Any]:
         return self._archives.get_meta(thread_id, _STORE_META) or {}
 
-    def timeline_of(self, state: Mapping[str, Any], thread_id: str) -> list[str]:
-        """The archive ids of the state's timeline."""
+    @staticmethod
+    def state_meta(
+        state: Mapping[str, Any], config: RunnableConfig | None
+    ) -> Mapping[str, Any] | None:
+        """The meta of the state's own lineage: the state's value, or (inside a graph that
+        checkpoints it) the channel's, ``{}`` when empty; None when the meta lives in the store."""
         raw = state.get(META_KEY)
         if isinstance(raw, Mapping):
+            return raw
+        return _graph_meta(config)
+
+    def timeline_of(
+        self, state: Mapping[str, Any], thread_id: str, config: RunnableConfig | None = None
+    ) -> list[str]:
+        """The archive ids of the state's timeline."""
+        raw = self.state_meta(state, config)
+        if raw is not None:
             return clamp_meta(raw, self._config.commit_keep_recent_count)["archives"]
         return self.timeline_for_thread(thread_id)
 
     def model_view(
-        self, state: Mapping[str, Any], thread_id: str
+        self, state: Mapping[str, Any], config: RunnableConfig | None
     ) -> tuple[list[BaseMessage], list[str]]:
         """The state's messages as the model may see them, and the state's timeline: without
         re-sent ids of archived messages (the next after_turn takes them out of the state)."""
+        thread_id = thread_id_from_config(config)
         messages = self.messages_of(state)
-        raw = state.get(META_KEY)
-        if not isinstance(raw, Mapping):
+        raw = self.state_meta(state, config)
+        if raw is None:
             raw = self._stored(thread_id).get("meta") or {
                 "archives": self.timeline_for_thread(thread_id)
             }
@@ -160,8 +199,8 @@ class Session:
         thread_id = thread_id_from_config(config)
         self.messages_of_check(state)
         keep = self._config.commit_keep_recent_count
-        raw = state.get(META_KEY)
-        in_state = isinstance(raw, Mapping)
+        raw = self.state_meta(state, config)
+        in_state = raw is not None
         stored: dict[str, Any] = {}
         if not in_state:
             stored = self._stored(thread_id)
@@ -213,7 +252,7 @@ class Session:
         self, turn: _Turn, result: Phase1Result | None, config: RunnableConfig | None
     ) -> dict[str, Any]:
         meta = result.meta if result is not None else turn.meta
-        removed = [str(m.id) for m in result.record.messages] if result is not None else []
+        removed = [str(m.id) for m in result.archived] if result is not None else []
         update: dict[str, Any] = {META_KEY: dict(meta)}
         if turn.ids_assigned:
             live = result.remaining if result is not None else turn.messages

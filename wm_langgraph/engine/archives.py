@@ -8,13 +8,21 @@ Layout, per thread (``label`` is the thread id made safe for store namespaces)::
     ("wm_langgraph", label, "ids")       <message id>                    the archives holding it
 
 The current WM of a timeline (its ordered archive ids) is the newest version whose coverage is a
-prefix of the timeline; the archives after that prefix are pending. Archive ids are never reused:
-a fork that would reuse a number of another branch gets a suffix (``archive_003_2``).
+prefix of the timeline; the archives after that prefix are pending.
+
+Records are immutable once written. A record's identity is its place in a lineage (``prev``, the
+archive before it on its timeline) and a digest of its messages (every field, verbatim). An id
+is never reused for other content: a fork that archives different messages (an edited one, other
+turns) at a number another branch already used gets a suffix (``archive_003_2``); a branch that
+archives exactly the same messages after the same archive shares the record (and its WM
+versions, whose coverage is then the same lineage).
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -32,6 +40,7 @@ __all__ = [
     "ArchiveStatus",
     "ArchiveStore",
     "WorkingMemoryVersion",
+    "digest_of",
     "now_iso",
     "thread_id_from_config",
     "thread_label",
@@ -115,6 +124,16 @@ def _restore(value: Any) -> Any:
     return value
 
 
+def digest_of(messages: Sequence[BaseMessage]) -> str:
+    """A digest of messages as a record stores them (every field, in order)."""
+    plain = _json_plain(messages_to_dict(list(messages)))
+    text = json.dumps(plain, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_IMMUTABLE = frozenset({"id", "seq", "messages", "message_count", "prev", "digest", "thread_id"})
+
+
 @dataclass(frozen=True, slots=True)
 class ArchiveRecord:
     """One archive: messages moved out of the live state, kept verbatim.
@@ -130,6 +149,8 @@ class ArchiveRecord:
         abstract: A one-line description.
         overview: The Working Memory after this archive was folded in ("" until done).
         metadata: Timings, guard decisions, errors.
+        prev: The archive before this one on its timeline (None for the first).
+        digest: :func:`digest_of` the messages ("" for records of older versions).
     """
 
     id: str
@@ -144,6 +165,8 @@ class ArchiveRecord:
     thread_id: str = ""
     created_at: str = ""
     updated_at: str = ""
+    prev: str | None = None
+    digest: str = ""
 
     def to_value(self) -> dict[str, Any]:
         """The JSON-plain store value."""
@@ -160,6 +183,8 @@ class ArchiveRecord:
             "thread_id": self.thread_id,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
+            "prev": self.prev,
+            "digest": self.digest,
         }
 
     @classmethod
@@ -179,6 +204,8 @@ class ArchiveRecord:
             thread_id=str(value.get("thread_id", "")),
             created_at=str(value.get("created_at", "")),
             updated_at=str(value.get("updated_at", "")),
+            prev=str(value["prev"]) if value.get("prev") is not None else None,
+            digest=str(value.get("digest") or ""),
         )
 
 
@@ -204,25 +231,44 @@ class ArchiveStore:
         return (ROOT_LABEL, thread_label(thread_id), kind)
 
     # -- archives -------------------------------------------------------------------------
-    def allocate_id(self, thread_id: str, timeline: Sequence[str], message_ids: list[str]) -> str:
-        """The id for the next archive of ``timeline``, unique across forks of the thread."""
+    def slot(self, thread_id: str, timeline: Sequence[str]) -> tuple[list[ArchiveRecord], str]:
+        """The records already written at the next position of ``timeline`` (by any branch,
+        or by a commit of this one that a crash kept out of the checkpoint), and a free id there.
+
+        Returns:
+            The records whose ``prev`` is the timeline's last archive, not on the timeline,
+            in id order; and the first unused id (``archive_004``, then ``archive_004_2``, ...).
+        """
         base = f"archive_{len(timeline) + 1:03d}"
+        prev = timeline[-1] if timeline else None
         ns = self.namespace(thread_id, "archives")
+        found: list[ArchiveRecord] = []
         candidate, n = base, 1
-        while True:
-            item = self.store.get(ns, candidate)
-            if item is None:
-                return candidate
-            # A record left by an interrupted Phase 1 for the same messages is taken over.
-            stored = [m.get("data", {}).get("id") for m in item.value.get("messages") or []]
-            if candidate not in timeline and stored == message_ids:
-                return candidate
+        while (item := self.store.get(ns, candidate)) is not None:
+            value = item.value
+            if candidate not in timeline and value.get("digest") and value.get("prev") == prev:
+                found.append(ArchiveRecord.from_value(value))
             n += 1
             candidate = f"{base}_{n}"
+        return found, candidate
 
     def put_archive(self, record: ArchiveRecord) -> None:
-        """Write (or overwrite) an archive record."""
-        self.store.put(self.namespace(record.thread_id, "archives"), record.id, record.to_value())
+        """Write a new archive record.
+
+        Raises:
+            ValueError: A record with this id exists and holds other messages (records are
+                immutable: an id is never reused for different content).
+        """
+        ns = self.namespace(record.thread_id, "archives")
+        value = record.to_value()
+        existing = self.store.get(ns, record.id)
+        if existing is not None:
+            if record.digest and existing.value.get("digest") == record.digest:
+                return  # the very same archive, written before: nothing to do
+            raise ValueError(
+                f"archive {record.id} exists with other content; records are immutable"
+            )
+        self.store.put(ns, record.id, value)
 
     def get_archives(self, thread_id: str, ids: Sequence[str]) -> list[ArchiveRecord]:
         """The records of ``ids`` in that order (missing ones are skipped)."""
@@ -233,7 +279,17 @@ class ArchiveStore:
         return [ArchiveRecord.from_value(item.value) for item in items if isinstance(item, Item)]
 
     def update_archives(self, thread_id: str, ids: Sequence[str], **changes: Any) -> None:
-        """Set fields on stored records (``metadata`` is merged, ``updated_at`` refreshed)."""
+        """Set fields on stored records (``metadata`` is merged, ``updated_at`` refreshed).
+
+        Only the bookkeeping fields change (status, overview, metadata, abstract): the messages
+        and the record's identity are immutable.
+
+        Raises:
+            ValueError: ``changes`` names an immutable field.
+        """
+        frozen = sorted(_IMMUTABLE.intersection(changes))
+        if frozen:
+            raise ValueError(f"archive fields {frozen} are immutable")
         ns = self.namespace(thread_id, "archives")
         for archive_id in ids:
             item = self.store.get(ns, archive_id)

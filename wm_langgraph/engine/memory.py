@@ -1,8 +1,10 @@
 """``WorkingMemory``: the three hooks of SPEC §6-§7 as LangGraph nodes, plus their plumbing.
 
 Where data lives (DESIGN §2): the live messages and a small JSON-plain meta in the graph state
-(``state["working_memory"]``); archives and Working Memory versions in a ``BaseStore``. Graphs
-without a ``working_memory`` channel (``create_react_agent`` hooks) keep the meta in the store.
+(``state["working_memory"]``, a channel the hooks' input schema adds to every graph they are
+nodes of, ``create_react_agent`` included, so it follows forks and time travel); archives and
+Working Memory versions in a ``BaseStore``. Hooks called directly (no graph) keep the meta in
+the store.
 """
 
 from __future__ import annotations
@@ -202,7 +204,7 @@ class WorkingMemory:
     # -- assemble ----------------------------------------------------------------------------
     def _assemble(self, state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
         thread_id = thread_id_from_config(config)
-        messages, timeline = self._session.model_view(state, thread_id)
+        messages, timeline = self._session.model_view(state, config)
         context = self._build(messages, thread_id, timeline, None)
         return {"llm_input_messages": context.all_messages}
 
@@ -242,7 +244,7 @@ class WorkingMemory:
         """
         thread_id = thread_id_from_config(config)
         if state is not None:
-            timeline = self._session.timeline_of(state, thread_id)
+            timeline = self._session.timeline_of(state, thread_id, config)
         else:
             timeline = self._session.timeline_for_thread(thread_id)
         return self._build(convert_to_messages(list(messages)), thread_id, timeline, system_message)
