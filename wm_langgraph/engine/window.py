@@ -1,9 +1,9 @@
 """Sliding-window token accounting and tool-pair-safe split points (SPEC §6, DESIGN §3.4-5).
 
 ``pending_tokens`` is the sum of the token counts of the live messages outside the most recent
-``keep_recent_count`` messages. Accounting a turn costs O(new messages): each new message enters
-the window's tail; the message pushed out of its head adds its tokens to ``pending_tokens``.
-:func:`rebuild_meta` computes the same value from scratch; both always agree.
+``keep_recent_count`` messages. :func:`account_messages` derives it from the live messages on
+every turn (edits and removals anywhere are seen), tokenising through the engine's per-message
+token cache, so only new or changed messages are tokenised.
 
 System messages are instructions, not conversation: they are neither counted nor archived.
 """
@@ -131,40 +131,18 @@ def new_messages_start(meta: WorkingMemoryMeta, messages: Sequence[BaseMessage])
 def account_messages(
     meta: WorkingMemoryMeta, messages: Sequence[BaseMessage], count: MessageCounter
 ) -> WorkingMemoryMeta:
-    """Account the messages added since the meta was last written (O(new messages)).
+    """Account the live messages: the meta of ``messages`` (the timeline is carried over).
 
-    When the meta does not describe ``messages`` (edited history, another timeline, a lost
-    meta) the accounting is rebuilt from scratch, so the result is always exact.
+    The live messages can change anywhere between two hooks, not only at the end: a message
+    re-sent with the id of a live one replaces it in place (an edit), ``RemoveMessage`` takes one
+    out, a fork resumes an older list. So every turn derives the window and ``pending_tokens``
+    from the messages themselves, which makes them exact by construction (DESIGN §3.5).
+
+    ``count`` is meant to be the engine's per-message token cache: an unchanged message is a
+    dictionary hit, so tokenising costs O(changed + new messages) per turn, and the pass over
+    the live messages is the one assemble makes before every model call anyway.
     """
-    start = new_messages_start(meta, messages)
-    if start is None:
-        known = {str(k): int(v) for k, v in meta["window"]}
-        return rebuild_meta(
-            messages, meta["keep_recent_count"], count, archives=meta["archives"], known=known
-        )
-    if start >= len(messages):
-        return meta
-    keep = meta["keep_recent_count"]
-    window = [list(entry) for entry in meta["window"]]
-    pending = meta["pending_tokens"]
-    for message in messages[start:]:
-        if isinstance(message, SystemMessage):
-            continue
-        window.append([str(message.id), max(0, count(message))])
-    overflow = len(window) - keep
-    if overflow > 0:
-        pending += sum(int(entry[1]) for entry in window[:overflow])
-        window = window[overflow:]
-    last = messages[-1]
-    return {
-        "v": META_VERSION,
-        "pending_tokens": max(0, pending),
-        "keep_recent_count": keep,
-        "window": window,
-        "last_counted_id": str(last.id) if last.id else None,
-        "last_counted_index": len(messages) - 1,
-        "archives": list(meta["archives"]),
-    }
+    return rebuild_meta(messages, meta["keep_recent_count"], count, archives=meta["archives"])
 
 
 def live_tokens(meta: WorkingMemoryMeta) -> int:
