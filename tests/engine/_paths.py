@@ -58,6 +58,11 @@ class Driver:
             "middleware": "WorkingMemoryMiddleware.after_agent",
         }[self.kind]
 
+    @property
+    def model_node(self) -> str:
+        """The node that writes the agent model's reply (an update as_node it routes on)."""
+        return {"stategraph": "agent", "react": "post_model_hook", "middleware": "model"}[self.kind]
+
     def invoke(self, messages: list[BaseMessage] | None, config: dict[str, Any]) -> Any:
         return self.graph.invoke(None if messages is None else {"messages": messages}, config)
 

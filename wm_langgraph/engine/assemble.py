@@ -25,6 +25,9 @@ When the layers do not fit, in this order:
    first, as little as needed. The system message, the user message, and the assistant
    messages are never cut, so if they alone exceed the budget the result is over budget
    (``tokens > budgets.usable``) rather than missing the user's request.
+
+A tool result whose call is not among the messages before it (the call is archived and folded)
+is left out: OpenAI-style APIs reject it (see ``_model_input``).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from wm_langgraph.core.sections import (
     parse_working_memory,
     render_working_memory,
 )
+from wm_langgraph.engine._model_input import drop_orphan_tool_results
 from wm_langgraph.engine.render import content_text
 
 __all__ = [
@@ -395,6 +399,9 @@ def assemble_context(
             folded.append(message)
         else:
             body.append(message)
+    orphans = len(body)
+    body = drop_orphan_tool_results(body)
+    orphans -= len(body)
     has_memory = bool(working_memory.strip()) or bool(pending_messages)
     if has_memory and system_addition is None:
         from wm_langgraph.engine.prompts import load_prompt
@@ -440,6 +447,6 @@ def assemble_context(
         system_message=system,
         messages=messages,
         tokens=tokens,
-        dropped=len(body) - len(kept),
+        dropped=len(body) - len(kept) + orphans,
         budgets=budgets,
     )

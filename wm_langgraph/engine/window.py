@@ -183,12 +183,15 @@ def safe_split(messages: Sequence[BaseMessage], split: int) -> int:
     """Move ``split`` back (or, failing that, forward) so no tool pair straddles it.
 
     ``messages[:split]`` and ``messages[split:]`` then each hold every AI tool call together with
-    all of its tool results (parallel calls included).
+    all of its tool results (parallel calls included). A call still waiting for its results (the
+    newest messages: a graph interrupted before its tools node) stays on the live side, even
+    when everything is to be archived (``split == len(messages)``, a compaction): its results
+    arrive later and must find it there.
     """
     n = len(messages)
     split = max(0, min(n, split))
-    if split in (0, n):
-        return split
+    if split == 0:
+        return 0
     ends = _pair_ends(messages)
     candidate = split
     while candidate > 0:
@@ -196,13 +199,16 @@ def safe_split(messages: Sequence[BaseMessage], split: int) -> int:
         if not owners:
             return candidate
         candidate = min(owners)
+    waiting = any(end >= n for end in ends.values())  # an unanswered call at the end
+    if split == n:
+        return 0
     candidate = split  # nothing fits before: try after the pair instead
     while candidate < n:
         spans = [end for i, end in ends.items() if i < candidate <= end]
         if not spans:
             return candidate
         candidate = max(spans) + 1
-    return min(candidate, n)
+    return 0 if waiting else min(candidate, n)
 
 
 def newest_turn_start(messages: Sequence[BaseMessage]) -> int:
