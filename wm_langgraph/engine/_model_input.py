@@ -9,9 +9,38 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-__all__ = ["drop_orphan_tool_results"]
+__all__ = ["drop_orphan_tool_results", "split_system_messages"]
+
+
+def split_system_messages(
+    pending: Sequence[BaseMessage], live: Sequence[BaseMessage]
+) -> tuple[list[SystemMessage], list[BaseMessage], int]:
+    """Sort the pending-archive and live messages into system text and conversation.
+
+    The system message at the head of the live messages is the thread's system prompt and is
+    always shown. Of the later system messages (notes added during the conversation, perhaps
+    one per turn; they are counted and archived like any message) only the newest is shown,
+    folded into the leading system message next to the system prompt: it is the instruction in
+    force, and the prompt stays inside the budget however many were added.
+
+    Returns:
+        The system messages to fold (system prompt first), the other messages in order, and how
+        many older system messages were left out.
+    """
+    pinned: list[SystemMessage] = []
+    if live and isinstance(live[0], SystemMessage):
+        pinned.append(live[0])
+        live = live[1:]
+    notes: list[SystemMessage] = []
+    body: list[BaseMessage] = []
+    for message in [*pending, *live]:
+        if isinstance(message, SystemMessage):
+            notes.append(message)
+        else:
+            body.append(message)
+    return pinned + notes[-1:], body, max(0, len(notes) - 1)
 
 
 def drop_orphan_tool_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

@@ -101,6 +101,11 @@ def archive_oldest(
     """
     convo = conversation(messages)
     split = safe_split(convo, len(convo) - max(0, keep))
+    if len(convo) == len(messages):
+        # No system prompt at the head: a system note right after the split would become one
+        # (never counted or archived again); it goes with the archived part instead.
+        while 0 < split < len(convo) and isinstance(convo[split], SystemMessage):
+            split += 1
     if split <= 0:
         return None
     known = {str(k): int(v) for k, v in meta["window"]}
@@ -121,7 +126,7 @@ def archive_oldest(
         timeline.append(record.id)
         start += record.message_count
     gone = {m.id for m in convo[:split]}
-    remaining = [m for m in messages if isinstance(m, SystemMessage) or m.id not in gone]
+    remaining = [m for m in messages if m.id not in gone]
     new_meta = rebuild_meta(remaining, window_keep, count, archives=timeline, known=known)
     return Phase1Result(records=records, remaining=remaining, meta=new_meta)
 

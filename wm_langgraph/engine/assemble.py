@@ -51,7 +51,7 @@ from wm_langgraph.core.sections import (
     parse_working_memory,
     render_working_memory,
 )
-from wm_langgraph.engine._model_input import drop_orphan_tool_results
+from wm_langgraph.engine._model_input import drop_orphan_tool_results, split_system_messages
 from wm_langgraph.engine.render import content_text
 
 __all__ = [
@@ -107,7 +107,7 @@ class AssembledContext:
             (when a WM exists and fits), pending-archive messages, live messages.
         tokens: Total of all returned messages (system message included) by the counter.
         dropped: How many pending/live messages were left out (folded system messages are
-            not counted; they are merged into ``system_message``).
+            not counted; they are merged into ``system_message``; older system notes are).
         budgets: The budgets used.
     """
 
@@ -376,8 +376,9 @@ def assemble_context(
         system_message: The thread's own system message, if any.
         working_memory: The current WM document, ``""`` when there is none yet.
         pending_messages: Messages of archives whose Phase 2 is not done, in archive order.
-        live_messages: The live (not archived) messages; any ``SystemMessage`` among them is
-            folded into the leading system message.
+        live_messages: The live (not archived) messages. A ``SystemMessage`` at their head
+            (the thread's system prompt) and the newest later one are folded into the leading
+            system message; older later ones are left out (see ``_model_input``).
         token_budget: The model's context window ``T``.
         reserve_tokens: Reply reserve for large windows (SPEC §7).
         archive_memory_tokens: Cap of the WM layer.
@@ -392,16 +393,10 @@ def assemble_context(
         ValueError: A budget value is out of range.
     """
     budgets = compute_budgets(token_budget, reserve_tokens, archive_memory_tokens)
-    folded: list[SystemMessage] = []
-    body: list[BaseMessage] = []
-    for message in [*pending_messages, *live_messages]:
-        if isinstance(message, SystemMessage):
-            folded.append(message)
-        else:
-            body.append(message)
-    orphans = len(body)
+    folded, body, left_out = split_system_messages(pending_messages, live_messages)
+    size = len(body)
     body = drop_orphan_tool_results(body)
-    orphans -= len(body)
+    left_out += size - len(body)
     has_memory = bool(working_memory.strip()) or bool(pending_messages)
     if has_memory and system_addition is None:
         from wm_langgraph.engine.prompts import load_prompt
@@ -447,6 +442,6 @@ def assemble_context(
         system_message=system,
         messages=messages,
         tokens=tokens,
-        dropped=len(body) - len(kept) + orphans,
+        dropped=len(body) - len(kept) + left_out,
         budgets=budgets,
     )

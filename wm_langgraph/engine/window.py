@@ -5,7 +5,9 @@
 every turn (edits and removals anywhere are seen), tokenising through the engine's per-message
 token cache, so only new or changed messages are tokenised.
 
-System messages are instructions, not conversation: they are neither counted nor archived.
+System messages: the one at the head of the live messages is the thread's system prompt; it is
+neither counted nor archived. Any later system message (a note added during the conversation,
+e.g. one per turn) is conversation: counted, and archived with its turn like any other message.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "account_messages",
     "conversation",
     "ensure_message_ids",
+    "is_system_prompt",
     "live_tokens",
     "new_messages_start",
     "newest_turn_start",
@@ -43,9 +46,14 @@ __all__ = [
 MessageCounter = Callable[[BaseMessage], int]
 
 
+def is_system_prompt(messages: Sequence[BaseMessage], index: int) -> bool:
+    """True for the thread's system prompt: a system message at the head of the live messages."""
+    return index == 0 and bool(messages) and isinstance(messages[0], SystemMessage)
+
+
 def conversation(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The messages that are accounted and archivable (everything but system messages)."""
-    return [m for m in messages if not isinstance(m, SystemMessage)]
+    """The messages that are accounted and archivable: all but the system prompt at the head."""
+    return list(messages[1:]) if is_system_prompt(messages, 0) else list(messages)
 
 
 def ensure_message_ids(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], bool]:
