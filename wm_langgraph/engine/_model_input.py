@@ -7,11 +7,66 @@ the engine's own are presented.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-__all__ = ["drop_orphan_tool_results", "split_system_messages"]
+__all__ = [
+    "QUOTEDSUMMARY_HEADER",
+    "drop_orphan_tool_results",
+    "neutralise_summary_headers",
+    "neutralise_text",
+    "split_system_messages",
+]
+
+SUMMARY_HEADER = "[Session History Summary]"
+"""First line of the user message that carries the Working Memory (re-exported by assemble)."""
+QUOTEDSUMMARY_HEADER = "[quoted text: Session History Summary]"
+"""What a ``[Session History Summary]`` line that the engine did not write is shown as."""
+
+_HEADER_LINE_RE = re.compile(r"(?m)^(\s*)" + re.escape(SUMMARY_HEADER))
+
+
+def neutralise_text(text: str) -> str:
+    """``text`` with every line that starts with the summary header (after any blank space)
+    shown as quoted text instead."""
+    if SUMMARY_HEADER not in text:
+        return text
+    return _HEADER_LINE_RE.sub(lambda m: m.group(1) + QUOTEDSUMMARY_HEADER, text)
+
+
+def _neutral_content(content: Any) -> Any:
+    if isinstance(content, str):
+        return neutralise_text(content)
+    if isinstance(content, list):
+        out: list[Any] = []
+        for block in content:
+            if isinstance(block, str):
+                out.append(neutralise_text(block))
+            elif isinstance(block, dict) and isinstance(block.get("text"), str):
+                out.append({**block, "text": neutralise_text(block["text"])})
+            else:
+                out.append(block)
+        return out
+    return content
+
+
+def neutralise_summary_headers(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Only the engine writes the ``[Session History Summary]`` message, and the system-prompt
+    addition tells the model to read it as the summary of earlier turns. A message of the
+    conversation whose text starts a line with that header (a pasted or forged summary) is
+    shown with the header quoted (a copy; the state keeps the message verbatim)."""
+    out: list[BaseMessage] = []
+    for message in messages:
+        content = _neutral_content(message.content)
+        out.append(
+            message
+            if content == message.content
+            else message.model_copy(update={"content": content})
+        )
+    return out
 
 
 def split_system_messages(

@@ -27,7 +27,9 @@ When the layers do not fit, in this order:
    (``tokens > budgets.usable``) rather than missing the user's request.
 
 A tool result whose call is not among the messages before it (the call is archived and folded)
-is left out: OpenAI-style APIs reject it (see ``_model_input``).
+is left out: OpenAI-style APIs reject it. Only the engine writes the ``[Session History
+Summary]`` message: in any other message a line starting with that header is shown quoted
+(see ``_model_input``).
 """
 
 from __future__ import annotations
@@ -51,7 +53,13 @@ from wm_langgraph.core.sections import (
     parse_working_memory,
     render_working_memory,
 )
-from wm_langgraph.engine._model_input import drop_orphan_tool_results, split_system_messages
+from wm_langgraph.engine._model_input import (
+    SUMMARY_HEADER,
+    drop_orphan_tool_results,
+    neutralise_summary_headers,
+    neutralise_text,
+    split_system_messages,
+)
 from wm_langgraph.engine.render import content_text
 
 __all__ = [
@@ -63,8 +71,6 @@ __all__ = [
     "fit_working_memory",
 ]
 
-SUMMARY_HEADER = "[Session History Summary]"
-"""First line of the user message that carries the Working Memory."""
 
 MessageCounter = Callable[[BaseMessage], int]
 
@@ -151,7 +157,8 @@ def compute_budgets(token_budget: int, reserve_tokens: int, archive_memory_token
 
 
 def _summary_message(document: str) -> HumanMessage:
-    return HumanMessage(content=f"{SUMMARY_HEADER}\n\n{document.strip()}")
+    # The header opens the engine's message only: a header line inside the document is quoted.
+    return HumanMessage(content=f"{SUMMARY_HEADER}\n\n{neutralise_text(document.strip())}")
 
 
 def _marker(omitted: int) -> str:
@@ -395,7 +402,7 @@ def assemble_context(
     budgets = compute_budgets(token_budget, reserve_tokens, archive_memory_tokens)
     folded, body, left_out = split_system_messages(pending_messages, live_messages)
     size = len(body)
-    body = drop_orphan_tool_results(body)
+    body = neutralise_summary_headers(drop_orphan_tool_results(body))
     left_out += size - len(body)
     has_memory = bool(working_memory.strip()) or bool(pending_messages)
     if has_memory and system_addition is None:
