@@ -113,8 +113,8 @@ def neutralise_body(body: str) -> str:
     """Make a section body safe to embed: no line of it can start a new section.
 
     Lines that would parse as a ``## `` header, indented with blank space or not, are demoted to
-    ``###`` so the document keeps exactly seven sections (header injection, SPEC §4.7). A ``# Working Memory`` line is
-    demoted the same way. The text itself is kept.
+    ``###`` so the document keeps exactly seven sections (header injection, SPEC §4.7). A
+    ``# Working Memory`` line is demoted the same way. The text itself is kept.
     """
     out: list[str] = []
     # Strip first: stripping after the check would turn " ## X" (or "\f## X") on the first
