@@ -3,7 +3,7 @@
 Public API only through this module. See README.md.
 """
 
-from wm_langgraph.adapters.middleware import WorkingMemoryMiddleware
+from wm_langgraph.adapters.middleware import WorkingMemoryAgentState, WorkingMemoryMiddleware
 from wm_langgraph.core.merge import GuardDecision, MergeResult, merge_working_memory
 from wm_langgraph.core.protocol import (
     UPDATE_WORKING_MEMORY_TOOL,
@@ -22,7 +22,7 @@ from wm_langgraph.engine.archives import ArchiveRecord
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.engine.persistence import aopen_sqlite, open_sqlite
-from wm_langgraph.engine.state import WorkingMemoryState
+from wm_langgraph.engine.state import WorkingMemoryState, archive_aware_add_messages
 from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 
 __version__ = "0.1.0"
@@ -35,11 +35,13 @@ __all__ = [
     "MergeResult",
     "OfflineWorkingMemoryModel",
     "WorkingMemory",
+    "WorkingMemoryAgentState",
     "WorkingMemoryConfig",
     "WorkingMemoryMiddleware",
     "WorkingMemoryState",
     "__version__",
     "aopen_sqlite",
+    "archive_aware_add_messages",
     "count_tokens",
     "is_working_memory",
     "merge_working_memory",

@@ -11,7 +11,13 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 __all__ = [
     "QUOTEDSUMMARY_HEADER",
@@ -91,6 +97,8 @@ def split_system_messages(
     notes: list[SystemMessage] = []
     body: list[BaseMessage] = []
     for message in [*pending, *live]:
+        if isinstance(message, RemoveMessage):  # a removal request, not a message
+            continue
         if isinstance(message, SystemMessage):
             notes.append(message)
         else:

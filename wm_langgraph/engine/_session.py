@@ -171,7 +171,8 @@ class Session:
             }
         meta = clamp_meta(raw, self._config.commit_keep_recent_count)
         resent = self.resent_ids(thread_id, messages, meta)
-        return [m for m in messages if m.id not in resent], meta["archives"]
+        shown = [m for m in messages if m.id not in resent and not isinstance(m, RemoveMessage)]
+        return shown, meta["archives"]
 
     def timeline_for_thread(self, thread_id: str) -> list[str]:
         """The thread's latest timeline, for config-only calls (read from the store, so other
@@ -223,6 +224,12 @@ class Session:
             present = {m.id for m in messages}
             removals = [i for i in stored["removed_ids"] if i in present]
         removals += sorted(self.resent_ids(thread_id, messages, meta) - set(removals))
+        requests = [str(m.id) for m in messages if isinstance(m, RemoveMessage)]
+        if requests:  # RemoveMessage of ids that are not live (archive_aware_add_messages)
+            hidden = self._archives.archived_among(thread_id, requests, meta["archives"])
+            if hidden:
+                self._archives.hide_messages(thread_id, sorted(hidden))
+            removals += [i for i in requests if i not in removals]
         if removals:
             gone = set(removals)
             messages = [m for m in messages if m.id not in gone]

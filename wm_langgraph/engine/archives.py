@@ -4,7 +4,8 @@ Layout, per thread (``label`` is the thread id made safe for store namespaces)::
 
     ("wm_langgraph", label, "archives")  archive_001, archive_002, ...  messages verbatim
     ("wm_langgraph", label, "wm")        <last covered archive id>       a WM + its coverage
-    ("wm_langgraph", label, "meta")      timeline | breaker | state       bookkeeping values
+    ("wm_langgraph", label, "meta")      timeline | breaker | state |     bookkeeping values
+                                         hidden
     ("wm_langgraph", label, "ids")       <message id>                    the archives holding it
 
 The current WM of a timeline (its ordered archive ids) is the newest version whose coverage is a
@@ -341,6 +342,18 @@ class ArchiveStore:
             if isinstance(item, Item)
             and on_timeline.intersection(str(a) for a in item.value.get("archives") or [])
         }
+
+    def hide_messages(self, thread_id: str, message_ids: Sequence[str]) -> None:
+        """Hide archived messages of the thread (``RemoveMessage`` of an archived id): the
+        archive tools, assemble and Phase 2 leave them out; the records stay verbatim."""
+        hidden = self.hidden_ids(thread_id)
+        new = [str(i) for i in message_ids if str(i) not in hidden]
+        if new:
+            self.put_meta(thread_id, "hidden", {"ids": [*sorted(hidden), *new]})
+
+    def hidden_ids(self, thread_id: str) -> set[str]:
+        """The thread's hidden message ids (see :meth:`hide_messages`)."""
+        return {str(i) for i in (self.get_meta(thread_id, "hidden") or {}).get("ids") or []}
 
     # -- working memory versions --------------------------------------------------------------
     def current_wm(self, thread_id: str, timeline: Sequence[str]) -> WorkingMemoryVersion | None:

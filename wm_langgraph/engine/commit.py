@@ -146,7 +146,8 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
         if not pending:
             return {"outcome": "noop", "covers": covers, "batch": []}
         batch = _select_batch(pending, cfg.max_prompt_messages_tokens)
-        messages = [m for record in batch for m in record.messages]
+        hidden = deps.archives.hidden_ids(thread_id)  # removed after they were archived
+        messages = [m for record in batch for m in record.messages if m.id not in hidden]
         text = render_messages(
             messages, counter=deps.counter, max_tool_output_tokens=cfg.max_tool_output_tokens
         )

@@ -259,10 +259,11 @@ class WorkingMemory:
         current = self._archives.current_wm(thread_id, timeline)
         covered = len(current.covers) if current else 0
         pending = self._archives.get_archives(thread_id, timeline[covered:])
+        hidden = self._archives.hidden_ids(thread_id) if pending else set()
         return assemble_context(
             system_message=system_message,
             working_memory=current.text if current else "",
-            pending_messages=[m for record in pending for m in record.messages],
+            pending_messages=[m for r in pending for m in r.messages if m.id not in hidden],
             live_messages=messages,
             token_budget=self.config.token_budget,
             reserve_tokens=self.config.reserve_tokens,
@@ -292,6 +293,21 @@ class WorkingMemory:
                 status = "failed"
             records.append(_with_status(record, status))
         return records
+
+    def recall_archives(self, config: RunnableConfig | None) -> list[ArchiveRecord]:
+        """:meth:`list_archives` as the archive tools show it: without the messages removed
+        with ``RemoveMessage`` after they were archived (the records themselves are kept)."""
+        records = self.list_archives(config)
+        hidden = self._archives.hidden_ids(thread_id_from_config(config)) if records else set()
+        if not hidden:
+            return records
+        out = []
+        for record in records:
+            kept = [m for m in record.messages if m.id not in hidden]
+            out.append(
+                record if len(kept) == len(record.messages) else replace(record, messages=kept)
+            )
+        return out
 
     # -- phase 2 control ---------------------------------------------------------------------
     def wait(self, config: RunnableConfig | None = None, timeout: float | None = None) -> bool:

@@ -19,6 +19,7 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    RemoveMessage,
     SystemMessage,
     ToolMessage,
 )
@@ -52,8 +53,10 @@ def is_system_prompt(messages: Sequence[BaseMessage], index: int) -> bool:
 
 
 def conversation(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The messages that are accounted and archivable: all but the system prompt at the head."""
-    return list(messages[1:]) if is_system_prompt(messages, 0) else list(messages)
+    """The messages that are accounted and archivable: all but the system prompt at the head
+    (and removal requests of archived ids, see ``state.archive_aware_add_messages``)."""
+    body = messages[1:] if is_system_prompt(messages, 0) else messages
+    return [m for m in body if not isinstance(m, RemoveMessage)]
 
 
 def ensure_message_ids(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], bool]:
