@@ -196,7 +196,10 @@ def agent(
             yield Agent(kind, wm, graph, archives, model)
         finally:
             wm.wait(timeout=WAIT_S)
-            wm.close()
+            if crasher is not None and crasher.dead:
+                wm._runner.shutdown()  # a killed process runs no exit code: only stop threads
+            else:
+                wm.close()
 
 
 # -- checks ---------------------------------------------------------------------------------------

@@ -23,8 +23,15 @@ from langchain_core.messages import (
     convert_to_messages,
 )
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from wm_langgraph.engine._checkpoints import (
+    CheckpointTimelines,
+    graph_checkpointer,
+    graph_meta,
+    require_checkpointer,
+)
 from wm_langgraph.engine._phase1 import Phase1Result, archive_oldest
 from wm_langgraph.engine.archives import ArchiveStore, thread_id_from_config
 from wm_langgraph.engine.assemble import compute_budgets
@@ -44,41 +51,6 @@ from wm_langgraph.engine.window import (
 __all__ = ["Session"]
 
 _STORE_META = "state"
-_TASK_ID_KEY = "__pregel_task_id"
-_CHECKPOINTER_KEY = "__pregel_checkpointer"
-_READ_KEY = "__pregel_read"
-
-
-def _graph_meta(config: RunnableConfig | None) -> Mapping[str, Any] | None:
-    """Inside a graph run whose state has a ``working_memory`` channel: its value (``{}`` while
-    the channel is empty: nothing of this lineage was accounted yet); else None.
-
-    The hooks' own input schema adds the channel to every graph they are nodes of, so a state
-    without the key still belongs to a lineage that keeps its meta in the checkpoint. Only a hook
-    called from inside another node function of a graph without the channel gets None here (and
-    keeps its meta in the store).
-    """
-    configurable = (config or {}).get("configurable") or {}
-    read = configurable.get(_READ_KEY)
-    if not callable(read):
-        return None
-    try:
-        values = read([META_KEY])
-    except Exception:  # the graph has no such channel
-        return None
-    value = values.get(META_KEY) if isinstance(values, Mapping) else None
-    return value if isinstance(value, Mapping) else {}
-
-
-def _require_checkpointer(config: RunnableConfig | None) -> None:
-    """Inside a graph run, the graph must persist its state between invocations."""
-    configurable = (config or {}).get("configurable") or {}
-    if _TASK_ID_KEY in configurable and configurable.get(_CHECKPOINTER_KEY) is None:
-        raise ValueError(
-            "Working Memory hooks need a checkpointer: compile the graph (or create_react_agent) "
-            "with checkpointer=... (e.g. InMemorySaver() or open_sqlite(path)), otherwise the "
-            "archived messages would come back on the next invocation"
-        )
 
 
 @dataclass
@@ -102,13 +74,17 @@ class Session:
         runner: Phase2Runner,
         config: WorkingMemoryConfig,
         count: MessageCounter,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
     ) -> None:
-        """Bind the session logic to its store, runner, settings and token counter."""
+        """Bind the session logic to its store, runner, settings and token counter
+        (``checkpointer``: the graph's, for config-only reads before any hook ran)."""
+        self._checkpoints = CheckpointTimelines(checkpointer)
         self._archives = archives
         self._runner = runner
         self._config = config
         self._count = count
         self._timelines: dict[str, list[str]] = {}
+        self._unconfirmed: set[str] = set()  # pointer behind a commit not checkpointed yet
         self._touched: set[str] = set()
         self._lock = threading.Lock()
 
@@ -146,7 +122,7 @@ class Session:
         raw = state.get(META_KEY)
         if isinstance(raw, Mapping):
             return raw
-        return _graph_meta(config)
+        return graph_meta(config)
 
     def timeline_of(
         self, state: Mapping[str, Any], thread_id: str, config: RunnableConfig | None = None
@@ -155,7 +131,7 @@ class Session:
         raw = self.state_meta(state, config)
         if raw is not None:
             return clamp_meta(raw, self._config.commit_keep_recent_count)["archives"]
-        return self.timeline_for_thread(thread_id)
+        return self.timeline_for_thread(thread_id, config)
 
     def model_view(
         self, state: Mapping[str, Any], config: RunnableConfig | None
@@ -167,17 +143,46 @@ class Session:
         raw = self.state_meta(state, config)
         if raw is None:
             raw = self._stored(thread_id).get("meta") or {
-                "archives": self.timeline_for_thread(thread_id)
+                "archives": self.timeline_for_thread(thread_id, config)
             }
         meta = clamp_meta(raw, self._config.commit_keep_recent_count)
         resent = self.resent_ids(thread_id, messages, meta)
         shown = [m for m in messages if m.id not in resent and not isinstance(m, RemoveMessage)]
         return shown, meta["archives"]
 
-    def timeline_for_thread(self, thread_id: str) -> list[str]:
-        """The thread's latest timeline, for config-only calls (read from the store, so other
-        processes serving the thread are seen)."""
-        return self._archives.timeline(thread_id)
+    def timeline_for_thread(
+        self, thread_id: str, config: RunnableConfig | None = None
+    ) -> list[str]:
+        """The thread's timeline for config-only calls: the one of the thread's checkpoint (the
+        config's ``checkpoint_id``, else the latest) when the checkpointer is known, else the
+        store's pointer (only ever what a checkpoint confirmed, see :meth:`_finish`)."""
+        found = self._checkpoints.timeline(thread_id, config)
+        if found is None:
+            return self._archives.timeline(thread_id)
+        if not ((config or {}).get("configurable") or {}).get("checkpoint_id"):
+            self._confirm(thread_id, found)  # the latest checkpoint has it: durable now
+        return found
+
+    def _confirm(self, thread_id: str, timeline: list[str]) -> None:
+        """Point the store at a timeline read from the thread's latest checkpoint."""
+        with self._lock:
+            known = self._timelines.get(thread_id)
+            self._unconfirmed.discard(thread_id)
+        if known != timeline:
+            self._archives.set_timeline(thread_id, timeline)
+            with self._lock:
+                self._timelines[thread_id] = list(timeline)
+
+    def confirm_timelines(self) -> None:
+        """Before the process goes: point the store at what the checkpoints now hold for the
+        threads whose newest commit the pointer does not show yet (a process that knows only
+        the store then sees it too)."""
+        with self._lock:
+            threads = list(self._unconfirmed)
+        for thread_id in threads:
+            found = self._checkpoints.timeline(thread_id, None)
+            if found is not None:
+                self._confirm(thread_id, found)
 
     def _messages_for(
         self, state: Mapping[str, Any], meta: WorkingMemoryMeta
@@ -198,6 +203,7 @@ class Session:
 
     def _load(self, state: Mapping[str, Any], config: RunnableConfig | None) -> _Turn:
         thread_id = thread_id_from_config(config)
+        self._checkpoints.remember(thread_id, config)
         self.messages_of_check(state)
         keep = self._config.commit_keep_recent_count
         raw = self.state_meta(state, config)
@@ -273,22 +279,38 @@ class Session:
             self._archives.put_meta(
                 turn.thread_id, _STORE_META, {"meta": dict(meta), "removed_ids": pending_removals}
             )
-        self._sync_timeline(turn.thread_id, meta["archives"], config)
+        # The store's pointer serves config-only reads of processes that do not know the
+        # checkpointer. Inside a checkpointed graph this update is not durable until the graph
+        # writes its checkpoint (a crash in between leaves the archive's messages live), so the
+        # pointer gets the timeline the state was read with: one a checkpoint confirmed.
+        checkpointed = turn.in_state and graph_checkpointer(config) is not None
+        confirmed = turn.meta["archives"] if checkpointed else None
+        self._sync_timeline(turn.thread_id, meta["archives"], config, confirmed=confirmed)
         return update
 
     def _sync_timeline(
-        self, thread_id: str, archives: list[str], config: RunnableConfig | None
+        self,
+        thread_id: str,
+        archives: list[str],
+        config: RunnableConfig | None,
+        *,
+        confirmed: list[str] | None = None,
     ) -> None:
+        pointer = archives if confirmed is None else confirmed
         with self._lock:
             known = self._timelines.get(thread_id)
             first_touch = thread_id not in self._touched
             self._touched.add(thread_id)
         if known is None:
             known = self._archives.timeline(thread_id)
-        if known != archives:
-            self._archives.set_timeline(thread_id, archives)
+        if known != pointer:
+            self._archives.set_timeline(thread_id, pointer)
         with self._lock:
-            self._timelines[thread_id] = list(archives)
+            self._timelines[thread_id] = list(pointer)
+            if pointer != archives:
+                self._unconfirmed.add(thread_id)
+            else:
+                self._unconfirmed.discard(thread_id)
         if first_touch and archives and not self._runner.is_paused(thread_id):
             current = self._archives.current_wm(thread_id, archives)
             if current is None or len(current.covers) < len(archives):
@@ -334,7 +356,7 @@ class Session:
     # -- the hooks ---------------------------------------------------------------------------
     def after_turn(self, state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
         """Account the turn; commit (keep the recent window) when over the threshold."""
-        _require_checkpointer(config)
+        require_checkpointer(config)
         turn = self._load(state, config)
         if turn.meta["pending_tokens"] >= self._config.commit_threshold_tokens:
             return self._commit(
@@ -354,7 +376,7 @@ class Session:
     ) -> dict[str, Any]:
         """after_turn for ``create_react_agent``: commits only once the model has answered
         (no pending tool calls) and always keeps that answer live (the agent routes on it)."""
-        _require_checkpointer(config)
+        require_checkpointer(config)
         turn = self._load(state, config)
         last = turn.messages[-1] if turn.messages else None
         answered = isinstance(last, AIMessage) and not last.tool_calls
@@ -374,7 +396,7 @@ class Session:
             The state update (None when nothing was done), the live messages after it, and the
             timeline's archive ids.
         """
-        _require_checkpointer(config)
+        require_checkpointer(config)
         turn = self._load(state, config)
         budgets = compute_budgets(
             self._config.token_budget,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
@@ -78,6 +79,7 @@ class WorkingMemory:
         create_prompt: str | None = None,
         update_prompt: str | None = None,
         system_prompt: str | None = None,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
     ) -> None:
         """Create the engine.
 
@@ -95,6 +97,10 @@ class WorkingMemory:
             update_prompt: Overrides ``prompts/update.md`` (``{{working_memory}}``,
                 ``{{messages}}``, ``{{section_size_warnings}}``).
             system_prompt: Overrides the assemble system-prompt addition (``prompts/system.md``).
+            checkpointer: The graph's checkpointer (optional). Config-only reads
+                (``get_working_memory``, ``list_archives``, ``resume``) read the thread's
+                timeline from its checkpoint; the hooks tell the engine the checkpointer
+                anyway, this only matters in a process that reads before any hook ran.
 
         Raises:
             TypeError: An argument of the wrong type.
@@ -110,6 +116,10 @@ class WorkingMemory:
             raise TypeError("token_counter must be a callable str -> int")
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise TypeError("system_prompt must be a str or None")
+        if checkpointer is not None and not isinstance(checkpointer, BaseCheckpointSaver):
+            raise TypeError(
+                f"checkpointer must be a langgraph checkpointer, got {type(checkpointer).__name__}"
+            )
         self.config = config or WorkingMemoryConfig()
         self.store: BaseStore = store if store is not None else InMemoryStore()
         self._counter: TokenCounter = token_counter or count_tokens
@@ -137,7 +147,9 @@ class WorkingMemory:
             )
         )
         self._runner = Phase2Runner(self.commit_graph, self._archives, self.config)
-        self._session = Session(self._archives, self._runner, self.config, self._count_message)
+        self._session = Session(
+            self._archives, self._runner, self.config, self._count_message, checkpointer
+        )
         self.after_turn = NodeHook("wm_after_turn", self._session.after_turn)
         self.compact = NodeHook("wm_compact", self._session.compact)
         self.assemble = NodeHook("wm_assemble", self._assemble)
@@ -246,7 +258,7 @@ class WorkingMemory:
         if state is not None:
             timeline = self._session.timeline_of(state, thread_id, config)
         else:
-            timeline = self._session.timeline_for_thread(thread_id)
+            timeline = self._session.timeline_for_thread(thread_id, config)
         return self._build(convert_to_messages(list(messages)), thread_id, timeline, system_message)
 
     def _build(
@@ -276,14 +288,14 @@ class WorkingMemory:
     def get_working_memory(self, config: RunnableConfig | None) -> str:
         """The thread's current Working Memory document (``""`` while there is none)."""
         thread_id = thread_id_from_config(config)
-        timeline = self._session.timeline_for_thread(thread_id)
+        timeline = self._session.timeline_for_thread(thread_id, config)
         current = self._archives.current_wm(thread_id, timeline)
         return current.text if current else ""
 
     def list_archives(self, config: RunnableConfig | None) -> list[ArchiveRecord]:
         """The thread's archives in order; ``status`` is ``"done"`` once a WM covers them."""
         thread_id = thread_id_from_config(config)
-        timeline = self._session.timeline_for_thread(thread_id)
+        timeline = self._session.timeline_for_thread(thread_id, config)
         current = self._archives.current_wm(thread_id, timeline)
         covered = set(current.covers) if current else set()
         records = []
@@ -331,7 +343,7 @@ class WorkingMemory:
         self._runner.reset_breaker(thread_id)
         inline = (not self.config.background) if wait is None else wait
         self._session.schedule(
-            thread_id, self._session.timeline_for_thread(thread_id), config, wait=inline
+            thread_id, self._session.timeline_for_thread(thread_id, config), config, wait=inline
         )
 
     def phase2_status(self, config: RunnableConfig | None) -> dict[str, Any]:
@@ -342,6 +354,7 @@ class WorkingMemory:
     def close(self) -> None:
         """Finish queued background work and stop the worker threads."""
         self._runner.shutdown()
+        self._session.confirm_timelines()
 
     # -- tools and long-term memory ----------------------------------------------------------
     @property
