@@ -21,9 +21,16 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from wm_langgraph.engine.archives import ArchiveStore
 from wm_langgraph.engine.state import META_KEY
 
-__all__ = ["CheckpointTimelines", "graph_checkpointer", "graph_meta", "require_checkpointer"]
+__all__ = [
+    "CheckpointTimelines",
+    "TimelinePointer",
+    "graph_checkpointer",
+    "graph_meta",
+    "require_checkpointer",
+]
 
 _TASK_ID_KEY = "__pregel_task_id"
 _CHECKPOINTER_KEY = "__pregel_checkpointer"
@@ -122,3 +129,50 @@ class CheckpointTimelines:
         if not isinstance(meta, Mapping):
             return None
         return [str(a) for a in meta.get("archives") or [] if isinstance(a, str)]
+
+
+class TimelinePointer:
+    """The store's per-thread timeline pointer, as config-only reads without a checkpointer see
+    it, and the reads that prefer the checkpoint."""
+
+    def __init__(self, archives: ArchiveStore, checkpoints: CheckpointTimelines) -> None:
+        """Write through ``archives``; read checkpoints through ``checkpoints``."""
+        self._archives = archives
+        self._checkpoints = checkpoints
+        self._written: dict[str, list[str]] = {}
+        self._behind: set[str] = set()  # pointer behind a commit not checkpointed yet
+        self._lock = threading.Lock()
+
+    def write(self, thread_id: str, timeline: list[str], *, behind: bool) -> None:
+        """Point the store at ``timeline`` (``behind``: a newer, unconfirmed one exists)."""
+        with self._lock:
+            known = self._written.get(thread_id)
+        if known is None:
+            known = self._archives.timeline(thread_id)
+        if known != timeline:
+            self._archives.set_timeline(thread_id, timeline)
+        with self._lock:
+            self._written[thread_id] = list(timeline)
+            if behind:
+                self._behind.add(thread_id)
+            else:
+                self._behind.discard(thread_id)
+
+    def read(self, thread_id: str, config: RunnableConfig | None) -> list[str]:
+        """The checkpoint's timeline when readable (the latest one then also confirms the
+        pointer: it is durable), else the pointer."""
+        found = self._checkpoints.timeline(thread_id, config)
+        if found is None:
+            return self._archives.timeline(thread_id)
+        if not ((config or {}).get("configurable") or {}).get("checkpoint_id"):
+            self.write(thread_id, found, behind=False)
+        return found
+
+    def confirm_all(self) -> None:
+        """Bring the pointer of every thread that is behind up to its latest checkpoint."""
+        with self._lock:
+            threads = list(self._behind)
+        for thread_id in threads:
+            found = self._checkpoints.timeline(thread_id, None)
+            if found is not None:
+                self.write(thread_id, found, behind=False)

@@ -28,6 +28,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from wm_langgraph.engine._checkpoints import (
     CheckpointTimelines,
+    TimelinePointer,
     graph_checkpointer,
     graph_meta,
     require_checkpointer,
@@ -79,12 +80,11 @@ class Session:
         """Bind the session logic to its store, runner, settings and token counter
         (``checkpointer``: the graph's, for config-only reads before any hook ran)."""
         self._checkpoints = CheckpointTimelines(checkpointer)
+        self._pointer = TimelinePointer(archives, self._checkpoints)
         self._archives = archives
         self._runner = runner
         self._config = config
         self._count = count
-        self._timelines: dict[str, list[str]] = {}
-        self._unconfirmed: set[str] = set()  # pointer behind a commit not checkpointed yet
         self._touched: set[str] = set()
         self._lock = threading.Lock()
 
@@ -156,33 +156,11 @@ class Session:
         """The thread's timeline for config-only calls: the one of the thread's checkpoint (the
         config's ``checkpoint_id``, else the latest) when the checkpointer is known, else the
         store's pointer (only ever what a checkpoint confirmed, see :meth:`_finish`)."""
-        found = self._checkpoints.timeline(thread_id, config)
-        if found is None:
-            return self._archives.timeline(thread_id)
-        if not ((config or {}).get("configurable") or {}).get("checkpoint_id"):
-            self._confirm(thread_id, found)  # the latest checkpoint has it: durable now
-        return found
-
-    def _confirm(self, thread_id: str, timeline: list[str]) -> None:
-        """Point the store at a timeline read from the thread's latest checkpoint."""
-        with self._lock:
-            known = self._timelines.get(thread_id)
-            self._unconfirmed.discard(thread_id)
-        if known != timeline:
-            self._archives.set_timeline(thread_id, timeline)
-            with self._lock:
-                self._timelines[thread_id] = list(timeline)
+        return self._pointer.read(thread_id, config)
 
     def confirm_timelines(self) -> None:
-        """Before the process goes: point the store at what the checkpoints now hold for the
-        threads whose newest commit the pointer does not show yet (a process that knows only
-        the store then sees it too)."""
-        with self._lock:
-            threads = list(self._unconfirmed)
-        for thread_id in threads:
-            found = self._checkpoints.timeline(thread_id, None)
-            if found is not None:
-                self._confirm(thread_id, found)
+        """Before the process goes: bring the store's pointer up to the checkpoints."""
+        self._pointer.confirm_all()
 
     def _messages_for(
         self, state: Mapping[str, Any], meta: WorkingMemoryMeta
@@ -298,19 +276,9 @@ class Session:
     ) -> None:
         pointer = archives if confirmed is None else confirmed
         with self._lock:
-            known = self._timelines.get(thread_id)
             first_touch = thread_id not in self._touched
             self._touched.add(thread_id)
-        if known is None:
-            known = self._archives.timeline(thread_id)
-        if known != pointer:
-            self._archives.set_timeline(thread_id, pointer)
-        with self._lock:
-            self._timelines[thread_id] = list(pointer)
-            if pointer != archives:
-                self._unconfirmed.add(thread_id)
-            else:
-                self._unconfirmed.discard(thread_id)
+        self._pointer.write(thread_id, pointer, behind=pointer != archives)
         if first_touch and archives and not self._runner.is_paused(thread_id):
             current = self._archives.current_wm(thread_id, archives)
             if current is None or len(current.covers) < len(archives):
