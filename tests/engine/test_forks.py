@@ -151,3 +151,20 @@ def test_a_fork_from_before_any_hook_ran_starts_without_the_other_branch_memory(
     assert not any(m.text.startswith("[Session History Summary]") for m in prompt)
     assert set(FACT_RE.findall("\n".join(m.text for m in prompt))) <= {"FACT-001", "FACT-555"}
     assert driver.timeline(cfg) == []
+
+
+def test_an_empty_meta_channel_is_an_empty_lineage_only_outside_subgraphs():
+    from wm_langgraph.engine._checkpoints import graph_meta
+
+    def config(namespace: str, value):
+        return {
+            "configurable": {
+                "__pregel_read": lambda keys: {} if value is None else {"working_memory": value},
+                "checkpoint_ns": namespace,
+            }
+        }
+
+    assert graph_meta(config("agent:1", None)) == {}
+    assert graph_meta(config("outer:1|agent:2", None)) is None  # the store keeps it there
+    assert graph_meta(config("outer:1|agent:2", {"archives": ["a"]})) == {"archives": ["a"]}
+    assert graph_meta({"configurable": {}}) is None

@@ -56,7 +56,13 @@ def graph_meta(config: RunnableConfig | None) -> Mapping[str, Any] | None:
     except Exception:  # the graph has no such channel
         return None
     value = values.get(META_KEY) if isinstance(values, Mapping) else None
-    return value if isinstance(value, Mapping) else {}
+    if isinstance(value, Mapping):
+        return value
+    if "|" in str(configurable.get("checkpoint_ns") or ""):
+        # A subgraph's state may last one parent step only (no checkpointer of its own): an
+        # empty channel there says nothing about the lineage; the store keeps the meta.
+        return None
+    return {}
 
 
 def require_checkpointer(config: RunnableConfig | None) -> None:
