@@ -3,7 +3,7 @@
 Public API only through this module. See README.md.
 """
 
-from wm_langgraph.adapters.middleware import WorkingMemoryMiddleware
+from wm_langgraph.adapters.middleware import WorkingMemoryAgentState, WorkingMemoryMiddleware
 from wm_langgraph.core.merge import GuardDecision, MergeResult, merge_working_memory
 from wm_langgraph.core.protocol import (
     UPDATE_WORKING_MEMORY_TOOL,
@@ -25,8 +25,9 @@ from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.engine.persistence import aopen_sqlite, open_sqlite
 from wm_langgraph.engine.state import (
     ModelInputMessages,
-    WorkingMemoryAgentState,
+    WorkingMemoryReactState,
     WorkingMemoryState,
+    archive_aware_add_messages,
 )
 from wm_langgraph.models.echo import OfflineAgentModel
 from wm_langgraph.models.offline import OfflineWorkingMemoryModel
@@ -48,9 +49,11 @@ __all__ = [
     "WorkingMemoryAgentState",
     "WorkingMemoryConfig",
     "WorkingMemoryMiddleware",
+    "WorkingMemoryReactState",
     "WorkingMemoryState",
     "__version__",
     "aopen_sqlite",
+    "archive_aware_add_messages",
     "count_tokens",
     "is_working_memory",
     "merge_working_memory",

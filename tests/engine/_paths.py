@@ -12,8 +12,9 @@ removals are exactly what a user would do.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, SystemMessage
@@ -23,13 +24,18 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import WMWriter, agent_model, build_agent
 from tests.fakes import ScriptedChatModel
-from wm_langgraph import WorkingMemoryMiddleware
+from wm_langgraph import (
+    WorkingMemoryAgentState,
+    WorkingMemoryMiddleware,
+    archive_aware_add_messages,
+)
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from langgraph.prebuilt import create_react_agent
+    from langgraph.prebuilt.chat_agent_executor import AgentState
 
 PATHS = ("stategraph", "react", "middleware")
 
@@ -59,6 +65,11 @@ class Driver:
             "middleware": "WorkingMemoryMiddleware.after_agent",
         }[self.kind]
 
+    @property
+    def model_node(self) -> str:
+        """The node that writes the agent model's reply (an update as_node it routes on)."""
+        return {"stategraph": "agent", "react": "post_model_hook", "middleware": "model"}[self.kind]
+
     def invoke(self, messages: list[BaseMessage] | None, config: dict[str, Any]) -> Any:
         return self.graph.invoke(None if messages is None else {"messages": messages}, config)
 
@@ -79,15 +90,24 @@ class Driver:
         return [call.messages for call in self.model.calls]
 
 
+class ReactState(AgentState):
+    """create_react_agent's state with the reducer that accepts removals of archived ids."""
+
+    messages: Annotated[Sequence[BaseMessage], archive_aware_add_messages]
+
+
 def make(
     kind: str,
     config: WorkingMemoryConfig,
     *,
     tool_every: int = 0,
     parallel: int = 1,
+    tolerant: bool = False,
     **graph_kwargs: Any,
 ) -> Driver:
-    """A driver of ``kind`` (one of :data:`PATHS`)."""
+    """A driver of ``kind`` (one of :data:`PATHS`). ``tolerant``: the agents get the state
+    schema whose reducer accepts ``RemoveMessage`` of archived ids (the StateGraph always has
+    it: ``WorkingMemoryState``)."""
     writer = WMWriter()
     model = agent_model(tool_every=tool_every, parallel=parallel)
     checkpointer = InMemorySaver()
@@ -108,6 +128,7 @@ def make(
                 checkpointer=checkpointer,
                 store=wm.store,
                 version="v2",
+                **({"state_schema": ReactState} if tolerant else {}),
                 **graph_kwargs,
             )
     elif kind == "middleware":
@@ -119,6 +140,7 @@ def make(
             middleware=[mw],
             checkpointer=checkpointer,
             store=wm.store,
+            **({"state_schema": WorkingMemoryAgentState} if tolerant else {}),
             **graph_kwargs,
         )
     else:  # pragma: no cover - a typo in a test

@@ -7,13 +7,14 @@ from langgraph.store.memory import InMemoryStore
 from wm_langgraph.engine.archives import (
     ArchiveRecord,
     ArchiveStore,
+    digest_of,
     thread_id_from_config,
     thread_label,
 )
 
 
 def _record(store, thread, timeline, messages):
-    archive_id = store.allocate_id(thread, timeline, [m.id for m in messages])
+    _, archive_id = store.slot(thread, timeline)
     record = ArchiveRecord(
         id=archive_id,
         seq=len(timeline) + 1,
@@ -21,6 +22,8 @@ def _record(store, thread, timeline, messages):
         messages=messages,
         message_count=len(messages),
         thread_id=thread,
+        prev=timeline[-1] if timeline else None,
+        digest=digest_of(messages),
     )
     store.put_archive(record)
     return record
@@ -69,9 +72,37 @@ def test_ids_are_numbered_in_order_and_never_reused_after_a_fork():
     fork = _record(store, "t", [one.id], [HumanMessage("other", id="m9")])
     assert fork.id == "archive_002_2"
     assert store.get_archives("t", ["archive_002"])[0].messages[0].id == "m2"
-    # an orphan left by an interrupted Phase 1 (same messages, not in the timeline) is reused
-    again = store.allocate_id("t", [one.id], ["m2"])
-    assert again == "archive_002"
+    # the records already at that position (any branch's, or an orphan of a crash) are listed
+    # with their identity, so a commit can adopt one that holds exactly its messages
+    existing, free = store.slot("t", [one.id])
+    assert [r.id for r in existing] == ["archive_002", "archive_002_2"]
+    assert existing[0].digest == digest_of([HumanMessage("2", id="m2")])
+    assert free == "archive_002_3"
+    # an edit (same id, other text) is other content: never the same record
+    assert digest_of([HumanMessage("2 (edited)", id="m2")]) != existing[0].digest
+    # a record on the timeline, or after another archive, is not at that position
+    assert store.slot("t", [one.id, two.id])[0] == []
+    assert store.slot("t", ["archive_001_9"])[0] == []
+
+
+def test_records_are_immutable():
+    store = ArchiveStore(InMemoryStore())
+    one = _record(store, "t", [], [HumanMessage("1", id="m1")])
+    store.put_archive(one)  # the same record again: nothing happens
+    other = ArchiveRecord(
+        id=one.id,
+        seq=1,
+        status="pending",
+        messages=[HumanMessage("1 (edited)", id="m1")],
+        message_count=1,
+        thread_id="t",
+        digest=digest_of([HumanMessage("1 (edited)", id="m1")]),
+    )
+    with pytest.raises(ValueError, match="immutable"):
+        store.put_archive(other)
+    with pytest.raises(ValueError, match="immutable"):
+        store.update_archives("t", [one.id], messages=[])
+    assert store.get_archives("t", [one.id])[0].messages[0].text == "1"
 
 
 def test_current_wm_is_the_newest_version_covering_a_prefix():

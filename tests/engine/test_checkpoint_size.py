@@ -1,6 +1,6 @@
 """The assembled context is model input, not state: it is never written to a checkpoint
 (issue 11). StateGraph agents get it through ``WorkingMemoryState``; ``create_react_agent``
-through ``state_schema=WorkingMemoryAgentState``."""
+through ``state_schema=WorkingMemoryReactState``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import WMWriter, agent_model, build_agent, user
-from wm_langgraph import WorkingMemory, WorkingMemoryAgentState, WorkingMemoryConfig
+from wm_langgraph import WorkingMemory, WorkingMemoryConfig, WorkingMemoryReactState
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -81,7 +81,7 @@ def test_react_agent_with_the_agent_state_schema_checkpoints_no_model_input(vers
             [read_file],
             pre_model_hook=memory.pre_model_hook,
             post_model_hook=memory.post_model_hook,
-            state_schema=WorkingMemoryAgentState,
+            state_schema=WorkingMemoryReactState,
             checkpointer=saver,
             version=version,  # type: ignore[arg-type]
         )

@@ -4,9 +4,14 @@ import random
 import re
 import threading
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph.message import add_messages
 from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import (
@@ -25,6 +30,7 @@ from tests.fakes import ScriptedChatModel
 from wm_langgraph.core.sections import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.engine.state import archive_aware_add_messages
 from wm_langgraph.engine.window import pending_tokens_of
 
 SMALL = WorkingMemoryConfig(token_budget=3000, commit_keep_recent_count=5, background=False)
@@ -32,7 +38,7 @@ SMALL = WorkingMemoryConfig(token_budget=3000, commit_keep_recent_count=5, backg
 
 def _apply(state, update):
     return {
-        "messages": add_messages(state["messages"], update.get("messages", [])),
+        "messages": archive_aware_add_messages(state["messages"], update.get("messages", [])),
         "working_memory": update.get("working_memory", state.get("working_memory")),
     }
 
@@ -63,6 +69,68 @@ def test_1_nothing_is_lost_through_commits_compaction_failures_and_retries():
         f for a in wm.list_archives(cfg) for m in a.messages for f in FACT_RE.findall(m.text)
     }
     assert archived <= set(FACT_RE.findall(text))
+
+
+def _on_timeline(wm, cfg, state):
+    timeline = state["working_memory"]["archives"]
+    records = wm._archives.get_archives(cfg["configurable"]["thread_id"], timeline)
+    assert [r.id for r in records] == timeline
+    return [m for r in records for m in r.messages]
+
+
+def test_1_and_5_hold_under_edits_removals_resends_system_messages_and_forks():
+    """Direct hook calls (a hand-built state, the meta in it) with random state operations
+    between turns; every step checked: each user message of the branch live or archived once
+    on the branch's timeline, in order; pending_tokens equal to a rebuild; records immutable."""
+    rng = random.Random(11)
+    wm = WorkingMemory(WMWriter().model, config=SMALL, store=InMemoryStore())
+    cfg = {"configurable": {"thread_id": "inv1-ops"}}
+    state = {"messages": [SystemMessage("the system prompt", id="sys")]}
+    sent: list[str] = []
+    branches: list[tuple[dict, list[str]]] = []
+    digests: dict[str, str] = {}
+    for i in range(1, 120):
+        op = rng.choice(["turn"] * 4 + ["edit", "remove", "resend", "system", "fork", "compact"])
+        live = [m for m in state["messages"] if isinstance(m, HumanMessage)]
+        archived = _on_timeline(wm, cfg, state) if "working_memory" in state else []
+        extra: list = []
+        if op == "edit" and live:
+            target = rng.choice(live)
+            extra = [
+                HumanMessage(f"{target.text} edited " + "x " * rng.randint(0, 300), id=target.id)
+            ]
+        elif op == "remove" and live:
+            target = rng.choice(live)
+            extra = [RemoveMessage(id=target.id)]
+            sent.remove(target.id)
+        elif op == "resend" and archived:
+            extra = rng.sample(archived, min(3, len(archived)))
+            if rng.random() < 0.5:  # or ask to remove one of them from the archive
+                extra.append(RemoveMessage(id=rng.choice(archived).id))
+        elif op == "system":
+            extra = [SystemMessage(f"note {i}", id=f"s{i}")]
+        elif op == "fork" and branches:
+            state, sent = rng.choice(branches)
+            sent = list(sent)
+        message = user(i).model_copy(update={"id": f"u{i}"})
+        sent.append(message.id)
+        state = _apply(state, {"messages": [*extra, message, AIMessage(f"ack {i}", id=f"a{i}")]})
+        hook = wm.compact if op == "compact" else wm.after_turn
+        state = _apply(state, hook(state, cfg))
+        branches.append((state, list(sent)))
+        # the checks
+        archived = _on_timeline(wm, cfg, state)
+        everything = [m.id for m in archived] + [m.id for m in state["messages"]]
+        assert len(everything) == len(set(everything)), f"step {i} ({op}): twice"
+        assert [x for x in everything if x.startswith("u")] == sent, f"step {i} ({op})"
+        assert not any(isinstance(m, RemoveMessage) for m in state["messages"])
+        meta = state["working_memory"]
+        rebuilt = pending_tokens_of(state["messages"], meta["keep_recent_count"], wm._count_message)
+        assert meta["pending_tokens"] == rebuilt, f"step {i} ({op}): accounting"
+        ns = wm._archives.namespace("inv1-ops", "archives")
+        for item in wm.store.search(ns, limit=10_000):
+            assert digests.setdefault(item.key, item.value["digest"]) == item.value["digest"]
+    assert state["messages"][0].id == "sys"
 
 
 def test_2_lineage_each_fold_starts_from_the_previous_wm_in_archive_order():

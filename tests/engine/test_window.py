@@ -4,6 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
+from wm_langgraph.engine._token_cache import MessageTokenCache
 from wm_langgraph.engine.state import empty_meta
 from wm_langgraph.engine.window import (
     account_messages,
@@ -34,17 +35,19 @@ def test_new_messages_push_the_window_head_into_pending():
     assert live_tokens(meta2) == sum(count(m) for m in more)
 
 
-def test_accounting_counts_only_new_messages():
+def test_accounting_tokenises_only_new_messages():
     calls = []
 
     def counting(m):
         calls.append(m.id)
         return count(m)
 
+    cached = MessageTokenCache(counting)  # what the engine accounts with
     msgs = [human(i) for i in range(1000)]
-    meta = account_messages(empty_meta(10), msgs, counting)
+    meta = account_messages(empty_meta(10), msgs, cached)
     calls.clear()
-    account_messages(meta, [*msgs, human(1000), human(1001)], counting)
+    copies = [m.model_copy() for m in msgs]  # a checkpointer hands back new objects
+    account_messages(meta, [*copies, human(1000), human(1001)], cached)
     assert calls == ["h1000", "h1001"]
 
 

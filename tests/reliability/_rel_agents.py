@@ -4,7 +4,8 @@
   (``before_model`` overflow guard with its inline commit, ``wrap_model_call`` assemble,
   ``after_agent`` commit), the meta in the agent state;
 - ``langgraph.prebuilt.create_react_agent`` with ``wm.pre_model_hook`` / ``wm.post_model_hook``
-  (``version="v2"``), the meta in the store.
+  (``version="v2"``), the meta in the agent state too (the hooks' input schema adds the
+  ``working_memory`` channel).
 
 The agent's own model is scripted: it calls the agent's ``read_file`` tool as often as the user
 message asks (``calls=K size=S``), then answers. Every message it writes, and every tool
@@ -23,7 +24,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Annotated, Any
 
 from _rel_checks import assert_seven_sections
@@ -143,32 +143,6 @@ class AgentConversation(Conversation):
         self.sent.extend(turn_ids(self.thread_id, n, calls))
 
 
-class _StateView:
-    """``create_react_agent`` keeps the meta in the store, not in the agent state: the thread's
-    state is the checkpoint plus the stored meta (as the hooks read it: a removal recorded in
-    the store that never reached the checkpoint is finished by the next hook)."""
-
-    def __init__(self, agent: Any, archives: ArchiveStore) -> None:
-        self.agent = agent
-        self.archives = archives
-
-    def invoke(self, *args: Any, **kwargs: Any) -> Any:
-        return self.agent.invoke(*args, **kwargs)
-
-    async def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
-        return await self.agent.ainvoke(*args, **kwargs)
-
-    def get_state(self, config: Any) -> Any:
-        values = dict(self.agent.get_state(config).values)
-        assert "working_memory" not in values
-        stored = self.archives.get_meta(str(config["configurable"]["thread_id"]), "state") or {}
-        if stored:
-            values["working_memory"] = stored["meta"]
-            gone = set(stored.get("removed_ids") or [])
-            values["messages"] = [m for m in values.get("messages", []) if m.id not in gone]
-        return SimpleNamespace(values=values)
-
-
 @dataclass
 class Agent:
     """An agent with Working Memory: ``graph`` has ``invoke``/``ainvoke``/``get_state``."""
@@ -215,12 +189,17 @@ def agent(
                     store=store,
                     version="v2",
                 )
-            graph = _StateView(react, archives)
+            # The hooks' input schema gives the agent a working_memory channel: the meta is
+            # checkpointed with the messages, as with the middleware.
+            graph = react
         try:
             yield Agent(kind, wm, graph, archives, model)
         finally:
             wm.wait(timeout=WAIT_S)
-            wm.close()
+            if crasher is not None and crasher.dead:
+                wm._runner.shutdown()  # a killed process runs no exit code: only stop threads
+            else:
+                wm.close()
 
 
 # -- checks ---------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from wm_langgraph import SECTIONS, parse_working_memory, render_working_memory
 
 __all__ = ["assert_seven_sections", "header_lines"]
 
-_HEADER = re.compile(r"^##[ \t]+\S")
+_HEADER = re.compile(r"^\s*##[ \t]+\S")  # indented too: Markdown and models read it so
 
 
 def header_lines(text: str) -> list[str]:

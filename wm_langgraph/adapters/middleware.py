@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Annotated, Any, NotRequired, cast
+from typing import Annotated, Any, NotRequired, Required, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -49,7 +49,7 @@ from langgraph.store.base import BaseStore
 
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
-from wm_langgraph.engine.state import META_KEY
+from wm_langgraph.engine.state import META_KEY, archive_aware_add_messages
 
 __all__ = ["WorkingMemoryAgentState", "WorkingMemoryMiddleware"]
 
@@ -66,8 +66,14 @@ _STATE_KEYS = frozenset({"messages", META_KEY})
 
 
 class WorkingMemoryAgentState(AgentState[Any]):
-    """The agent state plus the private, JSON-plain Working Memory meta value."""
+    """The agent state plus the private, JSON-plain Working Memory meta value.
 
+    Pass it as ``create_agent(..., state_schema=WorkingMemoryAgentState)`` to also accept
+    ``RemoveMessage`` of an archived message id (LangGraph's own reducer raises on it, since the
+    message is no longer live; see :func:`~wm_langgraph.archive_aware_add_messages`).
+    """
+
+    messages: Required[Annotated[list[AnyMessage], archive_aware_add_messages]]
     working_memory: NotRequired[Annotated[dict[str, Any], PrivateStateAttr]]
 
 

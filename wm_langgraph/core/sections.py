@@ -44,8 +44,9 @@ _ORPHAN_SECTION = "Key Facts & Decisions"
 
 # A section header: a line starting with "## " (exactly two hashes, then blank space).
 _HEADER_RE = re.compile(r"^##[ \t]+(?P<name>\S.*?)[ \t#]*$")
-# Any line another parser could take for a section break: "## " with or without a name.
-_HEADER_LIKE_RE = re.compile(r"^##(?:[ \t]|$)")
+# Any line another parser (or a model reading the document) could take for a section break:
+# "##" then blank space or nothing, after any leading blank space ("   ## Open Issues").
+_HEADER_LIKE_RE = re.compile(r"^\s*##(?:\s|$)")
 _BULLET_RE = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])[ \t]+")
 _TEMPLATE_RE = re.compile(r"^_[^_\n].*_$|^_$")
 
@@ -111,9 +112,9 @@ def parse_working_memory(text: str) -> dict[str, str]:
 def neutralise_body(body: str) -> str:
     """Make a section body safe to embed: no line of it can start a new section.
 
-    Lines that would parse as a ``## `` header are demoted to ``###`` so the document keeps
-    exactly seven sections (header injection, SPEC §4.7). A ``# Working Memory`` line is
-    demoted the same way. The text itself is kept.
+    Lines that would parse as a ``## `` header, indented with blank space or not, are demoted to
+    ``###`` so the document keeps exactly seven sections (header injection, SPEC §4.7). A
+    ``# Working Memory`` line is demoted the same way. The text itself is kept.
     """
     out: list[str] = []
     # Strip first: stripping after the check would turn " ## X" (or "\f## X") on the first

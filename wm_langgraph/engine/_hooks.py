@@ -4,21 +4,43 @@ Typed as ``Runnable[WorkingMemoryState, Any]`` so that ``builder.add_node("assem
 memory.assemble)`` satisfies ``mypy --strict`` (LangGraph wants a node's input to be a state
 class, not a ``Mapping``); any state schema with a ``messages`` list works at run time, and
 direct calls take any mapping.
+
+The hook's ``__call__`` is annotated with :class:`HookInput`, a state schema holding the
+``messages`` and the Working Memory meta (``working_memory``). ``StateGraph.add_node`` infers a
+node's input schema from that annotation and adds its channels to the graph, so every graph the
+hooks are nodes of (a ``create_react_agent`` with ``AgentState``, a StateGraph over
+``MessagesState``) checkpoints the meta with the messages. The meta therefore follows forks and
+time travel: a run resumed from any checkpoint sees that checkpoint's own timeline.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
+from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from wm_langgraph.engine.state import WorkingMemoryState
 
-__all__ = ["HookFn", "NodeHook", "to_thread_twin"]
+__all__ = ["HookFn", "HookInput", "NodeHook", "to_thread_twin"]
 
 HookFn = Callable[[Mapping[str, Any], RunnableConfig | None], Any]
+
+
+class HookInput(TypedDict):
+    """What the hooks read from the graph state (the graph's own reducers apply: a plain
+    ``list`` here never replaces the graph's ``messages`` channel)."""
+
+    messages: list[AnyMessage]
+    working_memory: NotRequired[dict[str, Any]]
+
+
+if TYPE_CHECKING:  # callers pass any mapping; add_node reads the TypedDict at runtime
+    _State = Mapping[str, Any]
+else:
+    _State = HookInput
 
 
 def to_thread_twin(func: HookFn) -> Callable[..., Any]:
@@ -48,6 +70,6 @@ class NodeHook(RunnableLambda[WorkingMemoryState, Any]):
 
         super().__init__(call, afunc=acall, name=name)
 
-    def __call__(self, state: Mapping[str, Any], config: RunnableConfig | None = None) -> Any:
+    def __call__(self, state: _State, config: RunnableConfig | None = None) -> Any:
         """Run the hook on ``state`` with ``config`` (needs ``configurable.thread_id``)."""
         return self._hook(state, config)

@@ -2,7 +2,9 @@
 
 The archive record is written to the store first; the caller then returns the state update that
 removes the messages. If the process dies in between, the messages are still live and the next
-commit takes the orphaned record over (same id, same messages): nothing is lost or duplicated.
+commit on that timeline adopts the orphaned record (it holds exactly the next messages to
+archive, after the same archive), then archives what follows under a new id: nothing is lost,
+duplicated or left behind.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from wm_langgraph.engine.archives import ArchiveRecord, ArchiveStore, now_iso
+from wm_langgraph.engine.archives import ArchiveRecord, ArchiveStore, digest_of, now_iso
 from wm_langgraph.engine.render import content_text
 from wm_langgraph.engine.state import WorkingMemoryMeta
 from wm_langgraph.engine.window import MessageCounter, conversation, rebuild_meta, safe_split
@@ -24,11 +26,16 @@ _ABSTRACT_CHARS = 120
 
 @dataclass(frozen=True, slots=True)
 class Phase1Result:
-    """A new archive and what stays live."""
+    """The archives a commit put on the timeline (usually one) and what stays live."""
 
-    record: ArchiveRecord
+    records: list[ArchiveRecord]
     remaining: list[BaseMessage]
     meta: WorkingMemoryMeta
+
+    @property
+    def archived(self) -> list[BaseMessage]:
+        """Every message the commit took out of the live state, in order."""
+        return [m for record in self.records for m in record.messages]
 
 
 def _one_line(text: str, limit: int = _ABSTRACT_CHARS) -> str:
@@ -49,6 +56,19 @@ def abstract_of(messages: Sequence[BaseMessage]) -> str:
     return f"{head}: {_one_line(asks[0], 60)} … {_one_line(asks[-1], 60)}"
 
 
+def _adoptable(
+    records: Sequence[ArchiveRecord], convo: Sequence[BaseMessage], start: int, split: int
+) -> ArchiveRecord | None:
+    """A record already at this position that holds exactly the next messages to archive."""
+    for record in records:
+        end = start + record.message_count
+        if record.message_count <= 0 or end > split or safe_split(convo, end) != end:
+            continue
+        if digest_of(convo[start:end]) == record.digest:
+            return record
+    return None
+
+
 def archive_oldest(
     archives: ArchiveStore,
     thread_id: str,
@@ -60,6 +80,12 @@ def archive_oldest(
     count: MessageCounter,
 ) -> Phase1Result | None:
     """Archive all but the newest ``keep`` conversation messages (tool-pair-safe).
+
+    A record already written at the next position of the timeline for exactly the next
+    messages (verbatim, after the same archive) is put on the timeline instead of a new one:
+    the record of a commit whose state update a crash kept out of the checkpoint, or the one
+    another branch wrote from the same history. The rest gets a new record under an id no
+    other branch uses. Records are never rewritten.
 
     Args:
         archives: Where the record goes.
@@ -75,19 +101,50 @@ def archive_oldest(
     """
     convo = conversation(messages)
     split = safe_split(convo, len(convo) - max(0, keep))
+    if len(convo) == len(messages):
+        # No system prompt at the head: a system note right after the split would become one
+        # (never counted or archived again); it goes with the archived part instead.
+        while 0 < split < len(convo) and isinstance(convo[split], SystemMessage):
+            split += 1
     if split <= 0:
         return None
-    archived = convo[:split]
-    gone = {m.id for m in archived}
-    remaining = [m for m in messages if isinstance(m, SystemMessage) or m.id not in gone]
     known = {str(k): int(v) for k, v in meta["window"]}
-    tokens = sum(known[m.id] if m.id in known else count(m) for m in archived)
     timeline = list(meta["archives"])
-    archived_ids = [str(m.id) for m in archived]
-    archive_id = archives.allocate_id(thread_id, timeline, archived_ids)
+    records: list[ArchiveRecord] = []
+    start = 0
+    while start < split:
+        existing, free_id = archives.slot(thread_id, timeline)
+        record = _adoptable(existing, convo, start, split)
+        if record is None:
+            chunk = convo[start:split]
+            record = _new_record(
+                archives, thread_id, free_id, timeline, chunk, tokens=known, count=count
+            )
+        else:  # the index may predate the record's write or miss it after a crash
+            archives.index_messages(thread_id, record.id, [str(m.id) for m in record.messages])
+        records.append(record)
+        timeline.append(record.id)
+        start += record.message_count
+    gone = {m.id for m in convo[:split]}
+    remaining = [m for m in messages if m.id not in gone]
+    new_meta = rebuild_meta(remaining, window_keep, count, archives=timeline, known=known)
+    return Phase1Result(records=records, remaining=remaining, meta=new_meta)
+
+
+def _new_record(
+    archives: ArchiveStore,
+    thread_id: str,
+    archive_id: str,
+    timeline: Sequence[str],
+    archived: Sequence[BaseMessage],
+    *,
+    tokens: dict[str, int],
+    count: MessageCounter,
+) -> ArchiveRecord:
+    ids = [str(m.id) for m in archived]
     # The index first: an index entry naming an archive that never got written is harmless
     # (lookups only count archives of the asking timeline), a record missing from it is not.
-    archives.index_messages(thread_id, archive_id, archived_ids)
+    archives.index_messages(thread_id, archive_id, ids)
     stamp = now_iso()
     record = ArchiveRecord(
         id=archive_id,
@@ -95,15 +152,13 @@ def archive_oldest(
         status="pending",
         messages=list(archived),
         message_count=len(archived),
-        token_count=tokens,
+        token_count=sum(tokens[m.id] if m.id in tokens else count(m) for m in archived),
         abstract=abstract_of(archived),
-        metadata={"kept_live": len(conversation(remaining))},
         thread_id=thread_id,
         created_at=stamp,
         updated_at=stamp,
+        prev=timeline[-1] if timeline else None,
+        digest=digest_of(archived),
     )
     archives.put_archive(record)
-    new_meta = rebuild_meta(
-        remaining, window_keep, count, archives=[*timeline, archive_id], known=known
-    )
-    return Phase1Result(record=record, remaining=remaining, meta=new_meta)
+    return record

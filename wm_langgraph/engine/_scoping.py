@@ -127,15 +127,18 @@ class Scoper:
         stores = [self._archives.explicit, *self._archives.bound_stores()]
         return any(loop_bound(s) for s in stores if s is not None)
 
-    def working_memory(self, key: str) -> str:
-        """The current WM text of ``key``'s latest timeline ("" while there is none)."""
-        timeline = self._session.timeline_for_thread(key)
+    def working_memory(self, key: str, config: RunnableConfig | None = None) -> str:
+        """The current WM text of ``key``'s timeline ("" while there is none): the one of the
+        config's checkpoint (its ``checkpoint_id``, else the latest) where the checkpointer is
+        known."""
+        timeline = self._session.timeline_for_thread(key, config)
         current = self._archives.current_wm(key, timeline)
         return current.text if current else ""
 
-    def archives(self, key: str) -> list[ArchiveRecord]:
-        """``key``'s archives in order, ``status`` "done" once a WM covers them."""
-        timeline = self._session.timeline_for_thread(key)
+    def archives(self, key: str, config: RunnableConfig | None = None) -> list[ArchiveRecord]:
+        """``key``'s archives in order, ``status`` "done" once a WM covers them (the timeline as
+        for :meth:`working_memory`)."""
+        timeline = self._session.timeline_for_thread(key, config)
         current = self._archives.current_wm(key, timeline)
         covered = set(timeline) - set(unfolded_archive_ids(current, timeline))
         records = []

@@ -1,9 +1,12 @@
 """The state-side work of the hooks: read the meta, account the turn, commit, write it back.
 
-The meta is read from ``state["working_memory"]`` when the graph has that channel; otherwise
-(``create_react_agent`` hooks, first turn of any graph) from the store, keyed by thread. Every
-update carries the meta under ``working_memory`` (a graph without that channel ignores the key),
-and the store copy is refreshed whenever the state had none.
+The meta is read from ``state["working_memory"]``: a channel of every graph the hooks are nodes
+of (their input schema adds it, see ``_hooks``), so it is checkpointed with the messages and a
+run resumed from any checkpoint (a fork, time travel) continues that checkpoint's own timeline.
+Only hooks called outside a graph, or from inside another node function of a graph without the
+channel, keep the meta in the store, keyed by thread. Every update carries the meta under
+``working_memory`` (a graph without that channel ignores the key), and the store copy is
+refreshed whenever the state had none.
 """
 
 from __future__ import annotations
@@ -20,8 +23,16 @@ from langchain_core.messages import (
     convert_to_messages,
 )
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from wm_langgraph.engine._checkpoints import (
+    CheckpointTimelines,
+    TimelinePointer,
+    graph_checkpointer,
+    graph_meta,
+    require_checkpointer,
+)
 from wm_langgraph.engine._phase1 import Phase1Result, archive_oldest
 from wm_langgraph.engine.archives import ArchiveStore, thread_id_from_config
 from wm_langgraph.engine.assemble import compute_budgets
@@ -41,19 +52,6 @@ from wm_langgraph.engine.window import (
 __all__ = ["Session"]
 
 _STORE_META = "state"
-_TASK_ID_KEY = "__pregel_task_id"
-_CHECKPOINTER_KEY = "__pregel_checkpointer"
-
-
-def _require_checkpointer(config: RunnableConfig | None) -> None:
-    """Inside a graph run, the graph must persist its state between invocations."""
-    configurable = (config or {}).get("configurable") or {}
-    if _TASK_ID_KEY in configurable and configurable.get(_CHECKPOINTER_KEY) is None:
-        raise ValueError(
-            "Working Memory hooks need a checkpointer: compile the graph (or create_react_agent) "
-            "with checkpointer=... (e.g. InMemorySaver() or open_sqlite(path)), otherwise the "
-            "archived messages would come back on the next invocation"
-        )
 
 
 def _in_subgraph(config: RunnableConfig | None) -> bool:
@@ -83,13 +81,16 @@ class Session:
         runner: Phase2Runner,
         config: WorkingMemoryConfig,
         count: MessageCounter,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
     ) -> None:
-        """Bind the session logic to its store, runner, settings and token counter."""
+        """Bind the session logic to its store, runner, settings and token counter
+        (``checkpointer``: the graph's, for config-only reads before any hook ran)."""
+        self._checkpoints = CheckpointTimelines(checkpointer)
+        self._pointer = TimelinePointer(archives, self._checkpoints)
         self._archives = archives
         self._runner = runner
         self._config = config
         self._count = count
-        self._timelines: dict[str, list[str]] = {}
         self._touched: set[str] = set()
         self._lock = threading.Lock()
 
@@ -118,33 +119,55 @@ class Session:
     def _stored(self, thread_id: str) -> dict[str, Any]:
         return self._archives.get_meta(thread_id, _STORE_META) or {}
 
-    def timeline_of(self, state: Mapping[str, Any], thread_id: str) -> list[str]:
-        """The archive ids of the state's timeline."""
+    @staticmethod
+    def state_meta(
+        state: Mapping[str, Any], config: RunnableConfig | None
+    ) -> Mapping[str, Any] | None:
+        """The meta of the state's own lineage: the state's value, or (inside a graph that
+        checkpoints it) the channel's, ``{}`` when empty; None when the meta lives in the store."""
         raw = state.get(META_KEY)
         if isinstance(raw, Mapping):
+            return raw
+        return graph_meta(config)
+
+    def timeline_of(
+        self, state: Mapping[str, Any], thread_id: str, config: RunnableConfig | None = None
+    ) -> list[str]:
+        """The archive ids of the state's timeline."""
+        raw = self.state_meta(state, config)
+        if raw is not None:
             return clamp_meta(raw, self._config.commit_keep_recent_count)["archives"]
-        return self.timeline_for_thread(thread_id)
+        return self.timeline_for_thread(thread_id, config)
 
     def model_view(
-        self, state: Mapping[str, Any], thread_id: str
+        self, state: Mapping[str, Any], config: RunnableConfig | None
     ) -> tuple[list[BaseMessage], list[str]]:
         """The state's messages as the model may see them, and the state's timeline: without
         re-sent ids of archived messages (the next after_turn takes them out of the state)."""
+        thread_id = thread_id_from_config(config)
         messages = self.messages_of(state)
-        raw = state.get(META_KEY)
-        in_state = isinstance(raw, Mapping)
-        if not isinstance(raw, Mapping):
+        raw = self.state_meta(state, config)
+        in_state = raw is not None
+        if raw is None:
             raw = self._stored(thread_id).get("meta") or {
-                "archives": self.timeline_for_thread(thread_id)
+                "archives": self.timeline_for_thread(thread_id, config)
             }
         meta = clamp_meta(raw, self._config.commit_keep_recent_count)
         resent = self.resent_ids(thread_id, messages, meta, everything=not in_state)
-        return [m for m in messages if m.id not in resent], meta["archives"]
+        shown = [m for m in messages if m.id not in resent and not isinstance(m, RemoveMessage)]
+        return shown, meta["archives"]
 
-    def timeline_for_thread(self, thread_id: str) -> list[str]:
-        """The thread's latest timeline, for config-only calls (read from the store, so other
-        processes serving the thread are seen)."""
-        return self._archives.timeline(thread_id)
+    def timeline_for_thread(
+        self, thread_id: str, config: RunnableConfig | None = None
+    ) -> list[str]:
+        """The thread's timeline for config-only calls: the one of the thread's checkpoint (the
+        config's ``checkpoint_id``, else the latest) when the checkpointer is known, else the
+        store's pointer (only ever what a checkpoint confirmed, see :meth:`_finish`)."""
+        return self._pointer.read(thread_id, config)
+
+    def confirm_timelines(self) -> None:
+        """Before the process goes: bring the store's pointer up to the checkpoints."""
+        self._pointer.confirm_all()
 
     def _messages_for(
         self, state: Mapping[str, Any], meta: WorkingMemoryMeta
@@ -165,10 +188,11 @@ class Session:
 
     def _load(self, state: Mapping[str, Any], config: RunnableConfig | None) -> _Turn:
         thread_id = thread_id_from_config(config)
+        self._checkpoints.remember(thread_id, config)
         self.messages_of_check(state)
         keep = self._config.commit_keep_recent_count
-        raw = state.get(META_KEY)
-        in_state = isinstance(raw, Mapping)
+        raw = self.state_meta(state, config)
+        in_state = raw is not None
         stored: dict[str, Any] = {}
         if not in_state:
             stored = self._stored(thread_id)
@@ -195,6 +219,12 @@ class Session:
         everything = not in_state and _in_subgraph(config)
         resent = self.resent_ids(thread_id, messages, meta, everything=everything)
         removals += sorted(resent - set(removals))
+        requests = [str(m.id) for m in messages if isinstance(m, RemoveMessage)]
+        if requests:  # RemoveMessage of ids that are not live (archive_aware_add_messages)
+            hidden = self._archives.archived_among(thread_id, requests, meta["archives"])
+            if hidden:
+                self._archives.hide_messages(thread_id, sorted(hidden))
+            removals += [i for i in requests if i not in removals]
         if removals:
             gone = set(removals)
             messages = [m for m in messages if m.id not in gone]
@@ -234,7 +264,7 @@ class Session:
         resume: bool = True,
     ) -> dict[str, Any]:
         meta = result.meta if result is not None else turn.meta
-        removed = [str(m.id) for m in result.record.messages] if result is not None else []
+        removed = [str(m.id) for m in result.archived] if result is not None else []
         update: dict[str, Any] = {META_KEY: dict(meta)}
         if turn.ids_assigned:
             live = result.remaining if result is not None else turn.messages
@@ -250,7 +280,15 @@ class Session:
             self._archives.put_meta(
                 turn.thread_id, _STORE_META, {"meta": dict(meta), "removed_ids": pending_removals}
             )
-        self._sync_timeline(turn.thread_id, meta["archives"], config, resume=resume)
+        # The store's pointer serves config-only reads of processes that do not know the
+        # checkpointer. Inside a checkpointed graph this update is not durable until the graph
+        # writes its checkpoint (a crash in between leaves the archive's messages live), so the
+        # pointer gets the timeline the state was read with: one a checkpoint confirmed.
+        checkpointed = turn.in_state and graph_checkpointer(config) is not None
+        confirmed = turn.meta["archives"] if checkpointed else None
+        self._sync_timeline(
+            turn.thread_id, meta["archives"], config, confirmed=confirmed, resume=resume
+        )
         return update
 
     def _sync_timeline(
@@ -260,17 +298,13 @@ class Session:
         config: RunnableConfig | None,
         *,
         resume: bool = True,
+        confirmed: list[str] | None = None,
     ) -> None:
+        pointer = archives if confirmed is None else confirmed
         with self._lock:
-            known = self._timelines.get(thread_id)
             first_touch = thread_id not in self._touched
             self._touched.add(thread_id)
-        if known is None:
-            known = self._archives.timeline(thread_id)
-        if known != archives:
-            self._archives.set_timeline(thread_id, archives)
-        with self._lock:
-            self._timelines[thread_id] = list(archives)
+        self._pointer.write(thread_id, pointer, behind=pointer != archives)
         # ``resume`` is False when the caller schedules Phase 2 itself (a commit): the job it
         # schedules folds these archives too, so scheduling here as well would run it twice.
         if resume and first_touch and archives and not self._runner.is_paused(thread_id):
@@ -319,7 +353,7 @@ class Session:
     # -- the hooks ---------------------------------------------------------------------------
     def after_turn(self, state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
         """Account the turn; commit (keep the recent window) when over the threshold."""
-        _require_checkpointer(config)
+        require_checkpointer(config)
         turn = self._load(state, config)
         if turn.meta["pending_tokens"] >= self._config.commit_threshold_tokens:
             return self._commit(
@@ -339,7 +373,7 @@ class Session:
     ) -> dict[str, Any]:
         """after_turn for ``create_react_agent``: commits only once the model has answered
         (no pending tool calls) and always keeps that answer live (the agent routes on it)."""
-        _require_checkpointer(config)
+        require_checkpointer(config)
         turn = self._load(state, config)
         last = turn.messages[-1] if turn.messages else None
         answered = isinstance(last, AIMessage) and not last.tool_calls
@@ -359,7 +393,7 @@ class Session:
             The state update (None when nothing was done), the live messages after it, and the
             timeline's archive ids.
         """
-        _require_checkpointer(config)
+        require_checkpointer(config)
         turn = self._load(state, config)
         budgets = compute_budgets(
             self._config.token_budget,

@@ -4,7 +4,8 @@ Layout, per memory (``label`` is the thread id made safe for store namespaces)::
 
     ("wm_langgraph", label, "archives")  archive_001, archive_002, ...  messages verbatim
     ("wm_langgraph", label, "wm")        <last covered archive id>       a WM + its coverage
-    ("wm_langgraph", label, "meta")      timeline | breaker | state       bookkeeping values
+    ("wm_langgraph", label, "meta")      timeline | breaker | state |     bookkeeping values
+                                         hidden
     ("wm_langgraph", label, "ids")       <message id>                    the archives holding it
     ("wm_langgraph", label, "moved")     <last covered archive id>       items a WM version
                                                                          moved out (size limit)
@@ -17,13 +18,21 @@ existed read unchanged; any other scope adds one segment, ``("wm_langgraph", lab
 (:func:`memory_key`), the thread id plus the scope in one injective string.
 
 The current WM of a timeline (its ordered archive ids) is the newest version whose coverage is a
-prefix of the timeline; the archives after that prefix are pending. Archive ids are never reused:
-a fork that would reuse a number of another branch gets a suffix (``archive_003_2``).
+prefix of the timeline; the archives after that prefix are pending.
+
+Records are immutable once written. A record's identity is its place in a lineage (``prev``, the
+archive before it on its timeline) and a digest of its messages (every field, verbatim). An id
+is never reused for other content: a fork that archives different messages (an edited one, other
+turns) at a number another branch already used gets a suffix (``archive_003_2``); a branch that
+archives exactly the same messages after the same archive shares the record (and its WM
+versions, whose coverage is then the same lineage).
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +63,7 @@ __all__ = [
     "ArchiveStore",
     "NoStoreError",
     "WorkingMemoryVersion",
+    "digest_of",
     "graph_namespace",
     "memory_key",
     "memory_scope",
@@ -111,6 +121,16 @@ def _restore(value: Any) -> Any:
     return value
 
 
+def digest_of(messages: Sequence[BaseMessage]) -> str:
+    """A digest of messages as a record stores them (every field, in order)."""
+    plain = _json_plain(messages_to_dict(list(messages)))
+    text = json.dumps(plain, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_IMMUTABLE = frozenset({"id", "seq", "messages", "message_count", "prev", "digest", "thread_id"})
+
+
 @dataclass(frozen=True, slots=True)
 class ArchiveRecord:
     """One archive: messages moved out of the live state, kept verbatim.
@@ -126,6 +146,8 @@ class ArchiveRecord:
         abstract: A one-line description.
         overview: The Working Memory after this archive was folded in ("" until done).
         metadata: Timings, guard decisions, errors.
+        prev: The archive before this one on its timeline (None for the first).
+        digest: :func:`digest_of` the messages ("" for records of older versions).
     """
 
     id: str
@@ -140,6 +162,8 @@ class ArchiveRecord:
     thread_id: str = ""
     created_at: str = ""
     updated_at: str = ""
+    prev: str | None = None
+    digest: str = ""
 
     def to_value(self) -> dict[str, Any]:
         """The JSON-plain store value."""
@@ -156,6 +180,8 @@ class ArchiveRecord:
             "thread_id": self.thread_id,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
+            "prev": self.prev,
+            "digest": self.digest,
         }
 
     @classmethod
@@ -175,6 +201,8 @@ class ArchiveRecord:
             thread_id=str(value.get("thread_id", "")),
             created_at=str(value.get("created_at", "")),
             updated_at=str(value.get("updated_at", "")),
+            prev=str(value["prev"]) if value.get("prev") is not None else None,
+            digest=str(value.get("digest") or ""),
         )
 
 
@@ -298,28 +326,46 @@ class ArchiveStore:
         return copied
 
     # -- archives -------------------------------------------------------------------------
-    def allocate_id(self, thread_id: str, timeline: Sequence[str], message_ids: list[str]) -> str:
-        """The id for the next archive of ``timeline``, unique across forks of the thread."""
+    def slot(self, thread_id: str, timeline: Sequence[str]) -> tuple[list[ArchiveRecord], str]:
+        """The records already written at the next position of ``timeline`` (by any branch,
+        or by a commit of this one that a crash kept out of the checkpoint), and a free id there.
+
+        Returns:
+            The records whose ``prev`` is the timeline's last archive, not on the timeline,
+            in id order; and the first unused id (``archive_004``, then ``archive_004_2``, ...).
+        """
         base = f"archive_{len(timeline) + 1:03d}"
+        prev = timeline[-1] if timeline else None
         ns = self.namespace(thread_id, "archives")
+        found: list[ArchiveRecord] = []
         candidate, n = base, 1
         store = self.store_for(thread_id)
-        while True:
-            item = store.get(ns, candidate)
-            if item is None:
-                return candidate
-            # A record left by an interrupted Phase 1 for the same messages is taken over.
-            stored = [m.get("data", {}).get("id") for m in item.value.get("messages") or []]
-            if candidate not in timeline and stored == message_ids:
-                return candidate
+        while (item := store.get(ns, candidate)) is not None:
+            value = item.value
+            if candidate not in timeline and value.get("digest") and value.get("prev") == prev:
+                found.append(ArchiveRecord.from_value(value))
             n += 1
             candidate = f"{base}_{n}"
+        return found, candidate
 
     def put_archive(self, record: ArchiveRecord) -> None:
-        """Write (or overwrite) an archive record."""
-        self.store_for(record.thread_id).put(
-            self.namespace(record.thread_id, "archives"), record.id, record.to_value(), index=False
-        )
+        """Write a new archive record.
+
+        Raises:
+            ValueError: A record with this id exists and holds other messages (records are
+                immutable: an id is never reused for different content).
+        """
+        ns = self.namespace(record.thread_id, "archives")
+        value = record.to_value()
+        store = self.store_for(record.thread_id)
+        existing = store.get(ns, record.id)
+        if existing is not None:
+            if record.digest and existing.value.get("digest") == record.digest:
+                return  # the very same archive, written before: nothing to do
+            raise ValueError(
+                f"archive {record.id} exists with other content; records are immutable"
+            )
+        store.put(ns, record.id, value, index=False)
 
     def get_archives(self, thread_id: str, ids: Sequence[str]) -> list[ArchiveRecord]:
         """The records of ``ids`` in that order (missing ones are skipped)."""
@@ -355,7 +401,17 @@ class ArchiveStore:
         return out[::-1], True
 
     def update_archives(self, thread_id: str, ids: Sequence[str], **changes: Any) -> None:
-        """Set fields on stored records (``metadata`` is merged, ``updated_at`` refreshed)."""
+        """Set fields on stored records (``metadata`` is merged, ``updated_at`` refreshed).
+
+        Only the bookkeeping fields change (status, overview, metadata, abstract): the messages
+        and the record's identity are immutable.
+
+        Raises:
+            ValueError: ``changes`` names an immutable field.
+        """
+        frozen = sorted(_IMMUTABLE.intersection(changes))
+        if frozen:
+            raise ValueError(f"archive fields {frozen} are immutable")
         ns = self.namespace(thread_id, "archives")
         store = self.store_for(thread_id)
         for archive_id in ids:
@@ -409,6 +465,18 @@ class ArchiveStore:
             if isinstance(item, Item)
             and on_timeline.intersection(str(a) for a in item.value.get("archives") or [])
         }
+
+    def hide_messages(self, thread_id: str, message_ids: Sequence[str]) -> None:
+        """Hide archived messages of the thread (``RemoveMessage`` of an archived id): the
+        archive tools, assemble and Phase 2 leave them out; the records stay verbatim."""
+        hidden = self.hidden_ids(thread_id)
+        new = [str(i) for i in message_ids if str(i) not in hidden]
+        if new:
+            self.put_meta(thread_id, "hidden", {"ids": [*sorted(hidden), *new]})
+
+    def hidden_ids(self, thread_id: str) -> set[str]:
+        """The thread's hidden message ids (see :meth:`hide_messages`)."""
+        return {str(i) for i in (self.get_meta(thread_id, "hidden") or {}).get("ids") or []}
 
     # -- working memory versions --------------------------------------------------------------
     def current_wm(self, thread_id: str, timeline: Sequence[str]) -> WorkingMemoryVersion | None:

@@ -28,6 +28,11 @@ When the layers do not fit, in this order:
    first, as little as needed. The system message, the user message, and the assistant
    messages are never cut, so if they alone exceed the budget the result is over budget
    (``tokens > budgets.usable``) rather than missing the user's request.
+
+A tool result whose call is not among the messages before it (the call is archived and folded)
+is left out: OpenAI-style APIs reject it. Only the engine writes the ``[Session History
+Summary]`` message: in any other message a line starting with that header is shown quoted
+(see ``_model_input``).
 """
 
 from __future__ import annotations
@@ -45,6 +50,13 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from wm_langgraph.engine._model_input import (
+    SUMMARY_HEADER,
+    drop_orphan_tool_results,
+    neutralise_summary_headers,
+    neutralise_text,
+    split_system_messages,
+)
 from wm_langgraph.engine._wm_fit import fit_document
 from wm_langgraph.engine.render import content_text
 
@@ -57,8 +69,6 @@ __all__ = [
     "fit_working_memory",
 ]
 
-SUMMARY_HEADER = "[Session History Summary]"
-"""First line of the user message that carries the Working Memory."""
 
 MessageCounter = Callable[[BaseMessage], int]
 
@@ -90,7 +100,7 @@ class AssembledContext:
             (when a WM exists and fits), pending-archive messages, live messages.
         tokens: Total of all returned messages (system message included) by the counter.
         dropped: How many pending/live messages were left out (folded system messages are
-            not counted; they are merged into ``system_message``).
+            not counted; they are merged into ``system_message``; older system notes are).
         budgets: The budgets used.
         wm_omitted: How many Working Memory items the summary message leaves out (0: the
             whole document is shown).
@@ -137,7 +147,8 @@ def compute_budgets(token_budget: int, reserve_tokens: int, archive_memory_token
 
 
 def _summary_message(document: str) -> HumanMessage:
-    return HumanMessage(content=f"{SUMMARY_HEADER}\n\n{document.strip()}")
+    # The header opens the engine's message only: a header line inside the document is quoted.
+    return HumanMessage(content=f"{SUMMARY_HEADER}\n\n{neutralise_text(document.strip())}")
 
 
 def fit_working_memory(
@@ -310,8 +321,9 @@ def assemble_context(
         system_message: The thread's own system message, if any.
         working_memory: The current WM document, ``""`` when there is none yet.
         pending_messages: Messages of archives whose Phase 2 is not done, in archive order.
-        live_messages: The live (not archived) messages; any ``SystemMessage`` among them is
-            folded into the leading system message.
+        live_messages: The live (not archived) messages. A ``SystemMessage`` at their head
+            (the thread's system prompt) and the newest later one are folded into the leading
+            system message; older later ones are left out (see ``_model_input``).
         token_budget: The model's context window ``T``.
         reserve_tokens: Reply reserve for large windows (SPEC §7).
         archive_memory_tokens: Cap of the WM layer.
@@ -326,13 +338,10 @@ def assemble_context(
         ValueError: A budget value is out of range.
     """
     budgets = compute_budgets(token_budget, reserve_tokens, archive_memory_tokens)
-    folded: list[SystemMessage] = []
-    body: list[BaseMessage] = []
-    for message in [*pending_messages, *live_messages]:
-        if isinstance(message, SystemMessage):
-            folded.append(message)
-        else:
-            body.append(message)
+    folded, body, left_out = split_system_messages(pending_messages, live_messages)
+    size = len(body)
+    body = neutralise_summary_headers(drop_orphan_tool_results(body))
+    left_out += size - len(body)
     has_memory = bool(working_memory.strip()) or bool(pending_messages)
     if has_memory and system_addition is None:
         from wm_langgraph.engine.prompts import load_prompt
@@ -378,7 +387,7 @@ def assemble_context(
         system_message=system,
         messages=messages,
         tokens=tokens,
-        dropped=len(body) - len(kept),
+        dropped=len(body) - len(kept) + left_out,
         budgets=budgets,
         wm_omitted=omitted if summary is not None else 0,
     )

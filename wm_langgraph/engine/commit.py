@@ -279,6 +279,12 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
         pending = [found.get(i) or _missing(thread_id, i, n) for n, i in enumerate(pending_ids)]
         if not pending:
             return {"outcome": "noop", "covers": covers, "batch": []}
+        hidden = deps.archives.hidden_ids(thread_id)  # removed after they were archived
+        if hidden:
+            pending = [
+                dataclasses.replace(r, messages=[m for m in r.messages if m.id not in hidden])
+                for r in pending
+            ]
         prior = current.text if current else ""
         branch: Literal["create", "update"] = (
             "update" if prior and is_working_memory(prior) else "create"

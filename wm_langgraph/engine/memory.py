@@ -1,8 +1,10 @@
 """``WorkingMemory``: the three hooks of SPEC §6-§7 as LangGraph nodes, plus their plumbing.
 
 Where data lives (DESIGN §2): the live messages and a small JSON-plain meta in the graph state
-(``state["working_memory"]``); archives and Working Memory versions in a ``BaseStore``. Graphs
-without a ``working_memory`` channel (``create_react_agent`` hooks) keep the meta in the store.
+(``state["working_memory"]``, a channel the hooks' input schema adds to every graph they are
+nodes of, ``create_react_agent`` included, so it follows forks and time travel); archives and
+Working Memory versions in a ``BaseStore``. Hooks called directly (no graph) keep the meta in
+the store.
 
 The store is the one given as ``store=``, else the running graph's (``compile(store=...)``, the
 platform's). A memory is addressed by its key (:func:`~wm_langgraph.engine.archives.memory_key`:
@@ -15,11 +17,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
 from wm_langgraph.core.tokens import TokenCounter, count_tokens
@@ -89,6 +93,7 @@ class WorkingMemory(AsyncTwins):
         system_prompt: str | None = None,
         name: str | None = None,
         scope: MemoryScope = "graph",
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
     ) -> None:
         """Create the engine.
 
@@ -114,6 +119,10 @@ class WorkingMemory(AsyncTwins):
                 subgraphs (supervisor or swarm members) by their graph namespace;
                 ``"thread"`` shares one memory between every agent of the thread that uses
                 this name (deliberate sharing).
+            checkpointer: The graph's checkpointer (optional). Config-only reads
+                (``get_working_memory``, ``list_archives``, ``resume``) read the thread's
+                timeline from its checkpoint; the hooks tell the engine the checkpointer
+                anyway, this only matters in a process that reads before any hook ran.
 
         Raises:
             TypeError: An argument of the wrong type.
@@ -132,6 +141,10 @@ class WorkingMemory(AsyncTwins):
         if scope not in ("graph", "thread"):
             raise ValueError(f"scope must be 'graph' or 'thread', got {scope!r}")
         self._name = check_name(name)
+        if checkpointer is not None and not isinstance(checkpointer, BaseCheckpointSaver):
+            raise TypeError(
+                f"checkpointer must be a langgraph checkpointer, got {type(checkpointer).__name__}"
+            )
         self.config = config or WorkingMemoryConfig()
         self._counter: TokenCounter = token_counter or count_tokens
         # Each message is rendered and tokenised once per process, not on every assemble.
@@ -158,7 +171,9 @@ class WorkingMemory(AsyncTwins):
             )
         )
         self._runner = Phase2Runner(self.commit_graph, self._archives, self.config)
-        self._session = Session(self._archives, self._runner, self.config, self._count_message)
+        self._session = Session(
+            self._archives, self._runner, self.config, self._count_message, checkpointer
+        )
         self._scoper = Scoper(self._archives, self._session, name=self._name, scope=scope)
         self.after_turn = NodeHook("wm_after_turn", self._scoper.hooked(self._session.after_turn))
         self.compact = NodeHook("wm_compact", self._scoper.hooked(self._session.compact))
@@ -228,7 +243,7 @@ class WorkingMemory(AsyncTwins):
     def _assemble(self, state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
         # config carries the memory key as thread id (see _hooked)
         thread_id = thread_id_from_config(config)
-        messages, timeline = self._session.model_view(state, thread_id)
+        messages, timeline = self._session.model_view(state, config)
         context = self._build(messages, thread_id, timeline, None)
         return {MODEL_INPUT_KEY: context.all_messages}
 
@@ -286,9 +301,9 @@ class WorkingMemory(AsyncTwins):
         reject_foreign_summaries(messages)
         thread_id = self._scoper.enter(config, state)
         if state is not None:
-            timeline = self._session.timeline_of(state, thread_id)
+            timeline = self._session.timeline_of(state, thread_id, config)
         else:
-            timeline = self._session.timeline_for_thread(thread_id)
+            timeline = self._session.timeline_for_thread(thread_id, config)
         return self._build(convert_to_messages(list(messages)), thread_id, timeline, system_message)
 
     def _build(
@@ -308,6 +323,9 @@ class WorkingMemory(AsyncTwins):
             live_tokens=sum(self._count_message(m) for m in messages),
             document_tokens=self._counter(document) if document else 0,
         )
+        if pending:  # removed after they were archived (RemoveMessage of an archived id)
+            hidden = self._archives.hidden_ids(thread_id)
+            pending = [m for m in pending if m.id not in hidden]
         return assemble_context(
             system_message=system_message,
             working_memory=document,
@@ -333,7 +351,7 @@ class WorkingMemory(AsyncTwins):
 
     def _get_working_memory(self, thread_id: str, config: RunnableConfig | None) -> str:
         self._scoper.bind_for_read(thread_id, config)
-        return self._scoper.working_memory(thread_id)
+        return self._scoper.working_memory(thread_id, config)
 
     def moved_items(self, config: RunnableConfig | None) -> list[tuple[str, str, str]]:
         """Items the size contract moved out of the thread's current Working Memory.
@@ -344,7 +362,7 @@ class WorkingMemory(AsyncTwins):
         """
         thread_id = self._scoper.readable(config)
         self._scoper.bind_for_read(thread_id, config)
-        timeline = self._session.timeline_for_thread(thread_id)
+        timeline = self._session.timeline_for_thread(thread_id, config)
         current = self._archives.current_wm(thread_id, timeline)
         keys = current.covers if current else []
         return [
@@ -363,7 +381,22 @@ class WorkingMemory(AsyncTwins):
 
     def _list_archives(self, thread_id: str, config: RunnableConfig | None) -> list[ArchiveRecord]:
         self._scoper.bind_for_read(thread_id, config)
-        return self._scoper.archives(thread_id)
+        return self._scoper.archives(thread_id, config)
+
+    def recall_archives(self, config: RunnableConfig | None) -> list[ArchiveRecord]:
+        """:meth:`list_archives` as the archive tools show it: without the messages removed
+        with ``RemoveMessage`` after they were archived (the records themselves are kept)."""
+        records = self.list_archives(config)
+        hidden = self._archives.hidden_ids(self._scoper.readable(config)) if records else set()
+        if not hidden:
+            return records
+        out = []
+        for record in records:
+            kept = [m for m in record.messages if m.id not in hidden]
+            out.append(
+                record if len(kept) == len(record.messages) else replace(record, messages=kept)
+            )
+        return out
 
     # -- phase 2 control ---------------------------------------------------------------------
     def wait(self, config: RunnableConfig | None = None, timeout: float | None = None) -> bool:
@@ -404,7 +437,7 @@ class WorkingMemory(AsyncTwins):
         inline = (not self.config.background) if wait is None else wait
         self._session.schedule(
             thread_id,
-            self._session.timeline_for_thread(thread_id),
+            self._session.timeline_for_thread(thread_id, config),
             self._scoper.engine_config(thread_id, config),
             wait=inline,
         )
@@ -417,6 +450,7 @@ class WorkingMemory(AsyncTwins):
     def close(self) -> None:
         """Finish queued background work and stop the worker threads."""
         self._runner.shutdown()
+        self._session.confirm_timelines()
 
     # -- tools and long-term memory ----------------------------------------------------------
     @property

@@ -19,13 +19,20 @@ wrapped in tags so that a reader of the rendered prompt (e.g. the offline model)
 * ``system``: no placeholders (the assemble addition of SPEC §7).
 
 Inside each tag the value sits on its own lines (``<messages>\\n…\\n</messages>``).
+
+The values come from the conversation and from earlier model output, so any of them may contain
+a delimiter: ``render_create_prompt`` and ``render_update_prompt`` neutralise every tag of
+:data:`PROMPT_DELIMITERS` (and every tag the template itself uses) inside the values they fill
+in, opening or closing, any case or spacing (``</messages>`` becomes ``&lt;/messages>``), so user
+text cannot close the messages block or open a second Working Memory. The section-size warnings
+block is built by the engine and inserted as is.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Literal, get_args
@@ -34,10 +41,12 @@ from wm_langgraph.core.protocol import EMPTY_SECTION_SIZE_WARNINGS, section_size
 
 __all__ = [
     "NO_PRIOR_SUMMARY",
+    "PROMPT_DELIMITERS",
     "PROMPT_PLACEHOLDERS",
     "PromptName",
     "check_prompt",
     "load_prompt",
+    "neutralise_delimiters",
     "placeholders",
     "render_create_prompt",
     "render_prompt",
@@ -57,6 +66,34 @@ NO_PRIOR_SUMMARY = "(none)"
 """What the create prompt shows as the prior summary when there is none."""
 
 _PLACEHOLDER_RE = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
+_TEMPLATE_TAG_RE = re.compile(r"</([A-Za-z_][A-Za-z0-9_-]*)>")
+
+PROMPT_DELIMITERS: frozenset[str] = frozenset(
+    {"prior_summary", "messages", "working_memory", "section_size_warnings"}
+)
+"""The tags the shipped prompts wrap their inputs in (never left intact inside a value)."""
+
+
+def neutralise_delimiters(value: str, names: Iterable[str] = PROMPT_DELIMITERS) -> str:
+    """``value`` with every ``<name>`` / ``</name>`` of ``names`` made inert.
+
+    Matches any case and blank space inside the brackets (``< /Messages >``) and an unclosed
+    ``</messages``; only the ``<`` is replaced (by ``&lt;``), so the text stays readable.
+    """
+    tags = sorted({n for n in names if n}, key=len, reverse=True)
+    if not tags or "<" not in value:
+        return value
+    pattern = re.compile(
+        r"<(?=\s*/?\s*(?:" + "|".join(map(re.escape, tags)) + r")(?![A-Za-z0-9_-]))",
+        re.IGNORECASE,
+    )
+    return pattern.sub("&lt;", value)
+
+
+def _delimiters(template: str) -> frozenset[str]:
+    return PROMPT_DELIMITERS | frozenset(_TEMPLATE_TAG_RE.findall(template))
+
+
 _SOURCE_PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 
 
@@ -168,8 +205,11 @@ def render_create_prompt(*, prior_summary: str, messages: str, template: str | N
         template: A replacement for the shipped ``create`` prompt.
     """
     text = load_prompt("create") if template is None else template
-    prior = prior_summary if prior_summary.strip() else NO_PRIOR_SUMMARY
-    return render_prompt(text, prior_summary=prior, messages=messages)
+    tags = _delimiters(text)
+    prior = (
+        neutralise_delimiters(prior_summary, tags) if prior_summary.strip() else NO_PRIOR_SUMMARY
+    )
+    return render_prompt(text, prior_summary=prior, messages=neutralise_delimiters(messages, tags))
 
 
 def render_update_prompt(
@@ -192,6 +232,10 @@ def render_update_prompt(
         section_size_warnings(working_memory, target_tokens=size_target)
         or EMPTY_SECTION_SIZE_WARNINGS
     )
+    tags = _delimiters(text)
     return render_prompt(
-        text, working_memory=working_memory, messages=messages, section_size_warnings=warnings
+        text,
+        working_memory=neutralise_delimiters(working_memory, tags),
+        messages=neutralise_delimiters(messages, tags),
+        section_size_warnings=warnings,
     )

@@ -293,7 +293,9 @@ def _archives_or_error(
             "whose archives could be read."
         )
     try:
-        return list(memory.list_archives(config))
+        # An engine hides messages removed after they were archived (RemoveMessage).
+        recall = getattr(memory, "recall_archives", None)
+        return list(recall(config) if callable(recall) else memory.list_archives(config))
     except ValueError as exc:
         return f"Refused: {exc}"
 

@@ -20,11 +20,11 @@ All helpers here are pure: they take a meta and return a new one.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict, cast
 
-from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, convert_to_messages
 from langgraph.channels import UntrackedValue
-from langgraph.graph.message import add_messages
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, Messages, add_messages
 from langgraph.managed import RemainingSteps
 
 from wm_langgraph.engine.config import MAX_KEEP_RECENT_COUNT
@@ -34,9 +34,10 @@ __all__ = [
     "META_VERSION",
     "MODEL_INPUT_KEY",
     "ModelInputMessages",
-    "WorkingMemoryAgentState",
     "WorkingMemoryMeta",
+    "WorkingMemoryReactState",
     "WorkingMemoryState",
+    "archive_aware_add_messages",
     "clamp_meta",
     "empty_meta",
     "validate_keep_recent_count",
@@ -63,6 +64,44 @@ class WorkingMemoryMeta(TypedDict):
     archives: list[str]
 
 
+def archive_aware_add_messages(left: Messages, right: Messages) -> Messages:
+    """``add_messages``, except that removing a message that is not live does not fail.
+
+    The messages the engine archived are no longer in the state, so LangGraph's reducer raises
+    on ``RemoveMessage(id)`` of one of them and the whole turn fails. Here such a removal stays in
+    the state as a removal request (the ``RemoveMessage`` itself, after the live messages) that
+    the next Working Memory hook carries out and takes out again: an archived message is hidden
+    from the archive tools, from the pending layer of assemble and from Phase 2 (its record
+    stays verbatim: archives are immutable); an id known nowhere is ignored.
+    """
+    lefts: list[Any] = list(left) if isinstance(left, list) else [left]
+    rights: list[Any] = list(right) if isinstance(right, list) else [right]
+    cut = max((i for i, m in enumerate(rights) if _removes_all(m)), default=None)
+    if cut is not None:  # like add_messages: what follows the last REMOVE_ALL replaces all
+        lefts, rights = [], rights[cut + 1 :]
+    known = {m.id for m in convert_to_messages(lefts)}
+    requests: list[RemoveMessage] = []
+    passed: list[Any] = []
+    for message in convert_to_messages(rights):
+        if isinstance(message, RemoveMessage) and message.id not in known:
+            requests.append(message)
+            continue
+        passed.append(message)
+        if not isinstance(message, RemoveMessage) and message.id:
+            known.add(message.id)
+    merged: list[Any] = list(cast("list[Any]", add_messages(lefts, passed)))
+    present = {m.id for m in merged if isinstance(m, BaseMessage)}
+    for request in requests:
+        if request.id not in present:
+            merged.append(request)
+            present.add(request.id)
+    return merged
+
+
+def _removes_all(message: object) -> bool:
+    return isinstance(message, RemoveMessage) and message.id == REMOVE_ALL_MESSAGES
+
+
 ModelInputMessages = Annotated[list[AnyMessage], UntrackedValue]
 """The type of a state key that carries the assembled model input (``llm_input_messages``).
 
@@ -75,18 +114,19 @@ archives, live messages) does not grow the checkpointer by a copy of the context
 class WorkingMemoryState(TypedDict):
     """A StateGraph schema for agents with Working Memory.
 
-    ``messages`` are the live messages (add_messages reducer); ``working_memory`` is the meta
-    value the hooks maintain; ``llm_input_messages`` is what ``assemble`` builds for the model
+    ``messages`` are the live messages (:func:`archive_aware_add_messages`: ``add_messages``
+    that also accepts ``RemoveMessage`` of an archived id); ``working_memory`` is the meta value
+    the hooks maintain; ``llm_input_messages`` is what ``assemble`` builds for the model
     (:data:`ModelInputMessages`: available to the nodes after ``assemble`` in the same run,
     never checkpointed — keep ``assemble`` right before the model node).
     """
 
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: Annotated[list[AnyMessage], archive_aware_add_messages]
     working_memory: NotRequired[dict[str, Any]]
     llm_input_messages: NotRequired[ModelInputMessages]
 
 
-class WorkingMemoryAgentState(TypedDict):
+class WorkingMemoryReactState(TypedDict):
     """``create_react_agent``'s ``AgentState`` plus an uncheckpointed ``llm_input_messages``.
 
     Pass it as ``state_schema=`` with ``pre_model_hook=memory.pre_model_hook``: the hook's
@@ -94,7 +134,7 @@ class WorkingMemoryAgentState(TypedDict):
     A custom schema gets the same by declaring ``llm_input_messages: ModelInputMessages``.
     """
 
-    messages: Annotated[Sequence[BaseMessage], add_messages]
+    messages: Annotated[Sequence[BaseMessage], archive_aware_add_messages]
     remaining_steps: NotRequired[RemainingSteps]
     llm_input_messages: NotRequired[ModelInputMessages]
 

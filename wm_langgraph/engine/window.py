@@ -1,11 +1,13 @@
 """Sliding-window token accounting and tool-pair-safe split points (SPEC §6, DESIGN §3.4-5).
 
 ``pending_tokens`` is the sum of the token counts of the live messages outside the most recent
-``keep_recent_count`` messages. Accounting a turn costs O(new messages): each new message enters
-the window's tail; the message pushed out of its head adds its tokens to ``pending_tokens``.
-:func:`rebuild_meta` computes the same value from scratch; both always agree.
+``keep_recent_count`` messages. :func:`account_messages` derives it from the live messages on
+every turn (edits and removals anywhere are seen), tokenising through the engine's per-message
+token cache, so only new or changed messages are tokenised.
 
-System messages are instructions, not conversation: they are neither counted nor archived.
+System messages: the one at the head of the live messages is the thread's system prompt; it is
+neither counted nor archived. Any later system message (a note added during the conversation,
+e.g. one per turn) is conversation: counted, and archived with its turn like any other message.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    RemoveMessage,
     SystemMessage,
     ToolMessage,
 )
@@ -32,6 +35,7 @@ __all__ = [
     "account_messages",
     "conversation",
     "ensure_message_ids",
+    "is_system_prompt",
     "live_tokens",
     "new_messages_start",
     "newest_turn_start",
@@ -43,9 +47,16 @@ __all__ = [
 MessageCounter = Callable[[BaseMessage], int]
 
 
+def is_system_prompt(messages: Sequence[BaseMessage], index: int) -> bool:
+    """True for the thread's system prompt: a system message at the head of the live messages."""
+    return index == 0 and bool(messages) and isinstance(messages[0], SystemMessage)
+
+
 def conversation(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The messages that are accounted and archivable (everything but system messages)."""
-    return [m for m in messages if not isinstance(m, SystemMessage)]
+    """The messages that are accounted and archivable: all but the system prompt at the head
+    (and removal requests of archived ids, see ``state.archive_aware_add_messages``)."""
+    body = messages[1:] if is_system_prompt(messages, 0) else messages
+    return [m for m in body if not isinstance(m, RemoveMessage)]
 
 
 def ensure_message_ids(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], bool]:
@@ -131,40 +142,18 @@ def new_messages_start(meta: WorkingMemoryMeta, messages: Sequence[BaseMessage])
 def account_messages(
     meta: WorkingMemoryMeta, messages: Sequence[BaseMessage], count: MessageCounter
 ) -> WorkingMemoryMeta:
-    """Account the messages added since the meta was last written (O(new messages)).
+    """Account the live messages: the meta of ``messages`` (the timeline is carried over).
 
-    When the meta does not describe ``messages`` (edited history, another timeline, a lost
-    meta) the accounting is rebuilt from scratch, so the result is always exact.
+    The live messages can change anywhere between two hooks, not only at the end: a message
+    re-sent with the id of a live one replaces it in place (an edit), ``RemoveMessage`` takes one
+    out, a fork resumes an older list. So every turn derives the window and ``pending_tokens``
+    from the messages themselves, which makes them exact by construction (DESIGN §3.5).
+
+    ``count`` is meant to be the engine's per-message token cache: an unchanged message is a
+    dictionary hit, so tokenising costs O(changed + new messages) per turn, and the pass over
+    the live messages is the one assemble makes before every model call anyway.
     """
-    start = new_messages_start(meta, messages)
-    if start is None:
-        known = {str(k): int(v) for k, v in meta["window"]}
-        return rebuild_meta(
-            messages, meta["keep_recent_count"], count, archives=meta["archives"], known=known
-        )
-    if start >= len(messages):
-        return meta
-    keep = meta["keep_recent_count"]
-    window = [list(entry) for entry in meta["window"]]
-    pending = meta["pending_tokens"]
-    for message in messages[start:]:
-        if isinstance(message, SystemMessage):
-            continue
-        window.append([str(message.id), max(0, count(message))])
-    overflow = len(window) - keep
-    if overflow > 0:
-        pending += sum(int(entry[1]) for entry in window[:overflow])
-        window = window[overflow:]
-    last = messages[-1]
-    return {
-        "v": META_VERSION,
-        "pending_tokens": max(0, pending),
-        "keep_recent_count": keep,
-        "window": window,
-        "last_counted_id": str(last.id) if last.id else None,
-        "last_counted_index": len(messages) - 1,
-        "archives": list(meta["archives"]),
-    }
+    return rebuild_meta(messages, meta["keep_recent_count"], count, archives=meta["archives"])
 
 
 def live_tokens(meta: WorkingMemoryMeta) -> int:
@@ -205,12 +194,15 @@ def safe_split(messages: Sequence[BaseMessage], split: int) -> int:
     """Move ``split`` back (or, failing that, forward) so no tool pair straddles it.
 
     ``messages[:split]`` and ``messages[split:]`` then each hold every AI tool call together with
-    all of its tool results (parallel calls included).
+    all of its tool results (parallel calls included). A call still waiting for its results (the
+    newest messages: a graph interrupted before its tools node) stays on the live side, even
+    when everything is to be archived (``split == len(messages)``, a compaction): its results
+    arrive later and must find it there.
     """
     n = len(messages)
     split = max(0, min(n, split))
-    if split in (0, n):
-        return split
+    if split == 0:
+        return 0
     ends = _pair_ends(messages)
     candidate = split
     while candidate > 0:
@@ -218,13 +210,16 @@ def safe_split(messages: Sequence[BaseMessage], split: int) -> int:
         if not owners:
             return candidate
         candidate = min(owners)
+    waiting = any(end >= n for end in ends.values())  # an unanswered call at the end
+    if split == n:
+        return 0
     candidate = split  # nothing fits before: try after the pair instead
     while candidate < n:
         spans = [end for i, end in ends.items() if i < candidate <= end]
         if not spans:
             return candidate
         candidate = max(spans) + 1
-    return min(candidate, n)
+    return 0 if waiting else min(candidate, n)
 
 
 def newest_turn_start(messages: Sequence[BaseMessage]) -> int:
