@@ -167,6 +167,7 @@ def test_real_writer_over_a_coding_session(tmp_path: Path) -> None:
                 "fallback": r.metadata.get("fallback"),
                 "interventions": interventions(r),
                 "artifact_trail": r.metadata.get("artifact_trail") or [],
+                "error_trail": r.metadata.get("error_trail") or [],
                 "total_s": round(
                     ((r.metadata.get("metrics") or {}).get("total_ms") or 0) / 1000, 1
                 ),
