@@ -18,6 +18,7 @@ from wm_langgraph import (
     section_size_warnings,
     update_tool_schema,
 )
+from wm_langgraph.core._json_repair import CUT_MARK
 from wm_langgraph.core.protocol import (
     BULLET_THRESHOLD,
     EMPTY_SECTION_SIZE_WARNINGS,
@@ -368,12 +369,14 @@ def test_never_raises(raw: Any) -> None:
             assert all(isinstance(item, str) and item for item in op["items"])
 
 
-_item_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30).filter(
+# CUT_MARK (a private-use character) is removed from a model's reply by design, raw or escaped
+_chars = st.characters(blacklist_categories=("Cs",), blacklist_characters=CUT_MARK)
+_item_text = st.text(_chars, min_size=1, max_size=30).filter(
     lambda s: s.strip() and s.strip() == s and not s.startswith(("- ", "* ", "+ ", "• "))
 )
 _op = st.one_of(
     st.just({"op": "KEEP"}),
-    st.builds(lambda c: {"op": "UPDATE", "content": c}, st.text(max_size=60)),
+    st.builds(lambda c: {"op": "UPDATE", "content": c}, st.text(_chars, max_size=60)),
     st.builds(lambda items: {"op": "APPEND", "items": items}, st.lists(_item_text, max_size=4)),
 )
 
@@ -471,3 +474,14 @@ def test_prompt_warnings_and_key_facts_guard_agree_on_oversized(body: str) -> No
         render_working_memory({"Key Facts & Decisions": body})
     )
     assert warned == section_size(body).oversized == guards.is_oversized(body)
+
+
+def test_cut_mark_in_a_reply_is_ordinary_text_removed_raw_or_escaped() -> None:
+    # the private-use character that marks a cut-off value internally, sent by a model (raw or
+    # as a JSON escape), must not make a complete reply look cut off
+    for ascii_only in (True, False):
+        args = {"sections": {"Open Issues": {"op": "APPEND", "items": [f"fix login{CUT_MARK}"]}}}
+        text = json.dumps(args, ensure_ascii=ascii_only)
+        assert parse_update_arguments(text) == {
+            "Open Issues": {"op": "APPEND", "items": ["fix login"]}
+        }

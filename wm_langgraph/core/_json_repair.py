@@ -20,6 +20,7 @@ Never raises on any ``str`` input; returns ``None`` when nothing parses.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,8 @@ __all__ = ["CUT_MARK", "Repaired", "decode_string_literal", "repair_json", "repa
 
 CUT_MARK = "\ue000"
 """Ends the one string value that the end of the text cut off (a private-use character; any
-occurrence in the input is removed before the repair)."""
+occurrence in the input, also as the JSON escape ``\\ue000``, is removed before the repair)."""
+_ESCAPED_CUT_MARK = re.compile(r"(?<!\\)((?:\\\\)*)\\u[eE]000")
 
 # Opening quote -> characters that may close a string it opened.
 _QUOTES: dict[str, str] = {
@@ -231,7 +233,7 @@ def _repair(text: object, *, keep_partial: bool) -> Repaired:
     if not isinstance(text, str):
         return Repaired(None, complete=False, cut=False)
     if keep_partial:
-        text = text.replace(CUT_MARK, "")
+        text = _ESCAPED_CUT_MARK.sub(r"\1", text.replace(CUT_MARK, ""))
     if text[:1] == "{":
         value = _loads(text)  # fast path: valid JSON needs no repair
         if value is not None:
