@@ -53,6 +53,39 @@ def test_salvage_keeps_only_clauses_that_bring_an_anchor_or_new_text():
     )
 
 
+def test_salvage_keeps_a_new_fact_made_of_words_the_section_uses_elsewhere():
+    """Found by the 8k-32k chat bench (seeds 8, 9): two people with parallel facts. A new fact
+    whose anchors and words all occur in other bullets was taken for a regrouping and dropped,
+    so "Ravi grew up in Bergen" never reached the WM."""
+    old = (
+        "- Ravi decided to learn Norwegian because the family reunion is in Bergen\n"
+        "- Owen grew up in Turku\n- Ravi does not eat meat\n"
+        "- Ravi's cousin's wedding on 2024-01-21\n- Owen's charity bike ride on 2024-01-18"
+    )
+    new = (
+        "- Ravi grew up in Bergen; Owen grew up in Turku\n"
+        "- Owen does not eat meat\n"
+        "- Owen's cousin's wedding on 2024-01-18\n"
+        "- Ravi does not eat meat; Ravi's cousin's wedding on 2024-01-21"
+    )
+    outcome = guard_key_facts(old, SectionOp("UPDATE", content=new))  # 3 of 5 bullets dropped
+    assert outcome.op == SectionOp(
+        "APPEND",
+        items=(
+            "Ravi grew up in Bergen",
+            "Owen does not eat meat",
+            "Owen's cousin's wedding on 2024-01-18",
+        ),
+    )
+
+
+def test_salvage_takes_a_reworded_old_fact_for_the_old_fact():
+    old = "- Owen lives in Porto\n- Aiko plays chess on Mondays\n- Ravi keeps 12 houseplants"
+    new = "- Owen is living in Porto\n- Aiko played chess on Mondays"
+    outcome = guard_key_facts(old, SectionOp("UPDATE", content=new))
+    assert outcome.op.kind == "KEEP", outcome
+
+
 def _drift(loss: float, seed: int, turns: int = 200) -> str:
     """A writer that adds one fact a turn and rewrites Key Facts, dropping each carried item
     with probability ``loss``; when the section is oversized it consolidates three items a

@@ -146,8 +146,12 @@ def test_layer2_rejects_consolidation_losing_anchors():
     vague = update("- Alice and Bob made database and budget decisions\n- Some config exists")
     outcome = guard_key_facts(old, vague)
     assert outcome.op.kind == "APPEND"
-    # the regrouping of old names brings nothing the section lacks (issue 11); the new text does
-    assert outcome.op.items == ("Some config exists",)
+    # no old bullet says what Alice and Bob did together: that claim is text the section lacks
+    # (a regrouping that repeats old clauses is not salvaged: tests/core/test_clause_restore.py)
+    assert outcome.op.items == (
+        "Alice and Bob made database and budget decisions",
+        "Some config exists",
+    )
     assert "anchors" in outcome.reason
 
 

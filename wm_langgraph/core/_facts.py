@@ -355,13 +355,57 @@ def _content_words(text: str) -> set[str]:
     }
 
 
+def _same_word(word: str, pool: set[str]) -> bool:
+    """``word`` or a form of it is in ``pool`` ("lives" / "living", "plays" / "played")."""
+    if word in pool:
+        return True
+    for other in pool:
+        shortest = min(len(word), len(other))
+        common = 0
+        while common < shortest and word[common] == other[common]:
+            common += 1
+        if common >= max(3, shortest - 2):
+            return True
+    return False
+
+
+class _HeldFacts:
+    """The clauses a section already states, to tell a new fact from a regrouping of old ones."""
+
+    def __init__(self, body: str) -> None:
+        self._clauses: list[tuple[frozenset[str], set[str]]] = []
+        for item in section_items(body):
+            for clause in clauses(item):
+                self.add(clause)
+
+    def add(self, clause: str) -> None:
+        anchors = frozenset(extract_anchors(clause, include_markers=False))
+        self._clauses.append((anchors, _plain_words(clause)))
+
+    def holds(self, clause: str, anchors: set[str]) -> bool:
+        """True when one clause holds all of ``anchors`` together with every content word of
+        ``clause`` (or a form of it): the same fact. "Ravi grew up in Bergen" is not held by
+        "Ravi decided to move because the reunion is in Bergen" beside "Owen grew up in Turku";
+        "Owen does not eat meat" is not held by "Ravi does not eat meat"."""
+        need = _content_words(clause) - _anchor_tokens(anchors)
+        for held_anchors, held_words in self._clauses:
+            if anchors and not anchors <= held_anchors:
+                continue
+            if all(_same_word(word, held_words) for word in need):
+                return True
+        return False
+
+
 def salvage_clauses(old_body: str, bullets: Sequence[str]) -> list[str]:
     """From a rejected UPDATE's new bullets, what the section lacks (issue 11).
 
     A clause (see :func:`clauses`) is salvaged when it brings an anchor that neither the old
-    body nor an earlier salvaged clause has, or — anchors aside — when at least half of its
-    content words are new. A regrouped consolidation of old facts brings neither and is not
-    appended again. The salvaged clauses of one bullet stay together as one item.
+    body nor an earlier salvaged clause has, or when no single clause there states the same
+    fact: all of its anchors together with its content words (forms of a word alike). A
+    regrouped consolidation of old facts repeats old clauses and is not appended again, while
+    a new fact made of words the section already uses elsewhere ("Owen does not eat meat"
+    beside "Ravi does not eat meat") is kept. The salvaged clauses of one bullet stay together
+    as one item.
 
     Args:
         old_body: The section body before this round.
@@ -369,20 +413,18 @@ def salvage_clauses(old_body: str, bullets: Sequence[str]) -> list[str]:
     """
     known_text = old_body
     known = extract_anchors(old_body, include_markers=False)
-    words = _content_words(old_body)
+    held = _HeldFacts(old_body)
     out: list[str] = []
     for bullet in bullets:
         keep: list[str] = []
         for clause in clauses(bullet):
             anchors = extract_anchors(clause, include_markers=False)
             fresh = {a for a in anchors - known if not term_in(a, known_text)}
-            clause_words = _content_words(clause)
-            novel = len(clause_words - words) * 2 >= len(clause_words) > 0
-            if fresh or novel:
+            if fresh or not held.holds(clause, anchors):
                 keep.append(clause)
                 known |= anchors
                 known_text = f"{known_text}\n{clause}"
-                words |= clause_words
+                held.add(clause)
         if keep:
             out.append(_join(keep))
     return out
