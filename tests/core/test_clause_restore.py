@@ -16,12 +16,14 @@ from wm_langgraph.core.guards import (
     RESTORED_MARKER,
     SectionOp,
     guard_key_facts,
+    guard_section,
     is_oversized,
     settle_key_facts,
 )
 from wm_langgraph.core.sections import section_items
 
 FACTS = "Key Facts & Decisions"
+FILES = "Files & Context"
 
 
 def test_only_the_clause_with_the_vanished_anchor_is_restored():
@@ -117,3 +119,14 @@ def test_each_anchored_fact_appears_once_under_a_drifting_writer(seed):
     assert set(copies) == {f"FACT-{n:03d}" for n in range(200)}
     assert max(copies.values()) == 1
     assert len(drifting) <= 1.4 * len(faithful)
+
+
+def test_files_guard_appends_only_the_new_entry_of_a_consolidated_line():
+    """A rejected Files & Context UPDATE appended the whole consolidated line of a newly
+    referenced path, so the old entries beside it came back a second time: after 1,000 commits
+    with the drifting writer Files held 325 lines (8,233 tokens) against the faithful 1 line
+    (3,558 tokens), the same paths."""
+    old = "- src/a.py — entry point\n- src/b.py — fixed here\n- src/c.py — regression test"
+    update = "- src/a.py — entry point; src/b.py — fixed here; src/d.py — implements refunds"
+    outcome = guard_section(FILES, old, SectionOp("UPDATE", content=update))  # drops src/c.py
+    assert outcome.op == SectionOp("APPEND", items=("src/d.py — implements refunds",))

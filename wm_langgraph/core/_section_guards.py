@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from wm_langgraph.core._facts import clauses
 from wm_langgraph.core._match import path_listed, paths_listed
 from wm_langgraph.core._open_issues import restore_open_issues
 from wm_langgraph.core._ops import KEEP, GuardOutcome, SectionOp, count, new_items
@@ -49,7 +50,8 @@ def guard_session_title(
 
 def guard_files_context(old_body: str, op: SectionOp) -> GuardOutcome:
     """SPEC §4.4: an UPDATE that loses an old path is rejected; KEEP the old body and APPEND
-    the paths the UPDATE introduced (its own line for each, else ``<path> (newly referenced)``).
+    the paths the UPDATE introduced (its own entry for each — the clause of a consolidated line
+    that lists it — else ``<path> (newly referenced)``).
 
     Paths are compared at path boundaries (``src/a.py`` keeps ``a.py``; ``src/data.py`` does
     not). Only real paths are protected: an entry that is not a path (a base64 blob, a digest,
@@ -72,8 +74,14 @@ def guard_files_context(old_body: str, op: SectionOp) -> GuardOutcome:
     new_lines = section_items(op.content)
     for path in introduced:
         own = next((line for line in new_lines if path_listed(path, line)), None)
-        lines.append(own if own is not None else f"{path} (newly referenced)")
-    fresh = new_items(old_body, lines)
+        if own is None:
+            lines.append(f"{path} (newly referenced)")
+            continue
+        # a consolidated line ("a.py — x; b.py — y") gives only the entry of the new path: the
+        # old entries beside it are still in the kept body (issue 11: no entry twice)
+        parts = [part for part in clauses(own) if path_listed(path, part)]
+        lines.append(parts[0] if len(parts) == 1 else own)
+    fresh = new_items(old_body, list(dict.fromkeys(lines)))
     why = f"rejected UPDATE: it drops {count(len(lost), 'path')} ({', '.join(lost[:5])})"
     if not fresh:
         return GuardOutcome(KEEP, why)
