@@ -370,17 +370,26 @@ def _same_word(word: str, pool: set[str]) -> bool:
 
 
 class _HeldFacts:
-    """The clauses a section already states, to tell a new fact from a regrouping of old ones."""
+    """The clauses a section already states, to tell a new fact from a regrouping of old ones
+    (indexed by anchor and by a word's first three letters: a form of a word shares them)."""
 
     def __init__(self, body: str) -> None:
         self._clauses: list[tuple[frozenset[str], set[str]]] = []
+        self._by_anchor: dict[str, list[int]] = {}
+        self._by_prefix: dict[str, list[int]] = {}
         for item in section_items(body):
             for clause in clauses(item):
                 self.add(clause)
 
     def add(self, clause: str) -> None:
+        index = len(self._clauses)
         anchors = frozenset(extract_anchors(clause, include_markers=False))
-        self._clauses.append((anchors, _plain_words(clause)))
+        plain = _plain_words(clause)
+        self._clauses.append((anchors, plain))
+        for anchor in anchors:
+            self._by_anchor.setdefault(anchor, []).append(index)
+        for prefix in {word[:3] for word in plain if len(word) >= 3}:
+            self._by_prefix.setdefault(prefix, []).append(index)
 
     def holds(self, clause: str, anchors: set[str]) -> bool:
         """True when one clause holds all of ``anchors`` together with every content word of
@@ -388,12 +397,23 @@ class _HeldFacts:
         "Ravi decided to move because the reunion is in Bergen" beside "Owen grew up in Turku";
         "Owen does not eat meat" is not held by "Ravi does not eat meat"."""
         need = _content_words(clause) - _anchor_tokens(anchors)
-        for held_anchors, held_words in self._clauses:
-            if anchors and not anchors <= held_anchors:
-                continue
-            if all(_same_word(word, held_words) for word in need):
+        if anchors:
+            candidates = min((self._by_anchor.get(a, []) for a in anchors), key=len)
+        elif need:
+            candidates = min((self._by_prefix.get(w[:3], []) for w in need), key=len)
+        else:
+            return bool(self._clauses)
+        for i in candidates:
+            held_anchors, held_words = self._clauses[i]
+            if anchors <= held_anchors and all(_same_word(w, held_words) for w in need):
                 return True
         return False
+
+
+def _literally_in(term: str, text: str, folded: str) -> bool:
+    """``term_in(term, text)``; ``folded`` (``text`` case-folded, spacing collapsed) rules out
+    most terms with a plain substring test first."""
+    return " ".join(term.split()).casefold() in folded and term_in(term, text)
 
 
 def salvage_clauses(old_body: str, bullets: Sequence[str]) -> list[str]:
@@ -411,19 +431,20 @@ def salvage_clauses(old_body: str, bullets: Sequence[str]) -> list[str]:
         old_body: The section body before this round.
         bullets: The UPDATE's bullets that are not already items of ``old_body``.
     """
-    known_text = old_body
     known = extract_anchors(old_body, include_markers=False)
+    folded = " ".join(old_body.split()).casefold()
     held = _HeldFacts(old_body)
     out: list[str] = []
     for bullet in bullets:
         keep: list[str] = []
         for clause in clauses(bullet):
             anchors = extract_anchors(clause, include_markers=False)
-            fresh = {a for a in anchors - known if not term_in(a, known_text)}
+            # (a salvaged clause's anchors join ``known``; the old body is searched literally
+            # for what its extraction did not give)
+            fresh = {a for a in anchors - known if not _literally_in(a, old_body, folded)}
             if fresh or not held.holds(clause, anchors):
                 keep.append(clause)
                 known |= anchors
-                known_text = f"{known_text}\n{clause}"
                 held.add(clause)
         if keep:
             out.append(_join(keep))
