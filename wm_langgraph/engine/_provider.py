@@ -56,56 +56,47 @@ _OVERFLOW_RE = re.compile(
     re.I,
 )
 _NUMBER = r"(\d[\d,]*)"
-_LIMIT_RES = tuple(
-    re.compile(p, re.I)
-    for p in (
-        rf"maximum context length is {_NUMBER}",
-        rf"context size \({_NUMBER} tokens?\)",
-        rf"context window of {_NUMBER}",
-        rf"""n_ctx['"]?\s*[:=]\s*{_NUMBER}""",
-        rf"max_seq_len \({_NUMBER}\)",
-        rf"> {_NUMBER} maximum",
-        rf"maximum number of tokens allowed \(?{_NUMBER}",
-    )
+
+
+def _patterns(*patterns: str) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p, re.I) for p in patterns)
+
+
+_LIMIT_RES = _patterns(
+    rf"maximum context length is {_NUMBER}",
+    rf"context size \({_NUMBER} tokens?\)",
+    rf"context window of {_NUMBER}",
+    rf"""n_ctx['"]?\s*[:=]\s*{_NUMBER}""",
+    rf"max_seq_len \({_NUMBER}\)",
+    rf"> {_NUMBER} maximum",
+    rf"maximum number of tokens allowed \(?{_NUMBER}",
 )
-_REQUESTED_RES = tuple(
-    re.compile(p, re.I)
-    for p in (
-        rf"you requested {_NUMBER} tokens",
-        rf"resulted in {_NUMBER} tokens",
-        rf"request \({_NUMBER} tokens?\)",
-        rf"requested tokens \({_NUMBER}\)",
-        rf"""n_prompt_tokens['"]?\s*[:=]\s*{_NUMBER}""",
-        rf"prompt is too long: {_NUMBER}",
-        rf"prompt_tokens \({_NUMBER}\)",
-        rf"input token count \(?{_NUMBER}",
-    )
+_REQUESTED_RES = _patterns(
+    rf"you requested {_NUMBER} tokens",
+    rf"resulted in {_NUMBER} tokens",
+    rf"request \({_NUMBER} tokens?\)",
+    rf"requested tokens \({_NUMBER}\)",
+    rf"""n_prompt_tokens['"]?\s*[:=]\s*{_NUMBER}""",
+    rf"prompt is too long: {_NUMBER}",
+    rf"prompt_tokens \({_NUMBER}\)",
+    rf"input token count \(?{_NUMBER}",
 )
-_PROMPT_PART_RES = tuple(
-    re.compile(p, re.I)
-    for p in (
-        rf"{_NUMBER} in the messages",
-        rf"{_NUMBER} in your prompt",
-        rf"request has {_NUMBER} input tokens",
-    )
+_PROMPT_PART_RES = _patterns(
+    rf"{_NUMBER} in the messages",
+    rf"{_NUMBER} in your prompt",
+    rf"request has {_NUMBER} input tokens",
 )
-_COMPLETION_RES = tuple(
-    re.compile(p, re.I)
-    for p in (
-        rf"{_NUMBER} in the completion",
-        rf"{_NUMBER} for the completion",
-        rf"max_(?:completion_)?tokens'? is too large: {_NUMBER}",
-    )
+_COMPLETION_RES = _patterns(
+    rf"{_NUMBER} in the completion",
+    rf"{_NUMBER} for the completion",
+    rf"max_(?:completion_)?tokens'? is too large: {_NUMBER}",
 )
-_OUTPUT_LIMIT_RES = tuple(
-    re.compile(p, re.I)
-    for p in (
-        rf"supports at most {_NUMBER} completion tokens",
-        rf"max_tokens: \d+ > {_NUMBER}",
-        rf"max(?:imum)?[_ ](?:completion[_ ])?tokens?[^.\n]{{0,60}}?"
-        rf"(?:less than or equal to|<=|at most|cannot exceed) {_NUMBER}",
-        rf"maximum allowed number of output tokens[^.\n]{{0,40}}?{_NUMBER}",
-    )
+_OUTPUT_LIMIT_RES = _patterns(
+    rf"supports at most {_NUMBER} completion tokens",
+    rf"max_tokens: \d+ > {_NUMBER}",
+    rf"max(?:imum)?[_ ](?:completion[_ ])?tokens?[^.\n]{{0,60}}?"
+    rf"(?:less than or equal to|<=|at most|cannot exceed) {_NUMBER}",
+    rf"maximum allowed number of output tokens[^.\n]{{0,40}}?{_NUMBER}",
 )
 _REJECTED_STATUS = frozenset({400, 413, 415, 422})
 _CONTENT_FILTER_RE = re.compile(r"content[_ ](?:filter|policy|management)|safety system", re.I)
