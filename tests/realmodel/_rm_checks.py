@@ -2,8 +2,9 @@
 
 - 1 nothing lost: the archived messages (timeline order) followed by the live ones are exactly
   the messages the session sent, in order, each once;
-- 2 lineage: archives are folded in timeline order (no done archive after a pending one), and
-  the current WM is the overview of the newest folded archive;
+- 2 lineage: archives are folded in timeline order (no done archive after a pending one that
+  was not deferred), and the current WM is the overview of the newest folded archive, in fold
+  order (a deferred archive folded late comes where it was folded);
 - 3 guards: between consecutive WM versions no Errors & Corrections item, no path of Files &
   Context and no Open Issues item disappears, and Key Facts items disappear only through an
   accepted UPDATE (a consolidation) of that section;
@@ -18,6 +19,7 @@ import re
 from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
+from lineage import fold_order
 
 from wm_langgraph import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.core.sections import item_key, section_items
@@ -79,13 +81,19 @@ def check_invariants(agent: Any, wm: Any, config: dict[str, Any], sent: list[Bas
         calls = {c["id"] for m in record.messages for c in getattr(m, "tool_calls", None) or []}
         results = {m.tool_call_id for m in record.messages if isinstance(m, ToolMessage)}
         assert calls == results, f"tool pair split at {record.id}"
-    statuses = [record.status for record in records]  # 2
-    first_open = next((i for i, s in enumerate(statuses) if s != "done"), len(statuses))
-    assert "done" not in statuses[first_open:], f"archives folded out of order: {statuses}"
-    versions = [record for record in records if record.status == "done"]
+    # 2: an archive folds in timeline order unless it was deferred (issue 12): then the ones
+    # after it fold, and it is folded late, where the fold order puts it.
+    unfolded = [r for r in records if r.status != "done"]
+    for record in records:
+        if record.status == "done":
+            waiting = [
+                r.id for r in unfolded if r.seq < record.seq and not r.metadata.get("deferred")
+            ]
+            assert not waiting, f"{record.id} folded before {waiting}"
+    versions = [record for record in fold_order(records) if record.status == "done"]
     current = wm.get_working_memory(config)
     if versions:
-        assert current == versions[-1].overview
+        assert current == versions[-1].overview, "the WM is not the newest fold's overview"
     previous = ""
     for record in versions:  # 7 and 3
         _seven_sections(record.overview)

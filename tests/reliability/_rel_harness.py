@@ -32,6 +32,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
+from lineage import fold_order
 
 from wm_langgraph import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.engine.archives import ArchiveStore
@@ -278,7 +279,7 @@ def check_thread(
     markers = [*re.findall(r"seen MARK\[([^\]]+)\]", "\n".join(moved)), *wm_markers(document)]
     if current is not None:
         assert len(parse_working_memory(document)) == len(SECTIONS)
-        covered = _fold_order(archives.get_archives(thread_id, current.covers))
+        covered = fold_order(archives.get_archives(thread_id, current.covers))
         folded = [m for r in covered for msg in r.messages for m in markers_in(msg.text)]
         assert markers == [m for m in folded if m in set(markers)], "WM lineage out of order"
         assert len(markers) == len(set(markers)), "a message folded twice"
@@ -293,28 +294,12 @@ def check_thread(
     if complete and timeline:
         folded = [
             m
-            for r in _fold_order(archives.get_archives(thread_id, timeline))
+            for r in fold_order(archives.get_archives(thread_id, timeline))
             for msg in r.messages
             for m in markers_in(msg.text)
         ]
         assert markers == folded, "the WM does not hold every archived message"
     return markers
-
-
-def _fold_order(records: list[Any]) -> list[Any]:
-    """Archives in the order Phase 2 folded them: the timeline order, except that an archive
-    deferred and folded late (issue 12) comes where it was folded — before the first archive
-    folded in order after it (by the time each was marked done)."""
-    late = sorted(
-        (r for r in records if r.status == "done" and (r.metadata or {}).get("late")),
-        key=lambda r: r.updated_at,
-    )
-    ordered: list[Any] = []
-    for record in (r for r in records if r not in late):
-        while late and record.status == "done" and record.updated_at > late[0].updated_at:
-            ordered.append(late.pop(0))
-        ordered.append(record)
-    return ordered + late
 
 
 def check_assemble(wm: Any, graph: Any, archives: ArchiveStore, conversation: Conversation) -> None:
