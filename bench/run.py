@@ -429,8 +429,10 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
     ckpt_session = generate_session("chat", opts.seed + 3, opts.checkpoint_turns)
     ckpt = checkpoint_bytes(ckpt_session, systems, calibrate(ckpt_session, opts.tuning))
     _log(f"checkpoints: {ckpt}")
-    assemble_cost = assemble_checkpoints(ckpt_session, seed=3)
-    _log(f"assemble node: {[(c.shape, round(c.per_turn)) for c in assemble_cost]}")
+    assemble_cost = assemble_checkpoints(
+        ckpt_session, seed=3, savers=("SqliteSaver", "InMemorySaver", "PostgresSaver")
+    )
+    _log(f"assemble node: {[(c.saver, c.shape, round(c.per_turn)) for c in assemble_cost]}")
     windows = window_runs(
         opts.kinds, opts.seed, opts.turns, systems, opts.tuning, windows=opts.windows, log=_log
     )

@@ -15,6 +15,7 @@ the checkpoint cost of the assemble node.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import tempfile
 import time
@@ -214,13 +215,14 @@ def _facts_kept(session: Session, memory: Any, thread: Any) -> float | None:
 
 @dataclass
 class CheckpointCost:
-    """SQLite checkpoint bytes of one agent shape over a session."""
+    """Checkpoint bytes of one agent shape over a session, on one checkpointer."""
 
     shape: str
     turns: int
     checkpoint_bytes: int
     writes_bytes: int
     checkpoints: int
+    saver: str = "SqliteSaver"
 
     @property
     def per_turn(self) -> float:
@@ -228,29 +230,106 @@ class CheckpointCost:
         return (self.checkpoint_bytes + self.writes_bytes) / max(1, self.turns)
 
 
-def assemble_checkpoints(session: Session, seed: int) -> list[CheckpointCost]:
-    """The same StateGraph agent with the ``assemble`` node and without it."""
+SHAPES = ("without assemble node", "with assemble node")
+POSTGRES_URL_ENV = "WM_TEST_POSTGRES_URL"
+
+
+def assemble_checkpoints(
+    session: Session, seed: int, savers: Sequence[str] = ("SqliteSaver",)
+) -> list[CheckpointCost]:
+    """The same StateGraph agent with the ``assemble`` node and without it, on each saver.
+
+    ``SqliteSaver`` stores every checkpoint whole; ``InMemorySaver`` and ``PostgresSaver``
+    (the LangGraph Platform's) store each channel's value once per version, so a superstep
+    that changes no channel costs only the checkpoint's bookkeeping. ``PostgresSaver`` runs
+    only when ``WM_TEST_POSTGRES_URL`` names a server (``source .ci/postgres.sh``).
+    """
+    measure = {
+        "SqliteSaver": _sqlite_cost,
+        "InMemorySaver": _memory_cost,
+        "PostgresSaver": _postgres_cost,
+    }
+    return [
+        measure[saver](session, seed, shape)
+        for saver in savers
+        if saver != "PostgresSaver" or os.environ.get(POSTGRES_URL_ENV)
+        for shape in SHAPES
+    ]
+
+
+def _play(session: Session, seed: int, saver: Any, shape: str) -> None:
+    graph = _state_graph(session, seed, saver, with_assemble=shape.startswith("with "))
+    config: Any = {"configurable": {"thread_id": "ckpt"}, "recursion_limit": 100}
+    for turn in session.turns:
+        graph.invoke({"messages": [HumanMessage(turn.user, id=f"u-{turn.index}")]}, config)
+
+
+def _sqlite_cost(session: Session, seed: int, shape: str) -> CheckpointCost:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    out: list[CheckpointCost] = []
-    for shape in ("without assemble node", "with assemble node"):
-        with tempfile.TemporaryDirectory() as tmp:
-            conn = sqlite3.connect(Path(tmp) / "c.sqlite", check_same_thread=False)
-            graph = _state_graph(
-                session, seed, SqliteSaver(conn), with_assemble=shape.startswith("with ")
-            )
-            config: Any = {"configurable": {"thread_id": "ckpt"}, "recursion_limit": 100}
-            for turn in session.turns:
-                graph.invoke({"messages": [HumanMessage(turn.user, id=f"u-{turn.index}")]}, config)
+    with tempfile.TemporaryDirectory() as tmp:
+        conn = sqlite3.connect(Path(tmp) / "c.sqlite", check_same_thread=False)
+        try:
+            _play(session, seed, SqliteSaver(conn), shape)
             conn.commit()
             ck = conn.execute("select coalesce(sum(length(checkpoint)), 0) from checkpoints")
             wr = conn.execute("select coalesce(sum(length(value)), 0) from writes")
             n = conn.execute("select count(*) from checkpoints").fetchone()[0]
-            out.append(
-                CheckpointCost(shape, len(session.turns), ck.fetchone()[0], wr.fetchone()[0], n)
+            return CheckpointCost(
+                shape, len(session.turns), ck.fetchone()[0], wr.fetchone()[0], n, "SqliteSaver"
             )
+        finally:
             conn.close()
-    return out
+
+
+def _memory_cost(session: Session, seed: int, shape: str) -> CheckpointCost:
+    """Serialized bytes the saver holds: checkpoints and metadata, channel blobs, writes."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver = InMemorySaver()
+    _play(session, seed, saver, shape)
+    stored = [c for thread in saver.storage.values() for ns in thread.values() for c in ns.values()]
+    checkpoint = sum(len(c[0][1]) + len(c[1][1]) for c in stored)
+    blobs = sum(len(value[1]) for value in saver.blobs.values())
+    writes = sum(len(w[2][1]) for ws in saver.writes.values() for w in ws.values())
+    return CheckpointCost(
+        shape, len(session.turns), checkpoint + blobs, writes, len(stored), "InMemorySaver"
+    )
+
+
+def _postgres_cost(session: Session, seed: int, shape: str) -> CheckpointCost:
+    """Bytes in the saver's tables (checkpoint and metadata JSON, blobs, writes)."""
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    url = os.environ[POSTGRES_URL_ENV]
+    tables = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+    with psycopg.connect(url, autocommit=True) as conn:
+        schema = f"bench_ckpt_{os.getpid()}"
+        conn.execute(f"drop schema if exists {schema} cascade")
+        conn.execute(f"create schema {schema}")
+        try:
+            scoped = f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+            with PostgresSaver.from_conn_string(scoped) as saver:
+                saver.setup()
+                _play(session, seed, saver, shape)
+            stored, count = (
+                _scalar(conn, f"select {what} from {schema}.checkpoints")
+                for what in (
+                    "sum(octet_length(checkpoint::text) + octet_length(metadata::text))",
+                    "count(*)",
+                )
+            )
+            blobs = _scalar(conn, f"select sum(octet_length(blob)) from {schema}.{tables[1]}")
+            writes = _scalar(conn, f"select sum(octet_length(blob)) from {schema}.{tables[2]}")
+        finally:
+            conn.execute(f"drop schema if exists {schema} cascade")
+    return CheckpointCost(shape, len(session.turns), stored + blobs, writes, count, "PostgresSaver")
+
+
+def _scalar(conn: Any, sql: str) -> int:
+    row = conn.execute(sql).fetchone()
+    return int(row[0] or 0) if row else 0
 
 
 def _state_graph(session: Session, seed: int, saver: Any, *, with_assemble: bool) -> Any:

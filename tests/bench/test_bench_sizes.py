@@ -75,3 +75,14 @@ def test_the_drifting_writer_keeps_the_wm_about_as_small_as_the_faithful_one() -
     assert drifting.final <= 1.15 * faithful.final
     assert drifting.facts_kept is not None
     assert drifting.facts_kept >= 0.98
+
+
+def test_on_a_saver_that_stores_channels_by_version_the_assemble_node_costs_little() -> None:
+    """InMemorySaver (and PostgresSaver) store a channel's value once per version: the
+    assemble step changes no stored channel, so its extra checkpoint is bookkeeping only."""
+    without, with_node = assemble_checkpoints(
+        generate_session("chat", 10, 12), seed=3, savers=("InMemorySaver",)
+    )
+    assert (with_node.saver, without.saver) == ("InMemorySaver", "InMemorySaver")
+    assert with_node.checkpoints > without.checkpoints  # one more superstep per model call
+    assert with_node.per_turn <= 1.2 * without.per_turn
