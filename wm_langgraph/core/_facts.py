@@ -45,6 +45,7 @@ __all__ = [
     "SUPERSEDE_MIN_OVERLAP",
     "VanishedFacts",
     "clauses",
+    "held_by",
     "salvage_clauses",
     "settle_vanished_facts",
 ]
@@ -221,6 +222,25 @@ class _Keepers:
             elif not shared or not words or words & held:
                 return True
         return False
+
+
+def held_by(item: str, document: str) -> bool:
+    """True when ``document`` already states every clause of ``item`` the way the Key Facts
+    guard asks of an existing clause: one clause with all of its anchors and all of its words.
+    A writer may then leave ``item`` out of Key Facts without the guard restoring it. An item
+    with a clause that has no anchor is never held (nothing would bring it back)."""
+    parts = clauses(item)
+    if not parts:
+        return False
+    index = _ClauseIndex(section_items(document))
+    for clause in parts:
+        anchors = extract_anchors(clause, include_markers=False)
+        if not anchors:
+            return False
+        plain = _plain_words(clause) - _anchor_tokens(anchors)
+        if not any(plain <= index.words(i) for i in index.holding(anchors)):
+            return False
+    return True
 
 
 def _to_restore(

@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Callable
 
+from wm_langgraph.core._facts import held_by
 from wm_langgraph.core.sections import section_items
 from wm_langgraph.core.text import extract_paths, normalise_path
 from wm_langgraph.core.tokens import count_tokens
@@ -41,12 +42,7 @@ _LABEL_RE = re.compile(r"^([A-Z][\w-]{2,}): (?=\S)")
 _FOLDER_LABEL_RE = re.compile(r"^((?:[\w.-]+/)+): (?=\S)")
 _PATH_RE = re.compile(r"`([^`]+)`|(\S+/\S+|\S+\.\w+)")
 _VIA_RE = re.compile(r"\s*\(via [^)]*\)")
-_UNTOPICAL = frozenset(
-    (
-        *("because", "decided", "decision", "chose", "agreed", "user", "never", "always"),
-        *("prefer", "since", "keeps", "runs", "uses", "use", "used", "using", "need", "want"),
-    )
-)
+_RESTORED_RE = re.compile(r"(?:^|(?<=[:;]\s))\[restored\]\s*", re.IGNORECASE)
 
 
 def _bullets(items: list[str]) -> str:
@@ -83,30 +79,25 @@ def _unlabel(item: str) -> str:
 
 
 def _parts(items: list[str]) -> list[str]:
-    """The single facts inside consolidated bullets (labels off, split at "; ")."""
+    """The single facts inside consolidated bullets (labels and restore markers off, split at
+    "; ")."""
     out: list[str] = []
     for item in items:
-        plain = _unlabel(item)
-        pieces = [_unlabel(p.strip()) for p in plain.split("; ")] if plain != item else [plain]
+        plain = _unlabel(_unmark(item))
+        pieces = (
+            [_unlabel(_unmark(p.strip())) for p in plain.split("; ")] if plain != item else [plain]
+        )
         out.extend(p for p in pieces if p)
     return out
 
 
+def _unmark(item: str) -> str:
+    """``item`` without the guards' ``[restored]`` marker (a consolidation restates the fact)."""
+    return _RESTORED_RE.sub("", item).strip()
+
+
 def _fits(lines: list[str], max_tokens: int) -> bool:
     return count_tokens("\n".join(lines)) <= max_tokens
-
-
-def _topic(items: list[str]) -> str:
-    """The keyword most of a group's items share (the group's label)."""
-    counts: dict[str, int] = {}
-    for item in items:
-        for word in keywords(item.removeprefix("User: ").removeprefix("用户：")):
-            if word not in _UNTOPICAL and not word.isdigit():
-                counts[word] = counts.get(word, 0) + 1
-    if not counts:
-        return ""
-    best = max(counts.items(), key=lambda kv: (kv[1], len(kv[0])))
-    return best[0] if best[1] > 1 else ""
 
 
 def consolidate_facts(items: list[str], old_count: int, max_tokens: int = _MAX_TOKENS) -> str:
@@ -122,10 +113,16 @@ def consolidate_facts(items: list[str], old_count: int, max_tokens: int = _MAX_T
     items = _parts(items)
     kept: list[str] = []
     for item in items:
-        twin = next((k for k in kept if similar(item, k, threshold=0.85)), None)
-        if twin is not None and not lost_anchors(item_anchors(item), twin):
+        # A near-duplicate goes only when its twin states all of it (the Key Facts guard's
+        # test: every anchor and every word); when it states more, it replaces the twin.
+        twins = [n for n, k in enumerate(kept) if similar(item, k, threshold=0.6)]
+        if any(held_by(item, kept[n]) for n in twins):
             continue
-        kept.append(item)
+        fuller = next((n for n in twins if held_by(kept[n], item)), None)
+        if fuller is None:
+            kept.append(item)
+        else:
+            kept[fuller] = item
     groups = [[item] for item in kept]
     words = [set(keywords(item)) for item in kept]
     while len(groups) > target:
@@ -145,10 +142,9 @@ def consolidate_facts(items: list[str], old_count: int, max_tokens: int = _MAX_T
         lines = []
         for group in groups:
             parts = [compact_item(i, words_limit) if words_limit else i for i in group]
-            label = _topic(group)
-            text = "; ".join(p.rstrip(".。") for p in parts)
-            labelled = label and len(group) > 1 and not text.casefold().startswith(label)
-            lines.append(f"{label.capitalize()}: {text}" if labelled else text)
+            # No topic label: a capitalised label reads as a name to the guards, and the next
+            # round's regrouping would "lose" it and bring the facts back as restored.
+            lines.append("; ".join(p.rstrip(".。") for p in parts))
         if _fits(lines, max_tokens):
             break
     return _bullets(lines)

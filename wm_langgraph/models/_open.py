@@ -34,7 +34,7 @@ REQUEST_RE = re.compile(r"^\s*(can|could|would|will) you\b|^\s*please\b|能不�
 TODO_RE = re.compile(
     r"\bTODO\b|\bstill needs?\b|\bstill open\b|\bstill to do\b|\bpending\b|\bnot yet\b|"
     r"\bfollow[- ]up\b|\bremaining\b|\bblocked\b|\boutstanding\b|"
-    r"\bopen question\b|\bunresolved\b|\blater\b|待办|待定|待处理|待解决|待确认|待完成|"
+    r"\bopen question\b|\bunresolved\b|\blater\b|\bnot now\b|待办|待定|待处理|待解决|待确认|待完成|"
     r"未解决|未完成|还需要|尚未|以后再|之后再|"
     r"还(?:没|没有|未)(?:做|完成|处理|确定|解决|实现|开始|写|测试|上线|修|改|定)",
     _I,

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from wm_langgraph.core._facts import held_by
 from wm_langgraph.core.guards import SectionOp, guard_section
 from wm_langgraph.core.sections import SECTIONS, section_items
 from wm_langgraph.core.text import extract_anchors, extract_paths
@@ -182,7 +183,7 @@ def _facts_ops(
     When warned, a fact whose every anchor another durable section already carries (a fix
     recorded in Errors & Corrections, a path in Files & Context) is not kept twice."""
     old_items = section_items(old)
-    new = _fresh(found.facts, old_items)
+    new = [f for f in _fresh(found.facts, old_items) if not _restates_error(f, elsewhere)]
     retired = _superseded(old_items, found.corrections)
     retired_new = _superseded(new, found.corrections)  # said and corrected in this chunk
     label = "已被更正：" if found.language == "zh" else "Superseded: "
@@ -190,19 +191,29 @@ def _facts_ops(
     notes += [f"{label}{new[i]} → {fix}" for i, fix in retired_new.items()]
     new = [item for i, item in enumerate(new) if i not in retired_new]
     if warned and old_items:
-        covered = extract_anchors(elsewhere, include_markers=False) if elsewhere else set()
+        # "Carried elsewhere" by the guard's own test, or the guard would restore it.
         kept = [
             item
             for i, item in enumerate(old_items)
-            if i not in retired and not _carried(item, covered)
+            if i not in retired and not held_by(item, elsewhere)
         ]
-        fresh = [item for item in new if not _carried(item, covered)]
+        fresh = [item for item in new if not held_by(item, elsewhere)]
         content = consolidate_facts([*kept, *fresh], len(old_items), max_tokens=goal)
         return {"op": "UPDATE", "content": content}, notes
     if retired:
         kept = [item for i, item in enumerate(old_items) if i not in retired]
         return {"op": "UPDATE", "content": _bullets([*kept, *new])}, notes
     return ({"op": "APPEND", "items": new} if new else _KEEP), notes
+
+
+_CODE_SPAN_RE = re.compile(r"`([^`\n]{12,})`")
+
+
+def _restates_error(fact: str, errors: str) -> bool:
+    """A fact that quotes an error Errors & Corrections already records ("Fixed: the failure
+    was `KeyError: 'tenant_3'`"): a careful writer files it once, as the error."""
+    folded = errors.casefold()
+    return any(span.casefold() in folded for span in _CODE_SPAN_RE.findall(fact))
 
 
 def _carried(item: str, covered: set[str]) -> bool:
