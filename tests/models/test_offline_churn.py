@@ -88,9 +88,22 @@ def test_a_fact_quoting_a_recorded_error_is_not_filed_twice() -> None:
     error = "KeyError: 'tenant_392' raised in email_digest.load()"
     old = dict.fromkeys(SECTIONS, "")
     old["Errors & Corrections"] = f"- {error} — fixed in `scripts/email_digest.sh` (passed)"
-    found = extract_findings(
-        _turns(("assistant", f"Fixed: the failure was `{error}` because the tenant map was stale."))
-    )
-    ops = plan_ops(old, found)
-    facts = ops["Key Facts & Decisions"]
-    assert facts["op"] == "KEEP" or not any(error in str(i) for i in facts.get("items", []))
+
+    def filed(sentence: str) -> bool:
+        ops = plan_ops(old, extract_findings(_turns(("assistant", sentence))))
+        return error in str(ops["Key Facts & Decisions"])
+
+    assert not filed(f"Fixed: the failure was `{error}`.")
+    assert filed(f"Fixed: the failure was `{error}` because the tenant map was stale.")
+
+
+def test_only_a_fact_that_says_nothing_beyond_the_recorded_error_is_left_out() -> None:
+    from wm_langgraph.models._plan import _restates_error
+
+    errors = "- KeyError: 'tenant_392' raised in email_digest.load() — fixed in `scripts/d.sh`"
+    quoted = "`KeyError: 'tenant_392' raised in email_digest.load()`"
+    assert _restates_error(f"Fixed: the failure was {quoted}", errors)
+    # its own anchors (a version, a name): a fact of its own
+    assert not _restates_error(f"The failure {quoted} came from Redis 7.2 evictions", errors)
+    # a quoted path the error line names is not an error
+    assert not _restates_error("We keep `scripts/d.sh` as the digest entry point", errors)

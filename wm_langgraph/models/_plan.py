@@ -17,7 +17,7 @@ from typing import Any
 from wm_langgraph.core._facts import held_by
 from wm_langgraph.core.guards import SectionOp, guard_section
 from wm_langgraph.core.sections import SECTIONS, section_items
-from wm_langgraph.core.text import extract_anchors, extract_paths
+from wm_langgraph.core.text import extract_anchors, extract_paths, missing_anchors
 from wm_langgraph.models._consolidate import (
     consolidate_facts,
     consolidate_files,
@@ -176,14 +176,22 @@ def _superseded(old_items: list[str], corrections: list[str]) -> dict[int, str]:
 
 
 def _facts_ops(
-    old: str, found: Findings, warned: bool, goal: int = _DEFAULT_GOAL, elsewhere: str = ""
+    old: str,
+    found: Findings,
+    warned: bool,
+    goal: int = _DEFAULT_GOAL,
+    elsewhere: str = "",
+    *,
+    errors: str = "",
 ) -> tuple[Op, list[str]]:
     """The Key Facts op, and the superseded-fact lines for Errors & Corrections.
 
-    When warned, a fact whose every anchor another durable section already carries (a fix
-    recorded in Errors & Corrections, a path in Files & Context) is not kept twice."""
+    A new fact that only restates an error ``errors`` records is not filed (see
+    :func:`_restates_error`). When warned, a fact that another durable section already states
+    by the Key Facts guard's own test (``held_by``: a fix recorded in Errors & Corrections) is
+    not kept twice."""
     old_items = section_items(old)
-    new = [f for f in _fresh(found.facts, old_items) if not _restates_error(f, elsewhere)]
+    new = [f for f in _fresh(found.facts, old_items) if not _restates_error(f, errors)]
     retired = _superseded(old_items, found.corrections)
     retired_new = _superseded(new, found.corrections)  # said and corrected in this chunk
     label = "已被更正：" if found.language == "zh" else "Superseded: "
@@ -207,13 +215,20 @@ def _facts_ops(
 
 
 _CODE_SPAN_RE = re.compile(r"`([^`\n]{12,})`")
+_ERROR_SPAN_RE = re.compile(r"\w(?:Error|Exception)\b|\bFAILED\b|\bfailed\b")
 
 
 def _restates_error(fact: str, errors: str) -> bool:
-    """A fact that quotes an error Errors & Corrections already records ("Fixed: the failure
-    was `KeyError: 'tenant_3'`"): a careful writer files it once, as the error."""
+    """A fact that quotes an error the errors text already records and says nothing else
+    that text lacks ("Fixed: the failure was `KeyError: 'tenant_3'`"): a careful writer files
+    it once, as the error. A fact with an anchor of its own stays."""
     folded = errors.casefold()
-    return any(span.casefold() in folded for span in _CODE_SPAN_RE.findall(fact))
+    quoted = any(
+        _ERROR_SPAN_RE.search(span) and span.casefold() in folded
+        for span in _CODE_SPAN_RE.findall(fact)
+    )
+    anchors = extract_anchors(_CODE_SPAN_RE.sub(" ", fact), include_markers=False)
+    return quoted and not missing_anchors(anchors, errors)
 
 
 def _carried(item: str, covered: set[str]) -> bool:
@@ -309,8 +324,9 @@ def plan_ops(
     open_op, still_open = _open_op(body["Open Issues"], found, "Open Issues" in warned)
     facts = "Key Facts & Decisions"
     elsewhere = "\n".join([body["Errors & Corrections"], body["Files & Context"], *found.errors])
+    errors = "\n".join([body["Errors & Corrections"], *found.errors])
     facts_op, superseded = _facts_ops(
-        body[facts], found, facts in warned, _goal(limits, facts), elsewhere
+        body[facts], found, facts in warned, _goal(limits, facts), elsewhere, errors=errors
     )
     goals, files = "Task & Goals", "Files & Context"
     ops: dict[str, Op] = {
