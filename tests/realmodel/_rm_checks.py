@@ -18,13 +18,26 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
+from _rm_session import session_messages, session_tools
+from fakes import ScriptedChatModel
+from langchain.agents import create_agent
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
 from lineage import fold_order
 
-from wm_langgraph import SECTIONS, parse_working_memory, render_working_memory
+from wm_langgraph import (
+    SECTIONS,
+    WorkingMemory,
+    WorkingMemoryMiddleware,
+    parse_working_memory,
+    render_working_memory,
+)
 from wm_langgraph.core.sections import item_key, section_items
+from wm_langgraph.engine.config import WorkingMemoryConfig
 
-__all__ = ["check_invariants", "fingerprint"]
+__all__ = ["check_invariants", "fingerprint", "play_checked"]
 
 _HEADER = re.compile(r"^##[ \t]+\S")
 _MARKS = re.compile(r"\[(?:resolved|new)\]", re.I)
@@ -104,3 +117,33 @@ def check_invariants(agent: Any, wm: Any, config: dict[str, Any], sent: list[Bas
     if live and meta.get("last_counted_id") == live[-1].id:
         head = live[: max(0, len(live) - int(meta["keep_recent_count"]))]
         assert meta["pending_tokens"] == sum(wm.count_tokens([m]) for m in head)
+
+
+def play_checked(
+    writer: BaseChatModel, memory_config: WorkingMemoryConfig, thread_id: str
+) -> tuple[WorkingMemory, dict[str, Any]]:
+    """Play the scripted coding session through ``create_agent`` + ``WorkingMemoryMiddleware``
+    with ``writer`` as the WM writer, check the invariants after every turn, compact at the
+    end and check again. Returns the memory and the thread's config."""
+    turns = session_messages()
+    replies = [m for turn in turns for m in turn if isinstance(m, AIMessage)]
+    store = InMemoryStore()
+    middleware = WorkingMemoryMiddleware(writer, config=memory_config, store=store)
+    agent = create_agent(
+        ScriptedChatModel(replies=replies),
+        session_tools(),
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+        store=store,
+    )
+    wm = middleware.memory
+    config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
+    sent: list[BaseMessage] = []
+    for turn in turns:
+        agent.invoke({"messages": [turn[0]]}, config)
+        sent += turn
+        check_invariants(agent, wm, config, sent)
+    update = wm.compact(agent.get_state(config).values, config)
+    agent.update_state(config, update, as_node=f"{middleware.name}.after_agent")
+    check_invariants(agent, wm, config, sent)
+    return wm, config

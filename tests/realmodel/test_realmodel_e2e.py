@@ -19,24 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _rm_checks import check_invariants
+from _rm_checks import play_checked
 from _rm_session import (
     ERROR,
     FACTS,
     PATHS,
     TODO,
     CallRecorder,
-    session_messages,
-    session_tools,
 )
-from fakes import ScriptedChatModel
-from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage
 from langchain_openai import ChatOpenAI
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.store.memory import InMemoryStore
 
-from wm_langgraph import WorkingMemoryMiddleware, parse_working_memory
+from wm_langgraph import parse_working_memory
 from wm_langgraph.adapters._report import interventions
 from wm_langgraph.engine.config import WorkingMemoryConfig
 
@@ -116,28 +109,7 @@ def _markdown(figures: dict[str, Any]) -> str:
 
 def test_real_writer_over_a_coding_session(tmp_path: Path) -> None:
     recorder = CallRecorder()
-    turns = session_messages()
-    replies = [m for turn in turns for m in turn if isinstance(m, AIMessage)]
-    store = InMemoryStore()
-    middleware = WorkingMemoryMiddleware(_writer(recorder), config=CONFIG, store=store)
-    agent = create_agent(
-        ScriptedChatModel(replies=replies),
-        session_tools(),
-        middleware=[middleware],
-        checkpointer=InMemorySaver(),
-        store=store,
-    )
-    wm = middleware.memory
-    config: dict[str, Any] = {"configurable": {"thread_id": "realmodel-e2e"}}
-    sent: list[BaseMessage] = []
-    for turn in turns:
-        agent.invoke({"messages": [turn[0]]}, config)
-        sent += turn
-        check_invariants(agent, wm, config, sent)
-    values = agent.get_state(config).values
-    update = wm.compact(values, config)
-    agent.update_state(config, update, as_node=f"{middleware.name}.after_agent")
-    check_invariants(agent, wm, config, sent)
+    wm, config = play_checked(_writer(recorder), CONFIG, "realmodel-e2e")
 
     final = wm.get_working_memory(config)
     records = wm.list_archives(config)

@@ -12,16 +12,11 @@ import json
 import re
 from typing import Any
 
-from _rm_checks import check_invariants
-from _rm_session import PATHS, session_messages, session_tools
+from _rm_checks import play_checked
+from _rm_session import PATHS, session_messages
 from fake_openai import Answer, FakeOpenAIServer, chat_openai, prompt_of
-from fakes import ScriptedChatModel
-from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.store.memory import InMemoryStore
 
-from wm_langgraph import SECTIONS, WorkingMemoryMiddleware, render_working_memory
+from wm_langgraph import SECTIONS, render_working_memory
 from wm_langgraph.engine.config import WorkingMemoryConfig
 
 CONFIG = WorkingMemoryConfig(
@@ -72,31 +67,9 @@ class _Writer:
 
 
 def test_the_checks_follow_a_deferred_archive_folded_late() -> None:
-    turns = session_messages()
-    poison = turns[1][0].text[:40]  # the second turn's user message
+    poison = session_messages()[1][0].text[:40]  # the second turn's user message
     writer = _Writer(poison)
-    replies = [m for turn in turns for m in turn if isinstance(m, AIMessage)]
-    store = InMemoryStore()
-    middleware = WorkingMemoryMiddleware(
-        chat_openai(FakeOpenAIServer(writer)), config=CONFIG, store=store
-    )
-    agent = create_agent(
-        ScriptedChatModel(replies=replies),
-        session_tools(),
-        middleware=[middleware],
-        checkpointer=InMemorySaver(),
-        store=store,
-    )
-    wm = middleware.memory
-    config: dict[str, Any] = {"configurable": {"thread_id": "rm-checks"}}
-    sent: list[BaseMessage] = []
-    for turn in turns:
-        agent.invoke({"messages": [turn[0]]}, config)
-        sent += turn
-        check_invariants(agent, wm, config, sent)
-    update = wm.compact(agent.get_state(config).values, config)
-    agent.update_state(config, update, as_node=f"{middleware.name}.after_agent")
-    check_invariants(agent, wm, config, sent)
+    wm, config = play_checked(chat_openai(FakeOpenAIServer(writer)), CONFIG, "rm-checks")
     records = wm.list_archives(config)
     assert writer.failed == 1
     late = [r for r in records if r.metadata.get("late")]
