@@ -303,7 +303,6 @@ def _postgres_cost(session: Session, seed: int, shape: str) -> CheckpointCost:
     from langgraph.checkpoint.postgres import PostgresSaver
 
     url = os.environ[POSTGRES_URL_ENV]
-    tables = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
     with psycopg.connect(url, autocommit=True) as conn:
         schema = f"bench_ckpt_{os.getpid()}"
         conn.execute(f"drop schema if exists {schema} cascade")
@@ -320,8 +319,10 @@ def _postgres_cost(session: Session, seed: int, shape: str) -> CheckpointCost:
                     "count(*)",
                 )
             )
-            blobs = _scalar(conn, f"select sum(octet_length(blob)) from {schema}.{tables[1]}")
-            writes = _scalar(conn, f"select sum(octet_length(blob)) from {schema}.{tables[2]}")
+            blobs, writes = (
+                _scalar(conn, f"select sum(octet_length(blob)) from {schema}.{table}")
+                for table in ("checkpoint_blobs", "checkpoint_writes")
+            )
         finally:
             conn.execute(f"drop schema if exists {schema} cascade")
     return CheckpointCost(shape, len(session.turns), stored + blobs, writes, count, "PostgresSaver")

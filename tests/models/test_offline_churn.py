@@ -19,14 +19,17 @@ from wm_langgraph.models._plan import plan_ops
 from wm_langgraph.models._transcript import Turn
 
 FACTS = [
-    "User: Important rule for this repo: do not add runtime dependencies without asking first",
     "Important rule for this repo: do not add runtime dependencies without asking first",
+    "User: Important rule for this repo: do not add runtime dependencies without asking first",
     "Decision: we use SQLite instead of Postgres because the deployment is single-node",
     "FYI for the cache TTL: we use 3406 seconds cache TTL",
     "[restored] Understood: 6662 seconds cache TTL from now on",
     "Decision: we use Redis streams instead of Kafka because ops already runs Redis",
     "User: FYI for the p95 latency budget: we use 135 ms p95 latency budget",
 ]
+
+OLD_COUNT = 3
+"""A small old section: the consolidation must group the seven items into three bullets."""
 
 
 def _restored_by_guard(old_items: list[str], new_body: str) -> tuple[str, ...]:
@@ -37,18 +40,18 @@ def _restored_by_guard(old_items: list[str], new_body: str) -> tuple[str, ...]:
 
 
 def test_a_consolidation_leaves_the_guard_nothing_to_restore() -> None:
-    body = consolidate_facts(FACTS, len(FACTS), max_tokens=1_500)
+    body = consolidate_facts(FACTS, OLD_COUNT, max_tokens=1_500)
     assert _restored_by_guard(FACTS, body) == ()
 
 
 def test_of_two_twins_the_fuller_wording_stays() -> None:
-    body = consolidate_facts(FACTS, len(FACTS), max_tokens=1_500)
+    body = consolidate_facts(FACTS, OLD_COUNT, max_tokens=1_500)
     assert "User: Important rule for this repo: do not add runtime dependencies" in body
     assert body.count("do not add runtime dependencies") == 1
 
 
 def test_a_consolidation_invents_no_topic_labels_and_drops_restore_markers() -> None:
-    body = consolidate_facts(FACTS, len(FACTS), max_tokens=1_500)
+    body = consolidate_facts(FACTS, OLD_COUNT, max_tokens=1_500)
     assert "[restored]" not in body
     said = [item.removeprefix("[restored] ") for item in FACTS]
     starts = {m.group(1) for item in said if (m := re.match(r"^([A-Z][\w-]+): ", item))}
@@ -85,16 +88,16 @@ def test_a_todo_said_as_not_now_is_not_filed_as_a_key_fact() -> None:
 
 
 def test_a_fact_quoting_a_recorded_error_is_not_filed_twice() -> None:
-    error = "KeyError: 'tenant_392' raised in email_digest.load()"
+    error = "TimeoutError: scheduler did not answer within 836 seconds"  # a number: a fact
     old = dict.fromkeys(SECTIONS, "")
-    old["Errors & Corrections"] = f"- {error} — fixed in `scripts/email_digest.sh` (passed)"
+    old["Errors & Corrections"] = f"- {error} — fixed in `web/src/api/scheduler.ts` (passed)"
 
     def filed(sentence: str) -> bool:
         ops = plan_ops(old, extract_findings(_turns(("assistant", sentence))))
         return error in str(ops["Key Facts & Decisions"])
 
     assert not filed(f"Fixed: the failure was `{error}`.")
-    assert filed(f"Fixed: the failure was `{error}` because the tenant map was stale.")
+    assert filed(f"Fixed: the failure was `{error}` because the Redis pool was stale.")
 
 
 def test_only_a_fact_that_says_nothing_beyond_the_recorded_error_is_left_out() -> None:
