@@ -194,8 +194,9 @@ def checkpoint_assemble_section(costs: list[Any]) -> list[str]:
         "channel, never written to a checkpoint or a pending write; what remains is the one "
         "checkpoint LangGraph writes per superstep. `SqliteSaver` stores every checkpoint "
         "whole, so that extra checkpoint costs one copy of the state per model call. "
-        "`InMemorySaver` (also behind `langgraph dev`) and `PostgresSaver` (LangGraph "
-        "Platform) store a channel's value once per version: the assemble step changes no "
+        "`VersionedSqliteSaver` (what `open_sqlite` gives), `InMemorySaver` (also behind "
+        "`langgraph dev`) and `PostgresSaver` (LangGraph Platform) store a channel's value "
+        "once per version: the assemble step changes no "
         "stored channel, so its checkpoint costs only its bookkeeping. *checkpoint bytes* "
         "include those per-version channel blobs. PostgresSaver runs only when "
         "`WM_TEST_POSTGRES_URL` names a server.",

@@ -430,7 +430,9 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
     ckpt = checkpoint_bytes(ckpt_session, systems, calibrate(ckpt_session, opts.tuning))
     _log(f"checkpoints: {ckpt}")
     assemble_cost = assemble_checkpoints(
-        ckpt_session, seed=3, savers=("SqliteSaver", "InMemorySaver", "PostgresSaver")
+        ckpt_session,
+        seed=3,
+        savers=("SqliteSaver", "VersionedSqliteSaver", "InMemorySaver", "PostgresSaver"),
     )
     _log(f"assemble node: {[(c.saver, c.shape, round(c.per_turn)) for c in assemble_cost]}")
     windows = window_runs(

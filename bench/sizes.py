@@ -8,8 +8,8 @@ the checkpoint cost of the assemble node.
 * :func:`size_runs` — 1,000 commits with each writer of :data:`bench.writers.SIZE_WRITERS`,
   one commit per turn, straight through ``WorkingMemory.compact``: the WM size after each
   commit against the target and the ceiling.
-* :func:`assemble_checkpoints` — the same StateGraph agent on SqliteSaver with the
-  ``assemble`` node and without it (the model node assembling for itself).
+* :func:`assemble_checkpoints` — the same StateGraph agent with the ``assemble`` node and
+  without it (the model node assembling for itself), on each checkpointer.
 """
 
 from __future__ import annotations
@@ -239,18 +239,20 @@ def assemble_checkpoints(
 ) -> list[CheckpointCost]:
     """The same StateGraph agent with the ``assemble`` node and without it, on each saver.
 
-    ``SqliteSaver`` stores every checkpoint whole; ``InMemorySaver`` and ``PostgresSaver``
-    (the LangGraph Platform's) store each channel's value once per version, so a superstep
-    that changes no channel costs only the checkpoint's bookkeeping. ``PostgresSaver`` runs
-    only when ``WM_TEST_POSTGRES_URL`` names a server (``source .ci/postgres.sh``).
+    ``SqliteSaver`` stores every checkpoint whole; ``VersionedSqliteSaver`` (what
+    ``open_sqlite`` gives), ``InMemorySaver`` and ``PostgresSaver`` (the LangGraph
+    Platform's) store each channel's value once per version, so a superstep that changes no
+    channel costs only the checkpoint's bookkeeping. ``PostgresSaver`` runs only when
+    ``WM_TEST_POSTGRES_URL`` names a server (``source .ci/postgres.sh``).
     """
     measure = {
         "SqliteSaver": _sqlite_cost,
+        "VersionedSqliteSaver": _sqlite_cost,
         "InMemorySaver": _memory_cost,
         "PostgresSaver": _postgres_cost,
     }
     return [
-        measure[saver](session, seed, shape)
+        measure[saver](session, seed, shape, saver)
         for saver in savers
         if saver != "PostgresSaver" or os.environ.get(POSTGRES_URL_ENV)
         for shape in SHAPES
@@ -264,25 +266,34 @@ def _play(session: Session, seed: int, saver: Any, shape: str) -> None:
         graph.invoke({"messages": [HumanMessage(turn.user, id=f"u-{turn.index}")]}, config)
 
 
-def _sqlite_cost(session: Session, seed: int, shape: str) -> CheckpointCost:
+def _sqlite_cost(session: Session, seed: int, shape: str, saver: str) -> CheckpointCost:
+    """Checkpoint bytes (with the per-version channel blobs, if any) and pending writes."""
     from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from wm_langgraph import VersionedSqliteSaver
+    from wm_langgraph.engine._versioned_sqlite import BLOBS_TABLE
 
     with tempfile.TemporaryDirectory() as tmp:
         conn = sqlite3.connect(Path(tmp) / "c.sqlite", check_same_thread=False)
         try:
-            _play(session, seed, SqliteSaver(conn), shape)
+            versioned = saver == "VersionedSqliteSaver"
+            _play(session, seed, (VersionedSqliteSaver if versioned else SqliteSaver)(conn), shape)
             conn.commit()
-            ck = conn.execute("select coalesce(sum(length(checkpoint)), 0) from checkpoints")
-            wr = conn.execute("select coalesce(sum(length(value)), 0) from writes")
-            n = conn.execute("select count(*) from checkpoints").fetchone()[0]
-            return CheckpointCost(
-                shape, len(session.turns), ck.fetchone()[0], wr.fetchone()[0], n, "SqliteSaver"
+            checkpoints = _scalar(
+                conn, "select coalesce(sum(length(checkpoint)), 0) from checkpoints"
             )
+            if versioned:
+                checkpoints += _scalar(
+                    conn, f"select coalesce(sum(length(blob)), 0) from {BLOBS_TABLE}"
+                )
+            writes = _scalar(conn, "select sum(length(value)) from writes")
+            n = _scalar(conn, "select count(*) from checkpoints")
+            return CheckpointCost(shape, len(session.turns), checkpoints, writes, n, saver)
         finally:
             conn.close()
 
 
-def _memory_cost(session: Session, seed: int, shape: str) -> CheckpointCost:
+def _memory_cost(session: Session, seed: int, shape: str, saver_name: str) -> CheckpointCost:
     """Serialized bytes the saver holds: checkpoints and metadata, channel blobs, writes."""
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -297,7 +308,7 @@ def _memory_cost(session: Session, seed: int, shape: str) -> CheckpointCost:
     )
 
 
-def _postgres_cost(session: Session, seed: int, shape: str) -> CheckpointCost:
+def _postgres_cost(session: Session, seed: int, shape: str, saver_name: str) -> CheckpointCost:
     """Bytes in the saver's tables (checkpoint and metadata JSON, blobs, writes)."""
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver

@@ -22,7 +22,12 @@ from wm_langgraph.engine._binding import ConflictingMiddlewareError
 from wm_langgraph.engine.archives import ArchiveRecord, NoStoreError
 from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
-from wm_langgraph.engine.persistence import aopen_sqlite, open_sqlite
+from wm_langgraph.engine.persistence import (
+    AsyncVersionedSqliteSaver,
+    VersionedSqliteSaver,
+    aopen_sqlite,
+    open_sqlite,
+)
 from wm_langgraph.engine.state import (
     ModelInputMessages,
     WorkingMemoryReactState,
@@ -38,6 +43,7 @@ __all__ = [
     "SECTIONS",
     "UPDATE_WORKING_MEMORY_TOOL",
     "ArchiveRecord",
+    "AsyncVersionedSqliteSaver",
     "ConflictingMiddlewareError",
     "GuardDecision",
     "MergeResult",
@@ -45,6 +51,7 @@ __all__ = [
     "NoStoreError",
     "OfflineAgentModel",
     "OfflineWorkingMemoryModel",
+    "VersionedSqliteSaver",
     "WorkingMemory",
     "WorkingMemoryAgentState",
     "WorkingMemoryConfig",

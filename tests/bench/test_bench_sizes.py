@@ -77,12 +77,16 @@ def test_the_drifting_writer_keeps_the_wm_about_as_small_as_the_faithful_one() -
     assert drifting.facts_kept >= 0.98
 
 
-def test_on_a_saver_that_stores_channels_by_version_the_assemble_node_costs_little() -> None:
-    """InMemorySaver (and PostgresSaver) store a channel's value once per version: the
-    assemble step changes no stored channel, so its extra checkpoint is bookkeeping only."""
+@pytest.mark.parametrize("saver", ["InMemorySaver", "VersionedSqliteSaver"])
+def test_on_a_saver_that_stores_channels_by_version_the_assemble_node_costs_little(
+    saver: str,
+) -> None:
+    """InMemorySaver, PostgresSaver and open_sqlite's VersionedSqliteSaver store a channel's
+    value once per version: the assemble step changes no stored channel, so its extra
+    checkpoint is bookkeeping only."""
     without, with_node = assemble_checkpoints(
-        generate_session("chat", 10, 12), seed=3, savers=("InMemorySaver",)
+        generate_session("chat", 10, 12), seed=3, savers=(saver,)
     )
-    assert (with_node.saver, without.saver) == ("InMemorySaver", "InMemorySaver")
+    assert (with_node.saver, without.saver) == (saver, saver)
     assert with_node.checkpoints > without.checkpoints  # one more superstep per model call
     assert with_node.per_turn <= 1.2 * without.per_turn

@@ -24,14 +24,14 @@ from contextlib import asynccontextmanager, closing, contextmanager
 from os import PathLike, fspath
 from typing import TYPE_CHECKING, Any
 
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.sqlite import SqliteStore
 
+from wm_langgraph.engine._versioned_sqlite import AsyncVersionedSqliteSaver, VersionedSqliteSaver
+
 if TYPE_CHECKING:
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from langgraph.store.sqlite.aio import AsyncSqliteStore
 
-__all__ = ["aopen_sqlite", "open_sqlite"]
+__all__ = ["AsyncVersionedSqliteSaver", "VersionedSqliteSaver", "aopen_sqlite", "open_sqlite"]
 
 _BUSY_TIMEOUT_S = 30.0
 
@@ -61,14 +61,15 @@ def _check_path(path: str | PathLike[str]) -> str:
 
 
 @contextmanager
-def open_sqlite(path: str | PathLike[str]) -> Iterator[tuple[SqliteSaver, SqliteStore]]:
+def open_sqlite(path: str | PathLike[str]) -> Iterator[tuple[VersionedSqliteSaver, SqliteStore]]:
     """Open (creating if needed) one SQLite file as a checkpointer and a store, both set up.
 
     Args:
         path: The database file.
 
     Yields:
-        ``(checkpointer, store)``: a ``SqliteSaver`` and a ``SqliteStore`` on ``path``.
+        ``(checkpointer, store)``: a :class:`VersionedSqliteSaver` (a ``SqliteSaver`` that
+        stores each channel's value once per version) and a ``SqliteStore`` on ``path``.
         Both connections are closed on exit.
 
     Raises:
@@ -79,7 +80,7 @@ def open_sqlite(path: str | PathLike[str]) -> Iterator[tuple[SqliteSaver, Sqlite
         closing(_connect(text, autocommit=False)) as saver_conn,
         closing(_connect(text, autocommit=True)) as store_conn,
     ):
-        checkpointer = SqliteSaver(saver_conn)
+        checkpointer = VersionedSqliteSaver(saver_conn)
         checkpointer.setup()
         store = SqliteStore(store_conn)
         store.setup()
@@ -122,21 +123,20 @@ def _immediate_store_class() -> type[AsyncSqliteStore]:
 @asynccontextmanager
 async def aopen_sqlite(
     path: str | PathLike[str],
-) -> AsyncIterator[tuple[AsyncSqliteSaver, AsyncSqliteStore]]:
+) -> AsyncIterator[tuple[AsyncVersionedSqliteSaver, AsyncSqliteStore]]:
     """Async twin of :func:`open_sqlite` for graphs run with ``ainvoke``/``astream``.
 
-    Yields an ``AsyncSqliteSaver`` and an ``AsyncSqliteStore`` on the same file (each on its
-    own connection, WAL journal, busy timeout), both set up. Both have the full async API
-    (``await runtime.store.aput(...)`` in a user's tool works); the engine uses the store's
-    sync API from worker threads, which hands the work to this event loop. So, in async code,
-    read with ``await memory.aget_working_memory(config)`` / ``alist_archives`` and wait with
+    Yields an :class:`AsyncVersionedSqliteSaver` and an ``AsyncSqliteStore`` on the same file
+    (each on its own connection, WAL journal, busy timeout), both set up. Both have the full
+    async API (``await runtime.store.aput(...)`` in a user's tool works); the engine uses the
+    store's sync API from worker threads, which hands the work to this event loop. So, in async
+    code, read with ``await memory.aget_working_memory(config)`` / ``alist_archives`` and wait with
     ``await memory.await_phase2(config)`` (before leaving the block: the store closes on exit).
 
     Raises:
         ValueError: ``path`` is empty or ``":memory:"``.
     """
     import aiosqlite
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     text = _check_path(path)
     async with (
@@ -145,7 +145,7 @@ async def aopen_sqlite(
     ):
         async with store_conn.execute("PRAGMA journal_mode=WAL") as cursor:
             await cursor.fetchall()
-        checkpointer = AsyncSqliteSaver(saver_conn)
+        checkpointer = AsyncVersionedSqliteSaver(saver_conn)
         await checkpointer.setup()
         store = _immediate_store_class()(store_conn)
         await store.setup()
