@@ -39,7 +39,10 @@ _WORD_STEPS = (28, 20, 14, 10)
 _EARLIER = "Earlier requests: "
 _STILL_OPEN = "Still open (older): "
 _LABEL_RE = re.compile(r"^([A-Z][\w-]{2,}): (?=\S)")
-_FOLDER_LABEL_RE = re.compile(r"^((?:[\w.-]+/)+): (?=\S)")
+_OTHER = "(other)"  # the group of entries without a folder
+_FOLDER_LABEL_RE = re.compile(r"^((?:[\w.-]+/)+|\(other\)): (?=\S)")
+# Between the entries of a group: the next one starts with its path or its kind ("command `…`").
+_ENTRY_SPLIT_RE = re.compile(r"; (?=`|[\w-]+ `)")
 _PATH_RE = re.compile(r"`([^`]+)`|(\S+/\S+|\S+\.\w+)")
 _VIA_RE = re.compile(r"\s*\(via [^)]*\)")
 _RESTORED_RE = re.compile(r"(?:^|(?<=[:;]\s))\[restored\]\s*", re.IGNORECASE)
@@ -175,11 +178,15 @@ def _file_entries(items: list[str]) -> list[str]:
     """Single path entries: directory groups of an earlier consolidation split apart."""
     out: list[str] = []
     for item in items:
-        text = item
+        text, folders = item, []
         while match := _FOLDER_LABEL_RE.match(text):
+            folders.append(match.group(1))
             text = text[match.end() :]
         if text != item or "; `" in text:
-            out.extend(p.strip() for p in re.split(r"; (?=`)", text) if p.strip())
+            # A group's entries may be bare names under its folder (a branch "feature/x").
+            bare = [re.escape(f) for f in folders if f != _OTHER]
+            split = re.compile(_ENTRY_SPLIT_RE.pattern[:-1] + "".join(f"|{b}" for b in bare) + ")")
+            out.extend(p.strip() for p in split.split(text) if p.strip())
         else:
             out.append(text)
     return out
@@ -222,7 +229,7 @@ def consolidate_files(body: str, new_items: list[str], max_tokens: int = _MAX_TO
     for shorten_entries in (False, True):
         groups: dict[str, list[str]] = {}
         for path, item in by_path.items():
-            folder = path.rsplit("/", 1)[0] + "/" if "/" in path.strip("/") else "(other)"
+            folder = path.rsplit("/", 1)[0] + "/" if "/" in path.strip("/") else _OTHER
             groups.setdefault(folder, []).append(_short_entry(item) if shorten_entries else item)
         lines = [
             items[0] if len(items) == 1 else f"{folder}: " + "; ".join(i.rstrip(".") for i in items)
