@@ -102,8 +102,11 @@ def test_truncated_calls_keep_only_what_was_written_completely(ops, cut):
                 assert reading.cut == name, f"{name}: a cut-off body was taken as whole"
                 assert full[name]["content"].startswith(op["content"]), name
         if op["op"] == "APPEND" and full.get(name, {}).get("op") == "APPEND":
-            got, whole = op["items"], full[name]["items"]
-            assert got == whole[: len(got)], f"{name}: APPEND items are not a prefix"
+            # A cut-off reading keeps complete items in order, never an invented one; a repeated
+            # item (a model looping to its output limit) may be kept once: a subsequence.
+            got, whole = op["items"], iter(full[name]["items"])
+            assert all(item in whole for item in got), f"{name}: APPEND items out of order"
+
     if len(truncated) < len(text):
         assert not reading.complete or parsed == full
         assert set(reading.unreadable) | set(parsed) >= set(full)  # nothing silently KEEP
