@@ -40,3 +40,30 @@ def test_a_document_over_its_target_warns_the_sections_over_their_share() -> Non
 def test_a_document_within_its_target_gets_no_warning() -> None:
     document = _doc(facts=20, files=10)
     assert section_size_warnings(document, target_tokens=count_tokens(document) + 1) == ""
+
+
+def test_warnings_start_early_with_warn_from() -> None:
+    document = _doc(facts=20, files=10)
+    size = count_tokens(document)
+    target = size + 50  # the document is within its target, but close to it
+    assert section_size_warnings(document, target_tokens=target) == ""
+    block = section_size_warnings(document, target_tokens=target, warn_from=size - 1)
+    assert "- Key Facts & Decisions:" in block
+    assert f"close to its target of {target:,} tokens" in block
+    assert "Errors & Corrections" not in block
+    assert section_size_warnings(document, target_tokens=target, warn_from=size + 1) == ""
+
+
+def test_the_update_prompt_warns_a_document_close_to_its_target() -> None:
+    from wm_langgraph.core.protocol import TARGET_WARN_SHARE
+    from wm_langgraph.engine.prompts import render_update_prompt
+
+    document = _doc(facts=20, files=10)
+    size = count_tokens(document)
+    near = int(size / ((1 + TARGET_WARN_SHARE) / 2))  # the document is ~95% of this target
+    prompt = render_update_prompt(working_memory=document, messages="", size_target=near)
+    assert "- Key Facts & Decisions:" in prompt
+    assert "close to its target" in prompt
+    far = int(size / (TARGET_WARN_SHARE - 0.2))
+    prompt = render_update_prompt(working_memory=document, messages="", size_target=far)
+    assert "- Key Facts & Decisions:" not in prompt

@@ -34,6 +34,7 @@ __all__ = [
     "BULLET_THRESHOLD",
     "EMPTY_SECTION_SIZE_WARNINGS",
     "TARGET_SHARES",
+    "TARGET_WARN_SHARE",
     "TOKEN_THRESHOLD",
     "UPDATE_TOOL_NAME",
     "UPDATE_WORKING_MEMORY_TOOL",
@@ -67,6 +68,9 @@ TARGET_SHARES: dict[str, float] = {
 }
 """Each section's share of the document's size target: over the target, a section holding
 more than its share is asked to consolidate (append-only sections never are)."""
+TARGET_WARN_SHARE = 0.9
+"""The share of the size target from which the engine's update prompt starts the target's
+consolidation warnings (``section_size_warnings(..., warn_from=...)``)."""
 
 _TOOL_DESCRIPTION = (
     "Record what changed in the Working Memory. Give a decision for every one of the seven "
@@ -176,7 +180,9 @@ def update_tool_schema(*, strict: bool = False) -> dict[str, Any]:
 # --------------------------------------------------------------------------- size warnings
 
 
-def section_size_warnings(wm: str, *, target_tokens: int | None = None) -> str:
+def section_size_warnings(
+    wm: str, *, target_tokens: int | None = None, warn_from: int | None = None
+) -> str:
     """Build the ``<section_size_warnings>`` block of the update prompt (SPEC §4.3).
 
     Every section except the append-only Errors & Corrections that has more than
@@ -184,11 +190,16 @@ def section_size_warnings(wm: str, *, target_tokens: int | None = None) -> str:
     with its item count and token estimate, telling the model to consolidate it with UPDATE.
     With ``target_tokens`` (the document's size target, see ``core.compaction``), a document
     over the target also warns each such section holding more than its share of the target
-    (:data:`TARGET_SHARES`), with the section's own token goal.
+    (:data:`TARGET_SHARES`), with the section's own token goal. With ``warn_from`` those
+    warnings start once the document is over ``warn_from`` tokens instead (the engine starts at
+    :data:`TARGET_WARN_SHARE` of the target, so that a document consolidates before it crosses
+    its target rather than after).
 
     Args:
         wm: The current Working Memory document (anything that is not a string counts as empty).
         target_tokens: The whole document's size target; ``None`` checks the fixed limits only.
+        warn_from: The document size from which the target's warnings start; ``None`` (the
+            default) starts them above ``target_tokens``. Ignored without ``target_tokens``.
 
     Returns:
         The block ``<section_size_warnings>\\n- …\\n</section_size_warnings>``, or ``""`` when
@@ -198,7 +209,8 @@ def section_size_warnings(wm: str, *, target_tokens: int | None = None) -> str:
         return ""
     bodies = parse_working_memory(wm)
     total = count_tokens(wm) if target_tokens is not None else 0
-    over_target = target_tokens is not None and total > target_tokens
+    threshold = target_tokens if warn_from is None else min(warn_from, target_tokens or 0)
+    over_target = target_tokens is not None and total > (threshold or 0)
     lines: list[str] = []
     for name in SECTIONS:
         if name in APPEND_ONLY_SECTIONS:
@@ -220,10 +232,13 @@ def section_size_warnings(wm: str, *, target_tokens: int | None = None) -> str:
             f"keeping every name, date and exact value; target at most {bullets} "
             f"bullets and {tokens:,} tokens."
         )
-        if over_target:
+        if over_target and target_tokens is not None:
             line += (
                 f" The whole Working Memory is about {total:,} tokens "
                 f"(target {target_tokens:,} tokens)."
+                if total > target_tokens
+                else f" The whole Working Memory is about {total:,} tokens, close to its "
+                f"target of {target_tokens:,} tokens: consolidate before it is reached."
             )
         lines.append(line)
     if not lines:

@@ -37,7 +37,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal, get_args
 
-from wm_langgraph.core.protocol import EMPTY_SECTION_SIZE_WARNINGS, section_size_warnings
+from wm_langgraph.core.protocol import (
+    EMPTY_SECTION_SIZE_WARNINGS,
+    TARGET_WARN_SHARE,
+    section_size_warnings,
+)
 
 __all__ = [
     "NO_PRIOR_SUMMARY",
@@ -225,11 +229,16 @@ def render_update_prompt(
         working_memory: The current Working Memory document.
         messages: The rendered new messages.
         template: A replacement for the shipped ``update`` prompt.
-        size_target: The document's size target in tokens (warnings once it is exceeded).
+        size_target: The document's size target in tokens (warnings from
+            ``TARGET_WARN_SHARE`` of it on).
     """
     text = load_prompt("update") if template is None else template
     warnings = (
-        section_size_warnings(working_memory, target_tokens=size_target)
+        section_size_warnings(
+            working_memory,
+            target_tokens=size_target,
+            warn_from=None if size_target is None else int(TARGET_WARN_SHARE * size_target),
+        )
         or EMPTY_SECTION_SIZE_WARNINGS
     )
     tags = _delimiters(text)
