@@ -156,21 +156,34 @@ def consolidate_facts(items: list[str], old_count: int, max_tokens: int = _MAX_T
 _SLOT_RE = re.compile(r"`[^`]+`|\S*[/\\]\S+|\S+\.\w{1,5}\b|\S*\d\S*")
 
 
+_PATTERN_RE = re.compile(
+    r"^(?P<template>.+) \((?P<count>\d+) such requests, latest: (?P<values>.*)\)$"
+)
+
+
 def _patterns(goals: list[str], min_group: int = 3) -> list[str]:
     """Repeated requests of one kind as one pattern item: the shared wording with ``…`` where
     the requests differ, how many there were, and the latest three values (older values stay
-    in the archives)."""
-    groups: dict[str, list[str]] = {}
+    in the archives). A pattern item of an earlier round counts its requests in, so repeated
+    rounds keep one item per kind with the running count."""
+    groups: dict[str, tuple[int, list[str], list[str]]] = {}
     for goal in goals:
-        groups.setdefault(_SLOT_RE.sub("…", goal), []).append(goal)
+        folded = _PATTERN_RE.match(goal)
+        if folded:
+            template, count = folded.group("template"), int(folded.group("count"))
+            values = [v for v in folded.group("values").split(", ") if v]
+        else:
+            template, count = _SLOT_RE.sub("…", goal).rstrip("."), 1
+            values = _SLOT_RE.findall(goal)
+        seen, members, all_values = groups.get(template, (0, [], []))
+        groups[template] = (seen + count, [*members, goal], [*all_values, *values])
     out: list[str] = []
-    for template, members in groups.items():
-        if len(members) < min_group or template == members[0]:
+    for template, (count, members, values) in groups.items():
+        if count < min_group or not values or (len(members) == 1 and count == 1):
             out.extend(members)
             continue
-        values = [v for m in members for v in _SLOT_RE.findall(m)]
         latest = ", ".join(dict.fromkeys(values[-3:]))
-        out.append(f"{template.rstrip('.')} ({len(members)} such requests; latest: {latest})")
+        out.append(f"{template} ({count} such requests, latest: {latest})")
     return out
 
 

@@ -90,10 +90,14 @@ _ERROR_RE = re.compile(
     r"\bFAILED\b|\bfailed\b|exit code [1-9]|错误|失败|报错|异常",
 )
 _ERROR_LINE_RE = re.compile(
-    r"^\s*(?:E\s+)?(?:[A-Z]\w*(?:Error|Exception)\b.*|FAILED .*|Error:.*|ERROR.*|.*失败.*|"
-    r".*错误.*|.*报错.*)$",
+    r"^\s*(?:E\s+)?(?:(?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)\b.*|FAILED .*|Error:.*|"
+    r"ERROR.*|.*失败.*|"
+    r".*错误.*|.*报错.*)$|^E {2,}\S.*$",  # the last: pytest's "E   <what failed>" lines
     re.MULTILINE,
 )
+
+
+_BANNER_RE = re.compile(r"^\s*[=_*#-]{3,}")
 
 
 @dataclass(slots=True)
@@ -151,8 +155,10 @@ def _title_from(request: str, language: Language) -> str:
 
 
 def _error_summary(turn: Turn) -> str:
-    lines = [m.group(0).strip() for m in _ERROR_LINE_RE.finditer(turn.text)]
-    detail = lines[-1] if lines else first_sentence(turn.text)
+    lines = [re.sub(r"^E\s+", "", m.group(0).strip()) for m in _ERROR_LINE_RE.finditer(turn.text)]
+    # A report's banners ("==== FAILURES ====", "___ test_x ___") say nothing of the error.
+    text = "\n".join(line for line in turn.text.splitlines() if not _BANNER_RE.match(line))
+    detail = lines[-1] if lines else first_sentence(text or turn.text)
     return shorten(detail, max_words=24, max_cjk=60)
 
 

@@ -1,0 +1,48 @@
+"""The offline model records a failing test run by its error line, never by a report banner
+(issue 11: "============ FAILURES ============ — fixed in …" entries, one per dotted exception)."""
+
+from __future__ import annotations
+
+import pytest
+
+from wm_langgraph.models._extract import extract_findings
+from wm_langgraph.models._transcript import ToolCallRecord, Turn
+
+
+def _failed_run(error: str) -> list[Turn]:
+    log = (
+        "============ FAILURES ============\n___ test_cache_case_64 ___\n"
+        "    def test_cache_case_64():\n>       assert run()\n"
+        f"E       {error}\n"
+        "tests/unit/test_cache_7.py:88: failed\n1 failed, 120 passed"
+    )
+    call = ToolCallRecord("run_tests", {"target": "tests/unit/test_cache_7.py"}, "")
+    return [
+        Turn("user", "The tests in tests/unit/test_cache_7.py fail on CI. Fix them."),
+        Turn("assistant", "", tool_calls=[call]),
+        Turn("tool", log, tool_name="run_tests"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "sqlite3.OperationalError: no such column: cache_keys.amount_64",
+        "psycopg.errors.UniqueViolation: duplicate key value violates unique constraint",
+        "KeyError: 'tenant_392' raised in email_digest.load()",
+    ],
+)
+def test_a_failed_run_is_recorded_by_its_error_line(error: str) -> None:
+    found = extract_findings(_failed_run(error))
+    assert found.errors, found
+    assert not any("====" in e or "___" in e for e in found.errors), found.errors
+    assert not any(": E " in e for e in found.errors), found.errors  # pytest's marker dropped
+    assert any(error.split(":", 1)[0] in e for e in found.errors), found.errors
+
+
+def test_a_report_without_an_error_line_is_summarised_past_its_banners() -> None:
+    turns = _failed_run("assert 3 == 4")
+    found = extract_findings(turns)
+    assert found.errors
+    assert not any(e.split(": ", 1)[-1].startswith("=") for e in found.errors), found.errors
+    assert any("assert 3 == 4" in e for e in found.errors), found.errors
