@@ -8,7 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.measure import Survival, kinds_present
-from bench.report_sizes import checkpoint_assemble_section, size_section, window_section
+from bench.report_sizes import (
+    checkpoint_assemble_section,
+    long_size_section,
+    size_section,
+    window_section,
+)
 
 __all__ = ["write_plot", "write_results"]
 
@@ -234,6 +239,7 @@ def write_results(results: dict[str, Any], path: Path) -> None:
     lines += _checkpoint_section(results["checkpoints"], opts.checkpoint_turns)
     lines += window_section(results.get("windows", []), at)
     lines += size_section(results.get("sizes", []))
+    lines += long_size_section(results.get("long_sizes", []))
     lines += checkpoint_assemble_section(results.get("assemble_checkpoints", []))
     lines += _kept_real_model_section(path)
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["checkpoint_assemble_section", "size_section", "window_section"]
+__all__ = [
+    "checkpoint_assemble_section",
+    "long_size_section",
+    "size_section",
+    "window_section",
+]
 
 SURVIVAL_TARGET = 0.98
 DRIFT_RATIO_TARGET = 1.3
@@ -167,6 +172,72 @@ def size_section(runs: list[Any]) -> list[str]:
                 f"{drifting.final:,} / {faithful.final:,} = {ratio:.2f}x ({met}, target ≤ 1.3x)"
             )
     return [*lines, ""]
+
+
+_GROWTH_ONLY = ("Files & Context", "Errors & Corrections")
+"""Sections no writer may shrink: every path stays, errors are append-only."""
+
+
+def long_size_section(runs: list[Any]) -> list[str]:
+    """The size runs past 1,000 commits: when the target is first crossed, and by what."""
+    if not runs:
+        return []
+    from wm_langgraph.core.sections import SECTIONS
+
+    commits = runs[0].commits
+    short = {
+        "Session Title": "title",
+        "Current State": "state",
+        "Task & Goals": "goals",
+        "Key Facts & Decisions": "facts",
+        "Files & Context": "files",
+        "Errors & Corrections": "errors",
+        "Open Issues": "open",
+    }
+    rows = []
+    for r in runs:
+        growth = sum(r.sections.get(name, 0) for name in _GROWTH_ONLY)
+        rows.append(
+            [
+                r.writer,
+                f"{r.window:,}",
+                f"{r.target:,}",
+                f"{r.ceiling:,}",
+                "never" if r.first_over is None else f"{r.first_over:,}",
+                f"{r.largest:,}",
+                f"{r.final:,}",
+                f"{r.moved:,}",
+                *(f"{r.sections.get(name, 0):,}" for name in SECTIONS),
+                f"{growth:,} ({growth / r.final:.0%})" if r.final else "n/a",
+            ]
+        )
+    return [
+        f"### Past 1,000 commits: {commits:,} commits at the default budget",
+        "",
+        "The same coding session, longer. *first over target*: the first commit after which the "
+        "WM was above its target. The section columns are the tokens of each section's body after "
+        "the last commit; *paths + errors* is what Files & Context (every path stays) and Errors "
+        "& Corrections (append-only) hold together, the part no writer may consolidate away. A "
+        "session that keeps producing new paths and distinct errors crosses the target whatever "
+        "the writer; from then on the ceiling's compaction holds the document, moving the oldest "
+        "items into the searchable record.",
+        "",
+        *_table(
+            [
+                "writer",
+                "window",
+                "target",
+                "ceiling",
+                "first over target",
+                "max",
+                "final",
+                "moved out",
+                *(short[name] for name in SECTIONS),
+                "paths + errors",
+            ],
+            rows,
+        ),
+    ]
 
 
 def checkpoint_assemble_section(costs: list[Any]) -> list[str]:

@@ -55,6 +55,8 @@ class Options:
     size_commits: int = 1_000
     size_windows: tuple[int, ...] = (128_000, 8_000)
     size_writers_small: tuple[str, ...] = ("faithful", "drifting", "offline model")
+    long_commits: int = 2_000
+    long_writers: tuple[str, ...] = ("faithful", "offline model")
     tuning: Tuning = field(default_factory=Tuning)
     at: int = 20
     out: Path = HERE
@@ -448,6 +450,11 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
             writers=writers or list(opts.size_writers_small),
             log=_log,
         )
+    # Past 1,000 commits at the default budget: where a session's growth goes once the
+    # sections that only grow (paths, errors) outweigh what a writer can consolidate.
+    long_sizes = size_runs(
+        opts.long_commits, opts.seed + 2, [128_000], writers=list(opts.long_writers), log=_log
+    )
     results = {
         "options": opts,
         "systems": systems,
@@ -461,6 +468,7 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
         "assemble_checkpoints": assemble_cost,
         "windows": windows,
         "sizes": sizes,
+        "long_sizes": long_sizes,
         "versions": _versions(),
         "machine": _machine(),
         "revision": _revision(),
@@ -501,6 +509,7 @@ def quick_options(out: Path) -> Options:
         windows=(8_000,),
         size_commits=25,
         size_windows=(8_000,),
+        long_commits=30,
         tuning=Tuning(chunk_tokens=600, chunk_messages=10, keep_messages=6),
         extra_seeds=(),
         at=5,

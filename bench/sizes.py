@@ -123,6 +123,8 @@ class SizeRun:
     compactions: int = 0
     facts_kept: float | None = None
     seconds: float = 0.0
+    sections: dict[str, int] = field(default_factory=dict)
+    """Tokens of each section's body after the last commit."""
 
     @property
     def final(self) -> int:
@@ -138,6 +140,11 @@ class SizeRun:
     def over_target(self) -> int:
         """Commits after which the WM was over its target."""
         return sum(1 for t in self.tokens if t > self.target)
+
+    @property
+    def first_over(self) -> int | None:
+        """The first commit (1-based) after which the WM was over its target, if any."""
+        return next((i + 1 for i, t in enumerate(self.tokens) if t > self.target), None)
 
 
 def size_runs(
@@ -165,6 +172,7 @@ def _size_runs(
     log: Log,
 ) -> list[SizeRun]:
     from wm_langgraph import WorkingMemory, WorkingMemoryConfig
+    from wm_langgraph.core.sections import SECTIONS, parse_working_memory
     from wm_langgraph.core.tokens import count_tokens
     from wm_langgraph.engine._size import contract_for
 
@@ -190,6 +198,8 @@ def _size_runs(
                 if any(d.get("applied") == "COMPACT" for d in a.metadata.get("decisions", []))
             )
             run.facts_kept = _facts_kept(session, memory, thread)
+            bodies = parse_working_memory(memory.get_working_memory(thread))
+            run.sections = {name: count_tokens(bodies[name]) for name in SECTIONS}
             memory.close()
             out.append(run)
             log(

@@ -117,10 +117,14 @@ def test_quick_benchmark_writes_results(tmp_path):
         "## SQLite checkpoint size",
         "## Small context windows: 8k, 16k, 32k",
         "## Working Memory size over",
+        "### Past 1,000 commits: 30 commits at the default budget",
         "## Checkpoint bytes per turn, with and without the assemble node",
     ):
         assert heading in text
     for system in _systems():
         assert f"| {system} |" in text
+    long = results["long_sizes"]
+    assert [r.writer for r in long] == ["faithful", "offline model"]
+    assert all(len(r.tokens) == 30 and sum(r.sections.values()) > 0 for r in long)
     if not langmem_available():
         assert "langmem" in results["skipped"]
