@@ -232,35 +232,36 @@ def _spans(text: str, anchors: list[str]) -> list[str]:
 
 
 def _move_plan(bodies: Mapping[str, list[str]]) -> list[tuple[str, int]]:
-    """The move order: unanchored before anchored items, a section's newest item after its
-    older ones; within a tier, always the oldest candidate of the section that is currently
-    largest (water-filling), so a flood in one section never pushes the others out."""
+    """The move order: always the next candidate of the section that is currently largest
+    (water-filling), so a flood in one section never pushes the others out and a small
+    section keeps its few items while a large one can give; within a section, unanchored
+    items before anchored ones, the oldest first, and the newest item last."""
     cheap = sum(len(bodies[name]) for name in _MOVE_ORDER) > _CHEAP_PLAN_LINES
-    tiers: list[dict[str, list[int]]] = [{} for _ in range(4)]
     size = dict.fromkeys(_MOVE_ORDER, 0)
     weight: dict[tuple[str, int], int] = {}
+    queues: dict[str, deque[int]] = {}
     for name in _MOVE_ORDER:
         lines = bodies[name]
+        ranked: list[tuple[int, int]] = []
         for i, line in enumerate(lines):
             text = _text_of(line)
             anchored = bool(_CHEAP_ANCHOR_RE.search(text) if cheap else _anchors(text, False))
-            tier = 2 * int(anchored) + int(i == len(lines) - 1)
-            tiers[tier].setdefault(name, []).append(i)
+            ranked.append((2 * int(i == len(lines) - 1) + int(anchored), i))
             weight[name, i] = len(line) // 4 + 1  # an estimate is enough to order by
             size[name] += weight[name, i]
+        if ranked:
+            queues[name] = deque(i for _, i in sorted(ranked))
+    order = {name: n for n, name in enumerate(_MOVE_ORDER)}
+    heap = [(-size[name], order[name], name) for name in queues]
+    heapq.heapify(heap)
     plan: list[tuple[str, int]] = []
-    for candidates in tiers:
-        queues = {name: deque(ids) for name, ids in candidates.items()}
-        order = {name: n for n, name in enumerate(_MOVE_ORDER)}
-        heap = [(-size[name], order[name], name) for name in queues]
-        heapq.heapify(heap)
-        while heap:
-            _, rank, name = heapq.heappop(heap)
-            index = queues[name].popleft()
-            plan.append((name, index))
-            size[name] -= weight[name, index]
-            if queues[name]:
-                heapq.heappush(heap, (-size[name], rank, name))
+    while heap:
+        _, rank, name = heapq.heappop(heap)
+        index = queues[name].popleft()
+        plan.append((name, index))
+        size[name] -= weight[name, index]
+        if queues[name]:
+            heapq.heappush(heap, (-size[name], rank, name))
     return plan
 
 
