@@ -209,8 +209,11 @@ def section_size_warnings(
         return ""
     bodies = parse_working_memory(wm)
     total = count_tokens(wm) if target_tokens is not None else 0
-    threshold = target_tokens if warn_from is None else min(warn_from, target_tokens or 0)
-    over_target = target_tokens is not None and total > (threshold or 0)
+    over_target = False
+    if target_tokens is not None:
+        over_target = total > (
+            target_tokens if warn_from is None else min(warn_from, target_tokens)
+        )
     lines: list[str] = []
     for name in SECTIONS:
         if name in APPEND_ONLY_SECTIONS:
