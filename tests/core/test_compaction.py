@@ -192,10 +192,11 @@ def test_never_over_the_ceiling_and_never_a_silent_loss(
     assert again.moved == ()
 
 
-def test_the_move_takes_from_the_largest_section_not_a_small_sections_only_item() -> None:
+def test_the_move_takes_from_sections_over_their_share_not_a_small_sections_items() -> None:
     # 2,000 commits of a coding session (bench, "Past 1,000 commits"): Errors & Corrections held
     # 11k tokens of anchored errors, and the move took the session's one unanchored goal first,
-    # leaving Task & Goals empty. Water-filling comes first; anchors decide within a section.
+    # leaving Task & Goals empty (at 8k it took the session's rules: "never push to main").
+    # Sections within their share of the ceiling keep their items while another is over it.
     errors = [
         f"KeyError: 'tenant_{i}' raised in loader_{i}.load() — fixed in src/loader_{i}.py"
         for i in range(400)
@@ -204,7 +205,10 @@ def test_the_move_takes_from_the_largest_section_not_a_small_sections_only_item(
         title="Billing service hardening",
         state="Fixing the loaders one by one.",
         goals="- Make the billing service survive bad tenant data",
-        facts=bullets([f"FACT-{i:03d} port {9000 + i}" for i in range(20)]),
+        facts=bullets(
+            ["never push directly to main; always open a pull request"]
+            + [f"FACT-{i:03d} port {9000 + i}" for i in range(20)]
+        ),
         files=bullets([f"src/loader_{i}.py: edited" for i in range(40)]),
         errors=bullets(errors),
         issues="- decide whether to retry the nightly export",
@@ -216,5 +220,6 @@ def test_the_move_takes_from_the_largest_section_not_a_small_sections_only_item(
     assert "Make the billing service survive bad tenant data" in body["Task & Goals"]
     assert "decide whether to retry the nightly export" in body["Open Issues"]
     assert "Fixing the loaders" in body["Current State"]
+    assert "never push directly to main" in body["Key Facts & Decisions"]  # a rule, no anchor
     assert {m.section for m in result.moved} == {"Errors & Corrections"}
     assert result.moved[0].text == errors[0]  # the oldest first

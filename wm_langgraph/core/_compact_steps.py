@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from wm_langgraph.core.protocol import TARGET_SHARES
 from wm_langgraph.core.sections import SECTIONS, render_working_memory, section_items
 from wm_langgraph.core.text import extract_anchors, extract_paths, missing_anchors
 from wm_langgraph.core.tokens import TokenCounter
@@ -231,37 +232,52 @@ def _spans(text: str, anchors: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _move_plan(bodies: Mapping[str, list[str]]) -> list[tuple[str, int]]:
-    """The move order: always the next candidate of the section that is currently largest
-    (water-filling), so a flood in one section never pushes the others out and a small
-    section keeps its few items while a large one can give; within a section, unanchored
-    items before anchored ones, the oldest first, and the newest item last."""
+def _move_plan(bodies: Mapping[str, list[str]], ceiling: int) -> list[tuple[str, int]]:
+    """The move order, every item once.
+
+    First only the sections holding more than their share of the ceiling
+    (:data:`~wm_langgraph.core.protocol.TARGET_SHARES`), so a small section (the session's one
+    goal, a few open issues) keeps its items while a large one can give; among them unanchored
+    items before anchored ones, a section's newest item last, and within a tier always the
+    oldest candidate of the section furthest over its share (water-filling), so a flood in one
+    section never pushes the others out. Then whatever is left, in the same order by size."""
     cheap = sum(len(bodies[name]) for name in _MOVE_ORDER) > _CHEAP_PLAN_LINES
     size = dict.fromkeys(_MOVE_ORDER, 0)
     weight: dict[tuple[str, int], int] = {}
-    queues: dict[str, deque[int]] = {}
+    tiers: list[dict[str, list[int]]] = [{} for _ in range(4)]
     for name in _MOVE_ORDER:
         lines = bodies[name]
-        ranked: list[tuple[int, int]] = []
         for i, line in enumerate(lines):
             text = _text_of(line)
             anchored = bool(_CHEAP_ANCHOR_RE.search(text) if cheap else _anchors(text, False))
-            ranked.append((2 * int(i == len(lines) - 1) + int(anchored), i))
+            tier = 2 * int(i == len(lines) - 1) + int(anchored)
+            tiers[tier].setdefault(name, []).append(i)
             weight[name, i] = len(line) // 4 + 1  # an estimate is enough to order by
             size[name] += weight[name, i]
-        if ranked:
-            queues[name] = deque(i for _, i in sorted(ranked))
     order = {name: n for n, name in enumerate(_MOVE_ORDER)}
-    heap = [(-size[name], order[name], name) for name in queues]
-    heapq.heapify(heap)
     plan: list[tuple[str, int]] = []
-    while heap:
-        _, rank, name = heapq.heappop(heap)
-        index = queues[name].popleft()
-        plan.append((name, index))
-        size[name] -= weight[name, index]
-        if queues[name]:
-            heapq.heappush(heap, (-size[name], rank, name))
+    for floor in ({name: TARGET_SHARES[name] * ceiling for name in _MOVE_ORDER}, None):
+        for candidates in tiers:
+            queues = {name: deque(ids) for name, ids in candidates.items()}
+
+            def excess(name: str, floor: dict[str, float] | None = floor) -> float:
+                return size[name] - (floor[name] if floor else 0.0)
+
+            heap = [
+                (-excess(name), order[name], name)
+                for name, queue in queues.items()
+                if queue and excess(name) > 0
+            ]
+            heapq.heapify(heap)
+            while heap:
+                _, rank, name = heapq.heappop(heap)
+                index = queues[name].popleft()
+                plan.append((name, index))
+                size[name] -= weight[name, index]
+                if queues[name] and excess(name) > 0:
+                    heapq.heappush(heap, (-excess(name), rank, name))
+            for name, queue in queues.items():  # what the floor kept waits for the second pass
+                candidates[name] = list(queue)
     return plan
 
 
@@ -282,7 +298,7 @@ def move(
 
     The removal count is estimated from the lines' lengths, then settled with a few exact
     counts of the rendered document (galloping, then bisecting), not one count per item."""
-    plan = _move_plan(bodies)
+    plan = _move_plan(bodies, ceiling)
     sizes: dict[int, int] = {}
 
     def size(k: int) -> int:

@@ -12,10 +12,11 @@ ceiling the merge result is compacted in code, in this order, each step only whi
 3. ``files``: a Files & Context entry is shortened to its path(s) and what was done (the first
    clause, at most 10 words), any anchor it would lose put back in parentheses.
 4. ``move`` (last resort): the oldest items go out of the document into a record the caller
-   stores (``archive_search`` finds it) — always from the section that is currently largest,
-   so a flood in one section never pushes the others out and a small section (the one goal of
-   the session) is not emptied while a large one can give; within that section unanchored
-   items before anchored ones and its newest item last; the Session Title stays (a title
+   stores (``archive_search`` finds it) — first only from the sections over their share of
+   the ceiling (``TARGET_SHARES``), so a small section (the session's one goal, a few open
+   issues) keeps its items while a large one can give; among those, unanchored items before
+   anchored ones, a section's newest item last, and always from the section furthest over its
+   share, so a flood in one section never pushes the others out; the Session Title stays (a title
    alone over the ceiling is shortened, its full text moved out). A marker bullet
    at the top of Key Facts & Decisions counts everything moved out so far
    (``[moved out: N older items …]``); the count is read back from the previous document, so a
