@@ -223,3 +223,22 @@ def test_the_move_takes_from_sections_over_their_share_not_a_small_sections_item
     assert "never push directly to main" in body["Key Facts & Decisions"]  # a rule, no anchor
     assert {m.section for m in result.moved} == {"Errors & Corrections"}
     assert result.moved[0].text == errors[0]  # the oldest first
+
+
+def test_a_flood_goes_first_and_takes_nothing_else_with_it() -> None:
+    # The bench's flooding writer returns a 200 KB Current State every 10th call: that one item
+    # is its section's newest, and ranking it last moved the errors out first (1,000 commits:
+    # 232 items moved instead of about one per flood).
+    errors = [f"KeyError: 'tenant_{i}' raised in loader_{i}.load()" for i in range(200)]
+    blob = " ".join(f"word{i % 97} Bravo delta 42" for i in range(12_000))
+    document = doc(
+        title="Billing service hardening",
+        state=blob,
+        goals="- Make the billing service survive bad tenant data",
+        errors=bullets(errors),
+    )
+    result = enforce_size_contract(document, ceiling=8_000)
+    assert count_tokens(result.text) <= 8_000
+    assert [m.section for m in result.moved] == ["Current State"]
+    assert result.moved[0].text == blob
+    assert parse_working_memory(result.text)["Errors & Corrections"] == bullets(errors)

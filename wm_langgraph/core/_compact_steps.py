@@ -237,26 +237,31 @@ def _move_plan(bodies: Mapping[str, list[str]], ceiling: int) -> list[tuple[str,
 
     First only the sections holding more than their share of the ceiling
     (:data:`~wm_langgraph.core.protocol.TARGET_SHARES`), so a small section (the session's one
-    goal, a few open issues) keeps its items while a large one can give; among them unanchored
-    items before anchored ones, a section's newest item last, and within a tier always the
-    oldest candidate of the section furthest over its share (water-filling), so a flood in one
-    section never pushes the others out. Then whatever is left, in the same order by size."""
+    goal, a few open issues) keeps its items while a large one can give; among them an item
+    larger than its section's whole share first (a flood: a 200 KB Current State), then
+    unanchored items before anchored ones, a section's newest item last, and within a tier
+    always the oldest candidate of the section furthest over its share (water-filling), so a
+    flood in one section never pushes the others out. Then whatever is left, in the same order
+    by size."""
     cheap = sum(len(bodies[name]) for name in _MOVE_ORDER) > _CHEAP_PLAN_LINES
+    share = {name: TARGET_SHARES[name] * ceiling for name in _MOVE_ORDER}
     size = dict.fromkeys(_MOVE_ORDER, 0)
     weight: dict[tuple[str, int], int] = {}
-    tiers: list[dict[str, list[int]]] = [{} for _ in range(4)]
+    tiers: list[dict[str, list[int]]] = [{} for _ in range(5)]
     for name in _MOVE_ORDER:
         lines = bodies[name]
         for i, line in enumerate(lines):
-            text = _text_of(line)
-            anchored = bool(_CHEAP_ANCHOR_RE.search(text) if cheap else _anchors(text, False))
-            tier = 2 * int(i == len(lines) - 1) + int(anchored)
-            tiers[tier].setdefault(name, []).append(i)
             weight[name, i] = len(line) // 4 + 1  # an estimate is enough to order by
             size[name] += weight[name, i]
+            if weight[name, i] > share[name]:
+                tiers[0].setdefault(name, []).append(i)
+                continue
+            text = _text_of(line)
+            anchored = bool(_CHEAP_ANCHOR_RE.search(text) if cheap else _anchors(text, False))
+            tiers[1 + 2 * int(i == len(lines) - 1) + int(anchored)].setdefault(name, []).append(i)
     order = {name: n for n, name in enumerate(_MOVE_ORDER)}
     plan: list[tuple[str, int]] = []
-    for floor in ({name: TARGET_SHARES[name] * ceiling for name in _MOVE_ORDER}, None):
+    for floor in (share, None):
         for candidates in tiers:
             queues = {name: deque(ids) for name, ids in candidates.items()}
 
