@@ -242,3 +242,22 @@ def test_a_flood_goes_first_and_takes_nothing_else_with_it() -> None:
     assert [m.section for m in result.moved] == ["Current State"]
     assert result.moved[0].text == blob
     assert parse_working_memory(result.text)["Errors & Corrections"] == bullets(errors)
+
+
+def test_a_consolidated_line_is_not_taken_for_a_flood() -> None:
+    # 2,000 commits: the faithful writer keeps every path in one consolidated Files & Context
+    # line, larger than the section's share of the ceiling. When the document is just over the
+    # ceiling, the oldest errors go, not that line (and with it every path at once).
+    paths = ", ".join(f"tests/unit/test_loader_{i}.py" for i in range(300))
+    errors = [f"KeyError: 'tenant_{i}' raised in loader_{i}.load()" for i in range(200)]
+    document = doc(
+        title="Billing service hardening",
+        files=f"- {paths}: read and edited",
+        errors=bullets(errors),
+    )
+    ceiling = count_tokens(document) - 50
+    result = enforce_size_contract(document, ceiling=ceiling)
+    assert count_tokens(result.text) <= ceiling
+    assert {m.section for m in result.moved} == {"Errors & Corrections"}
+    assert len(result.moved) < 10
+    assert paths in parse_working_memory(result.text)["Files & Context"]

@@ -237,28 +237,23 @@ def _move_plan(bodies: Mapping[str, list[str]], ceiling: int) -> list[tuple[str,
 
     First only the sections holding more than their share of the ceiling
     (:data:`~wm_langgraph.core.protocol.TARGET_SHARES`), so a small section (the session's one
-    goal, a few open issues) keeps its items while a large one can give; among them an item
-    larger than its section's whole share first (a flood: a 200 KB Current State), then
-    unanchored items before anchored ones, a section's newest item last, and within a tier
-    always the oldest candidate of the section furthest over its share (water-filling), so a
-    flood in one section never pushes the others out. Then whatever is left, in the same order
-    by size."""
+    goal, a few open issues) keeps its items while a large one can give; among them unanchored
+    items before anchored ones, a section's newest item last, and within a tier always the
+    oldest candidate of the section furthest over its share (water-filling), so a flood in one
+    section never pushes the others out. Then whatever is left, in the same order by size."""
     cheap = sum(len(bodies[name]) for name in _MOVE_ORDER) > _CHEAP_PLAN_LINES
     share = {name: TARGET_SHARES[name] * ceiling for name in _MOVE_ORDER}
     size = dict.fromkeys(_MOVE_ORDER, 0)
     weight: dict[tuple[str, int], int] = {}
-    tiers: list[dict[str, list[int]]] = [{} for _ in range(5)]
+    tiers: list[dict[str, list[int]]] = [{} for _ in range(4)]
     for name in _MOVE_ORDER:
         lines = bodies[name]
         for i, line in enumerate(lines):
-            weight[name, i] = len(line) // 4 + 1  # an estimate is enough to order by
+            weight[name, i] = _weight(line)
             size[name] += weight[name, i]
-            if weight[name, i] > share[name]:
-                tiers[0].setdefault(name, []).append(i)
-                continue
             text = _text_of(line)
             anchored = bool(_CHEAP_ANCHOR_RE.search(text) if cheap else _anchors(text, False))
-            tiers[1 + 2 * int(i == len(lines) - 1) + int(anchored)].setdefault(name, []).append(i)
+            tiers[2 * int(i == len(lines) - 1) + int(anchored)].setdefault(name, []).append(i)
     order = {name: n for n, name in enumerate(_MOVE_ORDER)}
     plan: list[tuple[str, int]] = []
     for floor in (share, None):
@@ -286,9 +281,13 @@ def _move_plan(bodies: Mapping[str, list[str]], ceiling: int) -> list[tuple[str,
     return plan
 
 
-def _without(bodies: Mapping[str, list[str]], plan: list[tuple[str, int]], k: int) -> Bodies:
+def _weight(line: str) -> int:
+    return len(line) // 4 + 1  # a token estimate: enough to order by and to plan with
+
+
+def _without(bodies: Mapping[str, list[str]], removed: Iterable[tuple[str, int]]) -> Bodies:
     gone: dict[str, set[int]] = {}
-    for name, i in plan[:k]:
+    for name, i in removed:
         gone.setdefault(name, set()).add(i)
     return {
         name: [line for i, line in enumerate(lines) if i not in gone.get(name, set())]
@@ -301,14 +300,17 @@ def move(
 ) -> tuple[Bodies, list[MovedItem]]:
     """Move the fewest items of the plan out so that the document fits ``ceiling``.
 
-    The removal count is estimated from the lines' lengths, then settled with a few exact
-    counts of the rendered document (galloping, then bisecting), not one count per item."""
+    The shortest prefix of the plan that fits is found with a few exact counts of the rendered
+    document (an estimate from the lines' lengths, galloping, then bisecting), not one count
+    per item. Then the prefix's items that are not needed go back, latest in the plan first:
+    when one large item (a flood) frees the room, the smaller items the plan ranked before it
+    stay in the document."""
     plan = _move_plan(bodies, ceiling)
     sizes: dict[int, int] = {}
 
     def size(k: int) -> int:
         if k not in sizes:
-            sizes[k] = counter(render(_without(bodies, plan, k), total + k))
+            sizes[k] = counter(render(_without(bodies, plan[:k]), total + k))
         return sizes[k]
 
     def fits(k: int) -> bool:
@@ -343,8 +345,52 @@ def move(
     k = lo if lo and fits(lo) else hi
     while k < len(plan) and not fits(k):  # marker digits can make the size non-monotone
         k += 1
-    moved = [MovedItem(name, _text_of(bodies[name][i])) for name, i in plan[:k]]
-    return _without(bodies, plan, k), moved
+    gone = _put_back(
+        bodies, plan[:k], room=ceiling - size(k), total=total, ceiling=ceiling, counter=counter
+    )
+    moved = [MovedItem(name, _text_of(bodies[name][i])) for name, i in gone]
+    return _without(bodies, gone), moved
+
+
+def _put_back(
+    bodies: Bodies,
+    removed: list[tuple[str, int]],
+    *,
+    room: int,
+    total: int,
+    ceiling: int,
+    counter: TokenCounter,
+) -> list[tuple[str, int]]:
+    """What must stay out of ``removed`` (plan order): the items that fit the ``room`` left
+    under the ceiling go back, latest in the plan first, as long as the estimate allows; the
+    exact count then settles how many of them can (bisecting, a few counts)."""
+    back: list[tuple[str, int]] = []
+    for item in reversed(removed[:-1]):  # the last item of the prefix is the one that fits it
+        weight = _weight(bodies[item[0]][item[1]])
+        if weight <= room:
+            back.append(item)
+            room -= weight
+    if not back:
+        return removed
+
+    def rest(n: int) -> list[tuple[str, int]]:
+        kept = set(back[:n])
+        return [item for item in removed if item not in kept]
+
+    def fits(n: int) -> bool:
+        out = rest(n)
+        return counter(render(_without(bodies, out), total + len(out))) <= ceiling
+
+    lo, hi = 0, len(back)  # fits(0) holds: the prefix fits
+    if fits(hi):
+        return rest(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return rest(lo)
 
 
 def cut_title(bodies: Bodies, ceiling: int, total: int, counter: TokenCounter) -> MovedItem:

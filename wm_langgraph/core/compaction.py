@@ -14,10 +14,11 @@ ceiling the merge result is compacted in code, in this order, each step only whi
 4. ``move`` (last resort): the oldest items go out of the document into a record the caller
    stores (``archive_search`` finds it) — first only from the sections over their share of
    the ceiling (``TARGET_SHARES``), so a small section (the session's one goal, a few open
-   issues) keeps its items while a large one can give; among those, an item larger than its
-   section's whole share first (a flood), then unanchored items before anchored ones, a
-   section's newest item last, always from the section furthest over its share, so a flood in
-   one section never pushes the others out; the Session Title stays (a title
+   issues) keeps its items while a large one can give; among those, unanchored items before
+   anchored ones, a section's newest item last, always from the section furthest over its
+   share, so a flood in one section never pushes the others out; items the plan took before
+   the one that made the document fit go back when they fit (a 200 KB flood moves alone); the
+   Session Title stays (a title
    alone over the ceiling is shortened, its full text moved out). A marker bullet
    at the top of Key Facts & Decisions counts everything moved out so far
    (``[moved out: N older items …]``); the count is read back from the previous document, so a
