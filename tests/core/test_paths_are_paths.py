@@ -94,3 +94,21 @@ def test_a_junk_entry_can_be_replaced_through_the_merge():
     ops = {"Files & Context": {"op": "UPDATE", "content": "- src/app.py: entry"}}
     text = merge_working_memory(old, ops).text
     assert parse_working_memory(text)["Files & Context"] == "- src/app.py: entry"
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ("wrote $HOME/.config/app.toml", "$HOME/.config/app.toml"),
+        ("see ${XDG_CONFIG_HOME}/wm/settings.toml.", "${XDG_CONFIG_HOME}/wm/settings.toml"),
+        ("cd $PROJECT_ROOT/src/app/ and rerun", "$PROJECT_ROOT/src/app/"),
+    ],
+)
+def test_a_path_under_an_environment_variable_keeps_the_variable(text, path):
+    # Without the variable the entry names a different file ("HOME/.config/app.toml").
+    assert extract_paths(text) == [path]
+
+
+@pytest.mark.parametrize("text", ["costs $5/month", "$x/y", "echo $HOME"])
+def test_a_dollar_sign_alone_does_not_make_a_path(text):
+    assert extract_paths(text) == []

@@ -72,8 +72,9 @@ _URL_RE = re.compile(
 )
 _WINDOWS_RE = re.compile(r"(?<![\w])[A-Za-z]:\\[^\s<>\"'`|*?]+")
 _PW = r"[^\W" + CJK_CHARS + "]"  # a word character that is not CJK (paths stop at CJK text)
+_ENV_PREFIX = r"\$\{?[A-Za-z_]\w*\}?(?=/)"  # $HOME/... or ${XDG_CONFIG_HOME}/...
 _TOKEN_RE = re.compile(
-    r"(?<![/.~\-@+])(?<!" + _PW + r")(?:~|\.{1,2})?/?(?:" + _PW + r"|[@+\-.])"
+    r"(?<![/.~\-@+])(?<!" + _PW + r")(?:~|\.{1,2}|" + _ENV_PREFIX + r")?/?(?:" + _PW + r"|[@+\-.])"
     r"(?:" + _PW + r"|[.@+~\-])*(?:/(?:" + _PW + r"|[.@+~\-])*)*"
 )
 _TRAILING_PUNCT = ".,;:!?'\")]}>"
