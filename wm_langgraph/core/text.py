@@ -14,11 +14,11 @@ Path rule (SPEC §4.4, made stricter so that prose is not a path). A token is a 
   well-known directory (``src/…``, ``tests/…``); a segment containing ``_`` or ``.``, or mixing
   letters and digits (``api/v2``).
 
-A leading environment variable belongs to the path (``$HOME/.config/app.toml``,
-``${XDG_CONFIG_HOME}/app/settings.toml``); a ``$`` alone makes nothing a path.
-
 So ``and/or``, ``input/output``, ``TCP/IP``, ``read/write``, ``media/search``, ``HTTP/2`` and
 ``3/15/2024`` are not paths, while ``src/utils``, ``app/models/user``, ``./run`` are.
+
+A leading environment variable belongs to the path (``$HOME/.config/app.toml``,
+``${XDG_CONFIG_HOME}/app/settings.toml``); a ``$`` alone makes nothing a path.
 
 Anchors (SPEC §4.3 plus the go-further kinds) are returned in a canonical, case-folded form:
 dates become ISO (``15 March 2024`` and ``2024年3月15日`` both give ``2024-03-15``), numbers lose
