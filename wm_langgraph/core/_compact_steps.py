@@ -10,7 +10,7 @@ import bisect
 import heapq
 import re
 from collections import Counter, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -336,12 +336,7 @@ def move(
         while lo + step < len(plan) and not fits(lo + step):
             lo, step = lo + step, step * 2
         hi = min(len(plan), lo + step)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            hi = mid
-        else:
-            lo = mid
+    lo, hi = _narrow(lo, hi, lambda k: not fits(k))
     k = lo if lo and fits(lo) else hi
     while k < len(plan) and not fits(k):  # marker digits can make the size non-monotone
         k += 1
@@ -381,16 +376,22 @@ def _put_back(
         out = rest(n)
         return counter(render(_without(bodies, out), total + len(out))) <= ceiling
 
-    lo, hi = 0, len(back)  # fits(0) holds: the prefix fits
-    if fits(hi):
-        return rest(hi)
+    if fits(len(back)):
+        return rest(len(back))
+    lo, _ = _narrow(0, len(back), fits)  # fits(0) holds: the prefix fits
+    return rest(lo)
+
+
+def _narrow(lo: int, hi: int, low_side: Callable[[int], bool]) -> tuple[int, int]:
+    """Bisect ``lo < hi`` down to ``hi == lo + 1``, keeping ``low_side(lo)`` true and
+    ``low_side(hi)`` false (``low_side`` is true up to some point, false after it)."""
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if fits(mid):
+        if low_side(mid):
             lo = mid
         else:
             hi = mid
-    return rest(lo)
+    return lo, hi
 
 
 def cut_title(bodies: Bodies, ceiling: int, total: int, counter: TokenCounter) -> MovedItem:
