@@ -240,7 +240,7 @@ def _hook_seconds(system: str, model: Any, base: list[Any], turn: list[Any]) -> 
     if system in {"wm_langgraph", "wm_assemble"}:
         from langgraph.store.memory import InMemoryStore
 
-        from wm_langgraph.engine.config import WorkingMemoryConfig
+        from wm_langgraph.config import WorkingMemoryConfig
         from wm_langgraph.engine.memory import WorkingMemory
 
         cfg = WorkingMemoryConfig(

@@ -196,9 +196,9 @@ class Tuning:
 
 def window_limits(window: int) -> tuple[int, int]:
     """(usable tokens, WM size target) of a context window, as wm_langgraph computes them."""
+    from wm_langgraph.config import WorkingMemoryConfig
     from wm_langgraph.core.compaction import size_contract
     from wm_langgraph.engine.assemble import compute_budgets
-    from wm_langgraph.engine.config import WorkingMemoryConfig
 
     cfg = WorkingMemoryConfig(token_budget=window)
     usable = compute_budgets(window, cfg.reserve_tokens, cfg.archive_memory_tokens).usable
@@ -288,7 +288,7 @@ def build_system(
 
     if name in {"wm_langgraph", "wm_no_guards"}:
         from wm_langgraph.adapters.middleware import WorkingMemoryMiddleware
-        from wm_langgraph.engine.config import WorkingMemoryConfig
+        from wm_langgraph.config import WorkingMemoryConfig
 
         wm_store = store if store is not None else InMemoryStore()
         ratio = 0.0 if tuning.every_turn else min(1.0, tuning.chunk_tokens / tuning.budget)

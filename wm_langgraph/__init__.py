@@ -4,6 +4,7 @@ Public API only through this module. See README.md.
 """
 
 from wm_langgraph.adapters.middleware import WorkingMemoryAgentState, WorkingMemoryMiddleware
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.core.merge import GuardDecision, MergeResult, merge_working_memory
 from wm_langgraph.core.protocol import (
     UPDATE_WORKING_MEMORY_TOOL,
@@ -20,7 +21,6 @@ from wm_langgraph.core.sections import (
 from wm_langgraph.core.tokens import count_tokens
 from wm_langgraph.engine._binding import ConflictingMiddlewareError
 from wm_langgraph.engine.archives import ArchiveRecord, NoStoreError
-from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.engine.persistence import (
     AsyncVersionedSqliteSaver,
@@ -28,14 +28,14 @@ from wm_langgraph.engine.persistence import (
     aopen_sqlite,
     open_sqlite,
 )
-from wm_langgraph.engine.state import (
+from wm_langgraph.models.echo import OfflineAgentModel
+from wm_langgraph.models.offline import OfflineWorkingMemoryModel
+from wm_langgraph.state import (
     ModelInputMessages,
     WorkingMemoryReactState,
     WorkingMemoryState,
     archive_aware_add_messages,
 )
-from wm_langgraph.models.echo import OfflineAgentModel
-from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 
 __version__ = "0.1.0"
 

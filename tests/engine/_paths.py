@@ -29,7 +29,7 @@ from wm_langgraph import (
     WorkingMemoryMiddleware,
     archive_aware_add_messages,
 )
-from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 
 with warnings.catch_warnings():

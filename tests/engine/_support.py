@@ -12,7 +12,7 @@ from langgraph.graph import END, START, StateGraph
 from tests.fakes import ScriptedChatModel
 from wm_langgraph.core.sections import SECTIONS, render_working_memory
 from wm_langgraph.engine.memory import WorkingMemory
-from wm_langgraph.engine.state import WorkingMemoryState
+from wm_langgraph.state import WorkingMemoryState
 
 FACT_RE = re.compile(r"FACT-\d{3}")
 UPDATE_TOOL = "update_working_memory"

@@ -4,8 +4,8 @@ import dataclasses
 
 import pytest
 
-from wm_langgraph.engine.config import WorkingMemoryConfig
-from wm_langgraph.engine.state import clamp_meta, empty_meta, validate_keep_recent_count
+from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.state import clamp_meta, empty_meta, validate_keep_recent_count
 
 
 def test_defaults_match_the_spec():

@@ -14,9 +14,9 @@ from langchain_core.messages import HumanMessage, RemoveMessage
 
 from tests.engine._paths import PATHS, make
 from tests.engine._support import user
-from wm_langgraph.engine.config import WorkingMemoryConfig
-from wm_langgraph.engine.state import empty_meta
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine.window import account_messages, pending_tokens_of, rebuild_meta
+from wm_langgraph.state import empty_meta
 
 NO_COMMIT = WorkingMemoryConfig(
     token_budget=200_000, commit_keep_recent_count=2, background=False

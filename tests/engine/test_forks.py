@@ -14,7 +14,7 @@ from langchain_core.messages import HumanMessage
 
 from tests.engine._paths import PATHS, Driver, archived_ids, conversation_ids, make
 from tests.engine._support import FACT_RE, folded_text, user
-from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.config import WorkingMemoryConfig
 
 CONFIG = WorkingMemoryConfig(
     token_budget=3000,

@@ -17,7 +17,7 @@ from tests.engine._support import (
     build_agent,
     user,
 )
-from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.engine.persistence import open_sqlite
 

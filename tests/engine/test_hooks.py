@@ -14,7 +14,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import WMWriter, user
-from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 
 CFG = {"configurable": {"thread_id": "hand-built"}}

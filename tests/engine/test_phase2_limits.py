@@ -12,11 +12,11 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import FACT_RE, WMWriter, folded_text
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine import _calls
 from wm_langgraph.engine._batching import WriterLimits, plan_batch
 from wm_langgraph.engine._provider import ContextOverflow
 from wm_langgraph.engine.archives import ArchiveRecord
-from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.engine.render import render_messages
 

@@ -5,7 +5,6 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from wm_langgraph.engine._token_cache import MessageTokenCache
-from wm_langgraph.engine.state import empty_meta
 from wm_langgraph.engine.window import (
     account_messages,
     ensure_message_ids,
@@ -14,6 +13,7 @@ from wm_langgraph.engine.window import (
     rebuild_meta,
     safe_split,
 )
+from wm_langgraph.state import empty_meta
 
 
 def count(message):

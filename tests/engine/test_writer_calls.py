@@ -16,13 +16,13 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.memory import InMemoryStore
 
 from tests.fake_openai import Answer, FakeOpenAIServer, chat_openai, prompt_of
-from wm_langgraph.core.sections import SECTIONS, render_working_memory
-from wm_langgraph.engine._provider import classify_error, context_overflow, output_token_limit
-from wm_langgraph.engine.config import (
+from wm_langgraph.config import (
     DEFAULT_MODEL_TIMEOUT_SECONDS,
     DEFAULT_WRITER_MAX_TOKENS,
     WorkingMemoryConfig,
 )
+from wm_langgraph.core.sections import SECTIONS, render_working_memory
+from wm_langgraph.engine._provider import classify_error, context_overflow, output_token_limit
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.models.openai import chat_openai_from_env
 

@@ -20,10 +20,10 @@ from tests.integrations.helpers import (
     ids,
     wm_model,
 )
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine.assemble import SUMMARY_HEADER
-from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
-from wm_langgraph.engine.state import WorkingMemoryState
+from wm_langgraph.state import WorkingMemoryState
 
 
 @tool

@@ -21,8 +21,8 @@ from tests.integrations.helpers import (
     wm_model,
 )
 from wm_langgraph import WorkingMemoryMiddleware
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine.assemble import SUMMARY_HEADER, compute_budgets
-from wm_langgraph.engine.config import WorkingMemoryConfig
 
 
 @tool

@@ -17,7 +17,7 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.integrations.helpers import CollectingTracer, agent_model, wm_model
 from wm_langgraph import WorkingMemoryMiddleware
-from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.config import WorkingMemoryConfig
 
 UNRELATED_TITLE = "Gardening tips for tomatoes"
 

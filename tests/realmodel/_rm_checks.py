@@ -34,8 +34,8 @@ from wm_langgraph import (
     parse_working_memory,
     render_working_memory,
 )
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.core.sections import item_key, section_items
-from wm_langgraph.engine.config import WorkingMemoryConfig
 
 __all__ = ["check_invariants", "fingerprint", "play_checked"]
 

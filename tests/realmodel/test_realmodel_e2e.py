@@ -31,7 +31,7 @@ from langchain_openai import ChatOpenAI
 
 from wm_langgraph import parse_working_memory
 from wm_langgraph.adapters._report import interventions
-from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.config import WorkingMemoryConfig
 
 pytestmark = pytest.mark.realmodel
 

@@ -17,7 +17,7 @@ from _rm_session import PATHS, session_messages
 from fake_openai import Answer, FakeOpenAIServer, chat_openai, prompt_of
 
 from wm_langgraph import SECTIONS, render_working_memory
-from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.config import WorkingMemoryConfig
 
 CONFIG = WorkingMemoryConfig(
     token_budget=16_000,

@@ -39,10 +39,10 @@ from langgraph.prebuilt import create_react_agent
 from langgraph.store.memory import InMemoryStore
 
 from wm_langgraph import WorkingMemoryMiddleware, open_sqlite, parse_working_memory
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.core.sections import item_key, section_items
 from wm_langgraph.engine.archives import ArchiveStore
 from wm_langgraph.engine.assemble import SUMMARY_HEADER, compute_budgets
-from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 
 __all__ = [

@@ -24,7 +24,7 @@ from langgraph.store.postgres import PostgresStore
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.config import WorkingMemoryConfig
 
 __all__ = ["CONFIG", "postgres_backend", "setup_postgres"]
 

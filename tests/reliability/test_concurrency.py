@@ -16,8 +16,8 @@ import pytest
 from _rel_harness import Conversation, MarkerModel, build_agent, check_thread
 from _rel_stats import add
 
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine.archives import ArchiveStore
-from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.engine.persistence import open_sqlite
 

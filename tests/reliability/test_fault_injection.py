@@ -30,10 +30,10 @@ from _rel_stats import add
 from fakes import tool_reply
 
 from wm_langgraph import parse_working_memory, render_working_memory
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine import _batching as batching_module
 from wm_langgraph.engine import commit as commit_module
 from wm_langgraph.engine.archives import ArchiveStore
-from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.engine.persistence import open_sqlite
 

@@ -36,7 +36,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from wm_langgraph import SECTIONS, WorkingMemoryMiddleware, count_tokens, render_working_memory
-from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 
 WAIT_S = 60.0

@@ -16,8 +16,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine.archives import ArchiveStore
-from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 
 CONFIG = WorkingMemoryConfig(

@@ -16,8 +16,8 @@ from typing import Any, TextIO
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine.archives import ArchiveRecord
-from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
 
 __all__ = ["ReportSummary", "Reporter", "interventions", "progress_bar"]

@@ -25,7 +25,7 @@ from typing import TextIO
 
 from langchain_core.language_models import BaseChatModel
 
-from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.config import WorkingMemoryConfig
 
 __all__ = ["build_parser", "main"]
 

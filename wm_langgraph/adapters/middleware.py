@@ -47,9 +47,9 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
-from wm_langgraph.engine.config import WorkingMemoryConfig
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
-from wm_langgraph.engine.state import META_KEY, archive_aware_add_messages
+from wm_langgraph.state import META_KEY, archive_aware_add_messages
 
 __all__ = ["WorkingMemoryAgentState", "WorkingMemoryMiddleware"]
 

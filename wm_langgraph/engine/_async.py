@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.runnables import RunnableConfig
 
-from wm_langgraph.engine.state import WorkingMemoryState
+from wm_langgraph.state import WorkingMemoryState
 
 if TYPE_CHECKING:
     from wm_langgraph.engine._hooks import NodeHook

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage
 
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.core.tokens import TokenCounter
 from wm_langgraph.engine._provider import ContextOverflow
 from wm_langgraph.engine.archives import ArchiveRecord
-from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.render import extract_paths_from_messages, render_message_blocks
 
 __all__ = ["MIN_MESSAGES_BUDGET", "Batch", "Slice", "WriterLimits", "plan_batch"]

@@ -23,7 +23,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from wm_langgraph.engine._keys import split_memory_key
 from wm_langgraph.engine.archives import ArchiveStore
-from wm_langgraph.engine.state import META_KEY
+from wm_langgraph.state import META_KEY
 
 __all__ = [
     "CheckpointTimelines",

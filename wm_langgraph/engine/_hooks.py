@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
-from wm_langgraph.engine.state import WorkingMemoryState
+from wm_langgraph.state import WorkingMemoryState
 
 __all__ = ["HookFn", "HookInput", "NodeHook", "to_thread_twin"]
 

@@ -26,6 +26,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine._checkpoints import (
     CheckpointTimelines,
     TimelinePointer,
@@ -36,9 +37,7 @@ from wm_langgraph.engine._checkpoints import (
 from wm_langgraph.engine._phase1 import Phase1Result, archive_oldest
 from wm_langgraph.engine.archives import ArchiveStore, thread_id_from_config
 from wm_langgraph.engine.assemble import compute_budgets
-from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.runner import Phase2Runner
-from wm_langgraph.engine.state import META_KEY, WorkingMemoryMeta, clamp_meta
 from wm_langgraph.engine.window import (
     MessageCounter,
     account_messages,
@@ -48,6 +47,7 @@ from wm_langgraph.engine.window import (
     new_messages_start,
     newest_turn_start,
 )
+from wm_langgraph.state import META_KEY, WorkingMemoryMeta, clamp_meta
 
 __all__ = ["Session"]
 

@@ -60,6 +60,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.core.merge import merge_working_memory
 from wm_langgraph.core.sections import SECTIONS, is_working_memory, parse_working_memory
 from wm_langgraph.core.text import paths_listed
@@ -70,7 +71,6 @@ from wm_langgraph.engine._error_trail import extract_errors_from_messages, missi
 from wm_langgraph.engine._provider import ContextOverflow
 from wm_langgraph.engine._size import contract_for, fit_to_contract
 from wm_langgraph.engine.archives import ArchiveRecord, ArchiveStore, WorkingMemoryVersion
-from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.llm import (
     ContextLengthError,
     GenerationError,

@@ -26,6 +26,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.core.tokens import TokenCounter, count_tokens
 from wm_langgraph.engine._async import AsyncTwins
 from wm_langgraph.engine._binding import graph_store, reject_foreign_summaries
@@ -46,11 +47,10 @@ from wm_langgraph.engine.commit import (
     build_commit_graph,
     unfolded_archive_ids,
 )
-from wm_langgraph.engine.config import WorkingMemoryConfig
 from wm_langgraph.engine.longterm import search_facts, write_after_commit
 from wm_langgraph.engine.render import message_tokens
 from wm_langgraph.engine.runner import Phase2Runner
-from wm_langgraph.engine.state import MODEL_INPUT_KEY
+from wm_langgraph.state import MODEL_INPUT_KEY
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool

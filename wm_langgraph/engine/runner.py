@@ -38,10 +38,10 @@ from typing import Any, Literal
 from langchain_core.callbacks import BaseCallbackManager
 from langgraph.graph.state import CompiledStateGraph
 
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine._pool import FairPool
 from wm_langgraph.engine.archives import ArchiveStore
 from wm_langgraph.engine.commit import RETRY_DEFERRED_META, commit_run_config
-from wm_langgraph.engine.config import WorkingMemoryConfig
 
 __all__ = ["JobOutcome", "Phase2Runner", "background_callbacks"]
 

@@ -24,7 +24,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from wm_langgraph.engine.state import (
+from wm_langgraph.state import (
     META_VERSION,
     WorkingMemoryMeta,
     validate_keep_recent_count,

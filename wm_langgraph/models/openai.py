@@ -99,7 +99,7 @@ def chat_openai_from_env(
 
     from langchain_openai import ChatOpenAI
 
-    from wm_langgraph.engine.config import (
+    from wm_langgraph.config import (
         DEFAULT_MODEL_TIMEOUT_SECONDS,
         DEFAULT_WRITER_MAX_TOKENS,
     )

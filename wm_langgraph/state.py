@@ -27,7 +27,7 @@ from langgraph.channels import UntrackedValue
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, Messages, add_messages
 from langgraph.managed import RemainingSteps
 
-from wm_langgraph.engine.config import MAX_KEEP_RECENT_COUNT
+from wm_langgraph.config import MAX_KEEP_RECENT_COUNT
 
 __all__ = [
     "META_KEY",
