@@ -281,7 +281,7 @@ def _sqlite_cost(session: Session, seed: int, shape: str, saver: str) -> Checkpo
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from wm_langgraph import VersionedSqliteSaver
-    from wm_langgraph.engine._versioned_sqlite import BLOBS_TABLE
+    from wm_langgraph.storage.versioned_sqlite import BLOBS_TABLE
 
     with tempfile.TemporaryDirectory() as tmp:
         conn = sqlite3.connect(Path(tmp) / "c.sqlite", check_same_thread=False)

@@ -20,14 +20,7 @@ from wm_langgraph.core.sections import (
 )
 from wm_langgraph.core.tokens import count_tokens
 from wm_langgraph.engine._binding import ConflictingMiddlewareError
-from wm_langgraph.engine.archives import ArchiveRecord, NoStoreError
 from wm_langgraph.engine.memory import WorkingMemory
-from wm_langgraph.engine.persistence import (
-    AsyncVersionedSqliteSaver,
-    VersionedSqliteSaver,
-    aopen_sqlite,
-    open_sqlite,
-)
 from wm_langgraph.models.echo import OfflineAgentModel
 from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 from wm_langgraph.state import (
@@ -35,6 +28,13 @@ from wm_langgraph.state import (
     WorkingMemoryReactState,
     WorkingMemoryState,
     archive_aware_add_messages,
+)
+from wm_langgraph.storage.archives import ArchiveRecord, NoStoreError
+from wm_langgraph.storage.sqlite import (
+    AsyncVersionedSqliteSaver,
+    VersionedSqliteSaver,
+    aopen_sqlite,
+    open_sqlite,
 )
 
 __version__ = "0.1.0"

@@ -4,7 +4,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.store.memory import InMemoryStore
 
-from wm_langgraph.engine.archives import (
+from wm_langgraph.storage.archives import (
     ArchiveRecord,
     ArchiveStore,
     digest_of,

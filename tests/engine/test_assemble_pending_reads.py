@@ -12,7 +12,7 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import WMWriter, agent_model, build_agent, user
 from wm_langgraph import WorkingMemory, WorkingMemoryConfig
-from wm_langgraph.engine.archives import ArchiveRecord
+from wm_langgraph.storage.archives import ArchiveRecord
 
 
 class CountingStore(InMemoryStore):

@@ -354,7 +354,7 @@ def test_title_drift_is_kept_by_default_and_applied_with_guards_off():
 def test_the_wm_version_is_written_before_the_archive_is_marked_done(monkeypatch):
     # SPEC §6: mark the archive done last, so a crash between the writes never leaves a
     # "done" archive that no Working Memory covers.
-    from wm_langgraph.engine.archives import ArchiveStore
+    from wm_langgraph.storage.archives import ArchiveStore
 
     order = []
     put_wm, update_archives = ArchiveStore.put_wm, ArchiveStore.update_archives

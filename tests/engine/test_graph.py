@@ -19,7 +19,7 @@ from tests.engine._support import (
 )
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine.memory import WorkingMemory
-from wm_langgraph.engine.persistence import open_sqlite
+from wm_langgraph.storage.sqlite import open_sqlite
 
 SMALL = WorkingMemoryConfig(token_budget=3000, commit_keep_recent_count=6)
 

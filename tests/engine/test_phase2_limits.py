@@ -16,9 +16,9 @@ from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine import _calls
 from wm_langgraph.engine._batching import WriterLimits, plan_batch
 from wm_langgraph.engine._provider import ContextOverflow
-from wm_langgraph.engine.archives import ArchiveRecord
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.engine.render import render_messages
+from wm_langgraph.storage.archives import ArchiveRecord
 
 CONFIG = WorkingMemoryConfig(token_budget=8000, background=False)
 

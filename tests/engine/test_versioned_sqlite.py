@@ -28,7 +28,7 @@ from wm_langgraph import (
     aopen_sqlite,
     open_sqlite,
 )
-from wm_langgraph.engine._versioned_sqlite import BLOBS_TABLE
+from wm_langgraph.storage.versioned_sqlite import BLOBS_TABLE
 
 
 class S(TypedDict, total=False):

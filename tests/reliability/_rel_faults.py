@@ -4,7 +4,7 @@
 ``PutOp``). Armed at write ``k`` it raises :class:`Crash` *instead of* that write, and from then
 on every operation raises (the process is dead) — a ``BaseException``, so no ``except
 Exception`` in the engine can swallow it, as with a real kill. A restart is a new
-``WorkingMemory`` over :func:`~wm_langgraph.engine.persistence.open_sqlite` on the same file.
+``WorkingMemory`` over :func:`~wm_langgraph.storage.sqlite.open_sqlite` on the same file.
 
 Armed with ``fail_at`` it instead raises :class:`InjectedError` (an ordinary ``Exception``) at
 one operation (read or write) and carries on: a transient database error.

@@ -35,9 +35,9 @@ from langgraph.graph import END, START, StateGraph
 from lineage import fold_order
 
 from wm_langgraph import SECTIONS, parse_working_memory, render_working_memory
-from wm_langgraph.engine.archives import ArchiveStore
 from wm_langgraph.engine.commit import unfolded_archive_ids
 from wm_langgraph.state import WorkingMemoryState
+from wm_langgraph.storage.archives import ArchiveStore
 
 __all__ = [
     "ERRORS",

@@ -33,9 +33,9 @@ from wm_langgraph import parse_working_memory, render_working_memory
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine import _batching as batching_module
 from wm_langgraph.engine import commit as commit_module
-from wm_langgraph.engine.archives import ArchiveStore
 from wm_langgraph.engine.memory import WorkingMemory
-from wm_langgraph.engine.persistence import open_sqlite
+from wm_langgraph.storage.archives import ArchiveStore
+from wm_langgraph.storage.sqlite import open_sqlite
 
 BASE = WorkingMemoryConfig(
     token_budget=4_000,

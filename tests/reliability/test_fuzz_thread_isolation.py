@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from langgraph.store.memory import InMemoryStore
 
-from wm_langgraph.engine.archives import ArchiveStore, thread_label
+from wm_langgraph.storage.archives import ArchiveStore, thread_label
 
 pytestmark = pytest.mark.fuzz
 

@@ -17,8 +17,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.archives import ArchiveStore
 from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.storage.archives import ArchiveStore
 
 CONFIG = WorkingMemoryConfig(
     token_budget=4_000,
@@ -322,7 +322,7 @@ def test_a_message_json_cannot_hold_does_not_wedge_the_thread(tmp_path):
     verbatim) and the thread goes on."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from wm_langgraph.engine.persistence import open_sqlite
+    from wm_langgraph.storage.sqlite import open_sqlite
 
     odd = {"signature": b"\x00\xffsig", "score": float("nan")}
     with open_sqlite(tmp_path / "odd.sqlite") as (checkpointer, store):

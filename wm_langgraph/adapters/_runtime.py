@@ -11,7 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from wm_langgraph.engine.persistence import open_sqlite
+from wm_langgraph.storage.sqlite import open_sqlite
 
 __all__ = ["free_thread_id", "persistence"]
 

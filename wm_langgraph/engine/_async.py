@@ -17,8 +17,8 @@ from wm_langgraph.state import WorkingMemoryState
 
 if TYPE_CHECKING:
     from wm_langgraph.engine._hooks import NodeHook
-    from wm_langgraph.engine.archives import ArchiveRecord
     from wm_langgraph.engine.runner import Phase2Runner
+    from wm_langgraph.storage.archives import ArchiveRecord
 
 __all__ = ["AsyncTwins"]
 

@@ -24,8 +24,8 @@ from langchain_core.messages import BaseMessage
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.core.tokens import TokenCounter
 from wm_langgraph.engine._provider import ContextOverflow
-from wm_langgraph.engine.archives import ArchiveRecord
 from wm_langgraph.engine.render import extract_paths_from_messages, render_message_blocks
+from wm_langgraph.storage.archives import ArchiveRecord
 
 __all__ = ["MIN_MESSAGES_BUDGET", "Batch", "Slice", "WriterLimits", "plan_batch"]
 

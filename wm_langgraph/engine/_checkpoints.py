@@ -21,9 +21,9 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from wm_langgraph.engine._keys import split_memory_key
-from wm_langgraph.engine.archives import ArchiveStore
 from wm_langgraph.state import META_KEY
+from wm_langgraph.storage.archives import ArchiveStore
+from wm_langgraph.storage.keys import split_memory_key
 
 __all__ = [
     "CheckpointTimelines",

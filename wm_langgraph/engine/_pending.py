@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.archives import ArchiveStore
 from wm_langgraph.engine.assemble import compute_budgets
+from wm_langgraph.storage.archives import ArchiveStore
 
 __all__ = ["pending_messages"]
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from wm_langgraph.engine.archives import ArchiveRecord, ArchiveStore, digest_of, now_iso
 from wm_langgraph.engine.render import content_text
 from wm_langgraph.engine.window import MessageCounter, conversation, rebuild_meta, safe_split
 from wm_langgraph.state import WorkingMemoryMeta
+from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, digest_of, now_iso
 
 __all__ = ["Phase1Result", "abstract_of", "archive_oldest"]
 

@@ -25,7 +25,8 @@ from wm_langgraph.engine._binding import (
 )
 from wm_langgraph.engine._hooks import HookFn
 from wm_langgraph.engine._session import Session
-from wm_langgraph.engine.archives import (
+from wm_langgraph.engine.commit import unfolded_archive_ids
+from wm_langgraph.storage.archives import (
     ArchiveRecord,
     ArchiveStatus,
     ArchiveStore,
@@ -35,7 +36,6 @@ from wm_langgraph.engine.archives import (
     split_memory_key,
     thread_id_from_config,
 )
-from wm_langgraph.engine.commit import unfolded_archive_ids
 
 __all__ = ["MemoryScope", "Scoper", "check_name"]
 

@@ -35,7 +35,6 @@ from wm_langgraph.engine._checkpoints import (
     require_checkpointer,
 )
 from wm_langgraph.engine._phase1 import Phase1Result, archive_oldest
-from wm_langgraph.engine.archives import ArchiveStore, thread_id_from_config
 from wm_langgraph.engine.assemble import compute_budgets
 from wm_langgraph.engine.runner import Phase2Runner
 from wm_langgraph.engine.window import (
@@ -48,6 +47,7 @@ from wm_langgraph.engine.window import (
     newest_turn_start,
 )
 from wm_langgraph.state import META_KEY, WorkingMemoryMeta, clamp_meta
+from wm_langgraph.storage.archives import ArchiveStore, thread_id_from_config
 
 __all__ = ["Session"]
 

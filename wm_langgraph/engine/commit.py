@@ -70,7 +70,6 @@ from wm_langgraph.engine._calls import CallTimeoutError
 from wm_langgraph.engine._error_trail import extract_errors_from_messages, missing_errors
 from wm_langgraph.engine._provider import ContextOverflow
 from wm_langgraph.engine._size import contract_for, fit_to_contract
-from wm_langgraph.engine.archives import ArchiveRecord, ArchiveStore, WorkingMemoryVersion
 from wm_langgraph.engine.llm import (
     ContextLengthError,
     GenerationError,
@@ -80,6 +79,7 @@ from wm_langgraph.engine.llm import (
 )
 from wm_langgraph.engine.prompts import render_create_prompt, render_update_prompt
 from wm_langgraph.models import ToolCallingNotSupportedError
+from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, WorkingMemoryVersion
 
 __all__ = [
     "COMMIT_RUN_NAME",

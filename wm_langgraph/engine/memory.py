@@ -7,7 +7,7 @@ Working Memory versions in a ``BaseStore``. Hooks called directly (no graph) kee
 the store.
 
 The store is the one given as ``store=``, else the running graph's (``compile(store=...)``, the
-platform's). A memory is addressed by its key (:func:`~wm_langgraph.engine.archives.memory_key`:
+platform's). A memory is addressed by its key (:func:`~wm_langgraph.storage.archives.memory_key`:
 thread id + name + graph namespace), which every hook puts into the config it hands the engine
 below as ``configurable.thread_id``.
 """
@@ -35,11 +35,6 @@ from wm_langgraph.engine._pending import pending_messages
 from wm_langgraph.engine._scoping import MemoryScope, Scoper, check_name
 from wm_langgraph.engine._session import Session
 from wm_langgraph.engine._token_cache import MessageTokenCache
-from wm_langgraph.engine.archives import (
-    ArchiveRecord,
-    ArchiveStore,
-    thread_id_from_config,
-)
 from wm_langgraph.engine.assemble import AssembledContext, assemble_context
 from wm_langgraph.engine.commit import (
     CommitDeps,
@@ -47,10 +42,15 @@ from wm_langgraph.engine.commit import (
     build_commit_graph,
     unfolded_archive_ids,
 )
-from wm_langgraph.engine.longterm import search_facts, write_after_commit
 from wm_langgraph.engine.render import message_tokens
 from wm_langgraph.engine.runner import Phase2Runner
 from wm_langgraph.state import MODEL_INPUT_KEY
+from wm_langgraph.storage.archives import (
+    ArchiveRecord,
+    ArchiveStore,
+    thread_id_from_config,
+)
+from wm_langgraph.storage.longterm import search_facts, write_after_commit
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool

@@ -40,8 +40,8 @@ from langgraph.graph.state import CompiledStateGraph
 
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.engine._pool import FairPool
-from wm_langgraph.engine.archives import ArchiveStore
 from wm_langgraph.engine.commit import RETRY_DEFERRED_META, commit_run_config
+from wm_langgraph.storage.archives import ArchiveStore
 
 __all__ = ["JobOutcome", "Phase2Runner", "background_callbacks"]
 

@@ -6,7 +6,7 @@ scope (default name, top-level graph) keeps the original layout ``("wm_langgraph
 label>, kind)``, so stores written before scopes existed read unchanged; any other scope adds one
 segment, ``("wm_langgraph", <thread label>, "@" + <scope label>, kind)``. The engine addresses a
 memory by its *memory key* (:func:`memory_key`), the thread id plus the scope in one injective
-string. Re-exported by :mod:`wm_langgraph.engine.archives`.
+string. Re-exported by :mod:`wm_langgraph.storage.archives`.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.store.sqlite import SqliteStore
 
-from wm_langgraph.engine._versioned_sqlite import AsyncVersionedSqliteSaver, VersionedSqliteSaver
+from wm_langgraph.storage.versioned_sqlite import AsyncVersionedSqliteSaver, VersionedSqliteSaver
 
 if TYPE_CHECKING:
     from langgraph.store.sqlite.aio import AsyncSqliteStore

@@ -18,7 +18,7 @@ from typing import Any
 from langgraph.store.base import BaseStore
 
 from wm_langgraph.core.sections import item_key, parse_working_memory, section_items
-from wm_langgraph.engine.archives import now_iso, thread_label
+from wm_langgraph.storage.archives import now_iso, thread_label
 
 __all__ = [
     "FACTS_SECTION",

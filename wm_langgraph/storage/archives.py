@@ -42,7 +42,7 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
-from wm_langgraph.engine._keys import (
+from wm_langgraph.storage.keys import (
     ROOT_LABEL,
     SCOPE_PREFIX,
     NoStoreError,
