@@ -49,13 +49,13 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, PrivateAttr
 
 from bench.data import ERRORS, FACTS, FILES, GOALS, OPEN, STATE, TITLE, Item
-from wm_langgraph.core.sections import (
+from wm_langgraph.document.sections import (
     SECTIONS,
     parse_working_memory,
     render_working_memory,
     section_items,
 )
-from wm_langgraph.core.tokens import count_tokens
+from wm_langgraph.document.tokens import count_tokens
 
 __all__ = ["BEHAVIOURS", "Behaviour", "CallRecord", "ScriptedSummariser", "make_model"]
 

@@ -182,7 +182,7 @@ def long_size_section(runs: list[Any]) -> list[str]:
     """The size runs past 1,000 commits: when the target is first crossed, and by what."""
     if not runs:
         return []
-    from wm_langgraph.core.sections import SECTIONS
+    from wm_langgraph.document.sections import SECTIONS
 
     commits = runs[0].commits
     short = {

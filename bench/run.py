@@ -95,7 +95,7 @@ class RunResult:
 
 def calibrate(session: Session, tuning: Tuning) -> Tuning:
     """Set LangChain's message trigger to the session's messages per ``chunk_tokens``."""
-    from wm_langgraph.core.tokens import count_tokens
+    from wm_langgraph.document.tokens import count_tokens
 
     messages = 0
     tokens = 0
@@ -134,7 +134,7 @@ def run_one(
     compactions: list[int] = []
     errors: list[str] = []
     memory_tokens: list[tuple[int, int]] = []
-    from wm_langgraph.core.tokens import count_tokens
+    from wm_langgraph.document.tokens import count_tokens
 
     turns = [*session.turns, _probe_turn(len(session.turns))]
     for turn in turns:

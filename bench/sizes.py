@@ -172,8 +172,8 @@ def _size_runs(
     log: Log,
 ) -> list[SizeRun]:
     from wm_langgraph import WorkingMemory, WorkingMemoryConfig
-    from wm_langgraph.core.sections import SECTIONS, parse_working_memory
-    from wm_langgraph.core.tokens import count_tokens
+    from wm_langgraph.document.sections import SECTIONS, parse_working_memory
+    from wm_langgraph.document.tokens import count_tokens
     from wm_langgraph.engine._size import contract_for
 
     session = generate_session("coding", seed, commits)

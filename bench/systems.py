@@ -197,7 +197,7 @@ class Tuning:
 def window_limits(window: int) -> tuple[int, int]:
     """(usable tokens, WM size target) of a context window, as wm_langgraph computes them."""
     from wm_langgraph.config import WorkingMemoryConfig
-    from wm_langgraph.core.compaction import size_contract
+    from wm_langgraph.document.compaction import size_contract
     from wm_langgraph.engine.assemble import compute_budgets
 
     cfg = WorkingMemoryConfig(token_budget=window)

@@ -24,7 +24,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 from bench.data import Session
 from bench.models import make_model
-from wm_langgraph.core.sections import parse_working_memory, render_working_memory
+from wm_langgraph.document.sections import parse_working_memory, render_working_memory
 
 __all__ = ["FLOOD_EVERY", "SIZE_WRITERS", "FloodingWriter", "WriterFactory", "register_writer"]
 

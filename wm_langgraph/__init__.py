@@ -5,20 +5,20 @@ Public API only through this module. See README.md.
 
 from wm_langgraph.adapters.middleware import WorkingMemoryAgentState, WorkingMemoryMiddleware
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.core.merge import GuardDecision, MergeResult, merge_working_memory
-from wm_langgraph.core.protocol import (
+from wm_langgraph.document.merge import GuardDecision, MergeResult, merge_working_memory
+from wm_langgraph.document.protocol import (
     UPDATE_WORKING_MEMORY_TOOL,
     parse_update_arguments,
     section_size_warnings,
     update_tool_schema,
 )
-from wm_langgraph.core.sections import (
+from wm_langgraph.document.sections import (
     SECTIONS,
     is_working_memory,
     parse_working_memory,
     render_working_memory,
 )
-from wm_langgraph.core.tokens import count_tokens
+from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.engine._binding import ConflictingMiddlewareError
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.models.echo import OfflineAgentModel

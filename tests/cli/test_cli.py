@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from wm_langgraph.adapters.cli import main
-from wm_langgraph.core.sections import SECTIONS, parse_working_memory, section_items
+from wm_langgraph.document.sections import SECTIONS, parse_working_memory, section_items
 
 
 @pytest.fixture(autouse=True)

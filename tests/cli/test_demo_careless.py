@@ -23,7 +23,11 @@ from wm_langgraph.adapters._session_facts import (
 )
 from wm_langgraph.adapters.cli import main
 from wm_langgraph.adapters.demo import load_demo_session
-from wm_langgraph.core.sections import parse_working_memory, render_working_memory, section_items
+from wm_langgraph.document.sections import (
+    parse_working_memory,
+    render_working_memory,
+    section_items,
+)
 from wm_langgraph.engine.llm import generate_create, generate_update
 from wm_langgraph.engine.prompts import render_update_prompt
 from wm_langgraph.models import bind_update_tool

@@ -5,8 +5,8 @@ paraphrases (heuristic: ``core/_cjk_entities.py``)."""
 from __future__ import annotations
 
 from wm_langgraph import merge_working_memory, parse_working_memory, render_working_memory
-from wm_langgraph.core.guards import RESTORED_MARKER
-from wm_langgraph.core.text import extract_anchors
+from wm_langgraph.document.guards import RESTORED_MARKER
+from wm_langgraph.document.text import extract_anchors
 
 FACTS = "Key Facts & Decisions"
 FILLER = ["Redis 7 for the cache", "port 5432 for Postgres", "FACT-017 ships first"]

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from wm_langgraph import merge_working_memory, parse_working_memory, render_working_memory
-from wm_langgraph.core.guards import (
+from wm_langgraph.document.guards import (
     RESTORED_MARKER,
     SectionOp,
     guard_key_facts,
@@ -20,7 +20,7 @@ from wm_langgraph.core.guards import (
     is_oversized,
     settle_key_facts,
 )
-from wm_langgraph.core.sections import section_items
+from wm_langgraph.document.sections import section_items
 
 FACTS = "Key Facts & Decisions"
 FILES = "Files & Context"

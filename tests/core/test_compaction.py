@@ -8,15 +8,15 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wm_langgraph.core.compaction import (
+from wm_langgraph.document.compaction import (
     MOVED_MARKER_RE,
     enforce_size_contract,
     moved_count,
     size_contract,
 )
-from wm_langgraph.core.sections import SECTIONS, parse_working_memory, render_working_memory
-from wm_langgraph.core.text import extract_anchors, missing_anchors
-from wm_langgraph.core.tokens import count_tokens
+from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
+from wm_langgraph.document.text import extract_anchors, missing_anchors
+from wm_langgraph.document.tokens import count_tokens
 
 
 def doc(**bodies: str) -> str:

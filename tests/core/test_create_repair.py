@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from wm_langgraph import SECTIONS, parse_working_memory, render_working_memory
-from wm_langgraph.core._create_repair import repair_created_document, template_lines
+from wm_langgraph.document.create_repair import repair_created_document, template_lines
 from wm_langgraph.engine.llm import GenerationError, generate_create, validate_created_document
 from wm_langgraph.engine.prompts import load_prompt
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from wm_langgraph import SECTIONS, parse_update_arguments
-from wm_langgraph.core._cutoff import complete_part, strip_runaway
-from wm_langgraph.core.protocol import read_update_arguments
+from wm_langgraph.document.arguments import complete_part, strip_runaway
+from wm_langgraph.document.protocol import read_update_arguments
 
 KEEP = {"op": "KEEP"}
 

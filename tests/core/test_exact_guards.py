@@ -7,8 +7,8 @@ SPEC §4.6 (open issues leave only by resolution; durable sections).
 from __future__ import annotations
 
 from wm_langgraph import merge_working_memory, parse_working_memory, render_working_memory
-from wm_langgraph.core.guards import DROPPED_MARKER, RESTORED_MARKER
-from wm_langgraph.core.sections import section_items
+from wm_langgraph.document.guards import DROPPED_MARKER, RESTORED_MARKER
+from wm_langgraph.document.sections import section_items
 
 OPEN = "Open Issues"
 FACTS = "Key Facts & Decisions"
@@ -305,7 +305,7 @@ def test_a_bullets_anchors_do_not_depend_on_unicode_line_breaks():
     """Found by the lossy-rewrite property: section_items splits at U+0085 (as splitlines
     does), so "$\\x850B" was "0 b" in the section but "$0" in the document: a KEEP looked like
     a lost anchor."""
-    from wm_langgraph.core.text import extract_anchors, missing_anchors
+    from wm_langgraph.document.text import extract_anchors, missing_anchors
 
     bullet = "$\x850B"
     assert extract_anchors(bullet) == extract_anchors("$\n0B")

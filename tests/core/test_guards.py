@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wm_langgraph.core.guards import (
+from wm_langgraph.document.guards import (
     CONSOLIDATION_SENTINEL,
     SectionOp,
     guard_errors_corrections,

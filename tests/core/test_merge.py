@@ -14,9 +14,9 @@ from wm_langgraph import (
     parse_working_memory,
     render_working_memory,
 )
-from wm_langgraph.core.guards import CONSOLIDATION_SENTINEL
-from wm_langgraph.core.sections import section_items
-from wm_langgraph.core.text import extract_anchors
+from wm_langgraph.document.guards import CONSOLIDATION_SENTINEL
+from wm_langgraph.document.sections import section_items
+from wm_langgraph.document.text import extract_anchors
 
 KEY_FACTS = "- DB port 5433\n- Alice owns FACT-017\n- Bob owns FACT-018\n- v2.3.1 out 2024-03-15"
 NEW_FACTS = "- DB port 5432\n- Alice owns FACT-017\n- Bob owns FACT-018\n- v2.3.1 out 2024-03-15"

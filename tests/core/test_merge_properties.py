@@ -17,9 +17,14 @@ from wm_langgraph import (
     parse_working_memory,
     render_working_memory,
 )
-from wm_langgraph.core.guards import CONSOLIDATION_SENTINEL, DROPPED_MARKER
-from wm_langgraph.core.sections import item_key, normalise_working_memory, section_items
-from wm_langgraph.core.text import extract_anchors, extract_paths, missing_anchors, normalise_path
+from wm_langgraph.document.guards import CONSOLIDATION_SENTINEL, DROPPED_MARKER
+from wm_langgraph.document.sections import item_key, normalise_working_memory, section_items
+from wm_langgraph.document.text import (
+    extract_anchors,
+    extract_paths,
+    missing_anchors,
+    normalise_path,
+)
 
 pytestmark = __import__("pytest").mark.fuzz
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from wm_langgraph import merge_working_memory, parse_working_memory, render_working_memory
-from wm_langgraph.core.guards import SectionOp, guard_files_context
-from wm_langgraph.core.text import MAX_PATH_CHARS, extract_paths, is_path_like, path_listed
+from wm_langgraph.document.guards import SectionOp, guard_files_context
+from wm_langgraph.document.text import MAX_PATH_CHARS, extract_paths, is_path_like, path_listed
 
 BLOB = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5E"
 JUNK = [

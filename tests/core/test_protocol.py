@@ -18,8 +18,8 @@ from wm_langgraph import (
     section_size_warnings,
     update_tool_schema,
 )
-from wm_langgraph.core._json_repair import CUT_MARK
-from wm_langgraph.core.protocol import (
+from wm_langgraph.document.json_repair import CUT_MARK
+from wm_langgraph.document.protocol import (
     BULLET_THRESHOLD,
     EMPTY_SECTION_SIZE_WARNINGS,
     TOKEN_THRESHOLD,
@@ -470,7 +470,7 @@ def test_every_non_append_only_section_can_warn() -> None:
     ],
 )
 def test_prompt_warnings_and_key_facts_guard_agree_on_oversized(body: str) -> None:
-    from wm_langgraph.core import guards
+    from wm_langgraph.document import guards
 
     warned = "Key Facts" in section_size_warnings(
         render_working_memory({"Key Facts & Decisions": body})

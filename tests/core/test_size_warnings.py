@@ -4,7 +4,7 @@ gets warnings for the sections holding more than their share, even below the fix
 from __future__ import annotations
 
 from wm_langgraph import render_working_memory, section_size_warnings
-from wm_langgraph.core.tokens import count_tokens
+from wm_langgraph.document.tokens import count_tokens
 
 
 def _doc(facts: int, files: int) -> str:
@@ -55,7 +55,7 @@ def test_warnings_start_early_with_warn_from() -> None:
 
 
 def test_the_update_prompt_warns_a_document_close_to_its_target() -> None:
-    from wm_langgraph.core.protocol import TARGET_WARN_SHARE
+    from wm_langgraph.document.protocol import TARGET_WARN_SHARE
     from wm_langgraph.engine.prompts import render_update_prompt
 
     document = _doc(facts=20, files=10)

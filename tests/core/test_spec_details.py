@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from wm_langgraph import is_working_memory, merge_working_memory, render_working_memory
-from wm_langgraph.core.guards import CONSOLIDATION_SENTINEL
-from wm_langgraph.core.sections import parse_working_memory, section_items
-from wm_langgraph.core.text import is_path_like
-from wm_langgraph.core.tokens import count_tokens
+from wm_langgraph.document.guards import CONSOLIDATION_SENTINEL
+from wm_langgraph.document.sections import parse_working_memory, section_items
+from wm_langgraph.document.text import is_path_like
+from wm_langgraph.document.tokens import count_tokens
 
 KF = "Key Facts & Decisions"
 

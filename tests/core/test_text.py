@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wm_langgraph.core.text import (
+from wm_langgraph.document.text import (
     anchor_in_text,
     contains_cjk,
     extract_anchors,

@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from tests.engine._support import folded_text, is_update_call, prior_text
 from tests.fakes import ScriptedChatModel
-from wm_langgraph.core.sections import SECTIONS, parse_working_memory, render_working_memory
+from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
 
 UPDATE_TOOL = "update_working_memory"
 FACT_LINE = re.compile(r"FACT-\d{3}: [^\n]*?(?= ---|\n|$)")

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.graph import END, START, StateGraph
 
 from tests.fakes import ScriptedChatModel
-from wm_langgraph.core.sections import SECTIONS, render_working_memory
+from wm_langgraph.document.sections import SECTIONS, render_working_memory
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.state import WorkingMemoryState
 

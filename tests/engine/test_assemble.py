@@ -13,7 +13,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from wm_langgraph.core.sections import parse_working_memory, render_working_memory
+from wm_langgraph.document.sections import parse_working_memory, render_working_memory
 from wm_langgraph.engine.assemble import (
     SUMMARY_HEADER,
     Budgets,

@@ -21,7 +21,7 @@ from tests.engine._size_support import (
     user_message,
 )
 from wm_langgraph import WorkingMemory, WorkingMemoryConfig, WorkingMemoryState
-from wm_langgraph.core.sections import SECTIONS, parse_working_memory, render_working_memory
+from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.engine.assemble import SUMMARY_HEADER, assemble_context, compute_budgets
 from wm_langgraph.engine.render import message_tokens
 

@@ -13,7 +13,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from wm_langgraph.core.tokens import count_tokens
+from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.engine.render import (
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD_TOKENS,

@@ -13,9 +13,9 @@ from langgraph.store.memory import InMemoryStore
 from tests.engine._support import is_update_call, user
 from tests.fakes import ScriptedChatModel
 from wm_langgraph import WorkingMemory, WorkingMemoryConfig, render_working_memory
-from wm_langgraph.core.compaction import moved_count
-from wm_langgraph.core.sections import SECTIONS
-from wm_langgraph.core.tokens import count_tokens
+from wm_langgraph.document.compaction import moved_count
+from wm_langgraph.document.sections import SECTIONS
+from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.engine._size import contract_for
 from wm_langgraph.engine.recall import archive_search_text
 

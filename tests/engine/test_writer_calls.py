@@ -21,7 +21,7 @@ from wm_langgraph.config import (
     DEFAULT_WRITER_MAX_TOKENS,
     WorkingMemoryConfig,
 )
-from wm_langgraph.core.sections import SECTIONS, render_working_memory
+from wm_langgraph.document.sections import SECTIONS, render_working_memory
 from wm_langgraph.engine._provider import classify_error, context_overflow, output_token_limit
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.models.openai import chat_openai_from_env

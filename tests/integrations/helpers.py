@@ -12,7 +12,7 @@ from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
 from tests.fakes import ScriptedChatModel, tool_reply
-from wm_langgraph.core.sections import SECTIONS, render_working_memory
+from wm_langgraph.document.sections import SECTIONS, render_working_memory
 
 FACT_RE = re.compile(r"FACT-\d+")
 UPDATE_TOOL = "update_working_memory"

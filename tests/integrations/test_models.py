@@ -18,7 +18,7 @@ from langchain_core.runnables import RunnableBinding
 from langchain_openai import AzureChatOpenAI, ChatOpenAI
 
 from tests.fakes import ScriptedChatModel, tool_reply
-from wm_langgraph.core.protocol import UPDATE_TOOL_NAME
+from wm_langgraph.document.protocol import UPDATE_TOOL_NAME
 from wm_langgraph.models import (
     ToolCallingNotSupportedError,
     bind_update_tool,

@@ -11,10 +11,10 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from wm_langgraph import OfflineWorkingMemoryModel
-from wm_langgraph.core.merge import merge_working_memory
-from wm_langgraph.core.protocol import UPDATE_TOOL_NAME, UPDATE_WORKING_MEMORY_TOOL
-from wm_langgraph.core.sections import SECTIONS, parse_working_memory, section_items
-from wm_langgraph.core.text import extract_anchors
+from wm_langgraph.document.merge import merge_working_memory
+from wm_langgraph.document.protocol import UPDATE_TOOL_NAME, UPDATE_WORKING_MEMORY_TOOL
+from wm_langgraph.document.sections import SECTIONS, parse_working_memory, section_items
+from wm_langgraph.document.text import extract_anchors
 from wm_langgraph.engine.llm import generate_create, generate_update
 from wm_langgraph.engine.render import render_messages
 
@@ -263,7 +263,7 @@ def test_plain_transcript_without_tags_is_summarised(model):
 
 
 def _wm(**bodies: str) -> str:
-    from wm_langgraph.core.sections import render_working_memory
+    from wm_langgraph.document.sections import render_working_memory
 
     return render_working_memory({name: bodies.get(_KEYS[name], "") for name in SECTIONS})
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-from wm_langgraph.core._facts import held_by, settle_vanished_facts
-from wm_langgraph.core.sections import SECTIONS, render_working_memory, section_items
-from wm_langgraph.core.text import extract_anchors
+from wm_langgraph.document.guards.key_facts import held_by, settle_vanished_facts
+from wm_langgraph.document.sections import SECTIONS, render_working_memory, section_items
+from wm_langgraph.document.text import extract_anchors
 from wm_langgraph.models._consolidate import consolidate_facts
 from wm_langgraph.models._extract import extract_findings
 from wm_langgraph.models._plan import plan_ops

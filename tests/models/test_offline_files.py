@@ -4,8 +4,8 @@ stacking labels (issue 11: "(other): (other): … (other) …" grew by one label
 
 from __future__ import annotations
 
-from wm_langgraph.core.sections import section_items
-from wm_langgraph.core.text import extract_paths
+from wm_langgraph.document.sections import section_items
+from wm_langgraph.document.text import extract_paths
 from wm_langgraph.models._consolidate import consolidate_files
 
 ENTRIES = [

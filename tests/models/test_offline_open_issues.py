@@ -7,7 +7,7 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from wm_langgraph import OfflineWorkingMemoryModel
-from wm_langgraph.core.sections import parse_working_memory, section_items
+from wm_langgraph.document.sections import parse_working_memory, section_items
 from wm_langgraph.engine.llm import generate_create
 from wm_langgraph.engine.render import render_messages
 

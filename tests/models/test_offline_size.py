@@ -18,8 +18,8 @@ from wm_langgraph import (
     WorkingMemoryConfig,
     parse_working_memory,
 )
-from wm_langgraph.core.protocol import TOKEN_THRESHOLD
-from wm_langgraph.core.tokens import count_tokens
+from wm_langgraph.document.protocol import TOKEN_THRESHOLD
+from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.engine._size import contract_for
 
 

@@ -35,7 +35,7 @@ from wm_langgraph import (
     render_working_memory,
 )
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.core.sections import item_key, section_items
+from wm_langgraph.document.sections import item_key, section_items
 
 __all__ = ["check_invariants", "fingerprint", "play_checked"]
 

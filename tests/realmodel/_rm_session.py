@@ -20,7 +20,7 @@ from langchain_core.outputs import LLMResult
 from langchain_core.tools import tool
 
 from wm_langgraph import SECTIONS
-from wm_langgraph.core.protocol import UPDATE_TOOL_NAME
+from wm_langgraph.document.protocol import UPDATE_TOOL_NAME
 
 __all__ = [
     "ERROR",

@@ -24,7 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from wm_langgraph import SECTIONS, merge_working_memory, parse_update_arguments
-from wm_langgraph.core.protocol import read_update_arguments
+from wm_langgraph.document.protocol import read_update_arguments
 
 pytestmark = pytest.mark.fuzz
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from wm_langgraph.core.sections import parse_working_memory
+from wm_langgraph.document.sections import parse_working_memory
 
 __all__ = ["Retention", "SessionFacts", "check_retention", "session_facts"]
 

@@ -47,7 +47,7 @@ from wm_langgraph.adapters._runtime import free_thread_id, persistence
 from wm_langgraph.adapters._session_facts import check_retention, retention_lines, session_facts
 from wm_langgraph.adapters.middleware import WorkingMemoryMiddleware
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.core.sections import SECTIONS
+from wm_langgraph.document.sections import SECTIONS
 from wm_langgraph.engine.render import message_tokens
 from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from langchain_core.messages import BaseMessage
 
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.core.tokens import TokenCounter
+from wm_langgraph.document.tokens import TokenCounter
 from wm_langgraph.engine._provider import ContextOverflow
 from wm_langgraph.engine.render import extract_paths_from_messages, render_message_blocks
 from wm_langgraph.storage.archives import ArchiveRecord

@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from wm_langgraph.core.protocol import UPDATE_TOOL_NAME, UpdateReading, read_update_arguments
+from wm_langgraph.document.protocol import UPDATE_TOOL_NAME, UpdateReading, read_update_arguments
 from wm_langgraph.engine._invoke import GenerationError
 from wm_langgraph.engine._provider import reply_cut_off
 

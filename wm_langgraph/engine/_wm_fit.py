@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from wm_langgraph.core.sections import (
+from wm_langgraph.document.sections import (
     SECTIONS,
     is_working_memory,
     parse_working_memory,

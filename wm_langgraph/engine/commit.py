@@ -61,10 +61,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.core.merge import merge_working_memory
-from wm_langgraph.core.sections import SECTIONS, is_working_memory, parse_working_memory
-from wm_langgraph.core.text import paths_listed
-from wm_langgraph.core.tokens import TokenCounter
+from wm_langgraph.document.merge import merge_working_memory
+from wm_langgraph.document.sections import SECTIONS, is_working_memory, parse_working_memory
+from wm_langgraph.document.text import paths_listed
+from wm_langgraph.document.tokens import TokenCounter
 from wm_langgraph.engine._batching import MIN_MESSAGES_BUDGET, WriterLimits, plan_batch
 from wm_langgraph.engine._calls import CallTimeoutError
 from wm_langgraph.engine._error_trail import extract_errors_from_messages, missing_errors

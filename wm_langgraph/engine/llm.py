@@ -43,8 +43,8 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from wm_langgraph.core._create_repair import repair_created_document
-from wm_langgraph.core.sections import (
+from wm_langgraph.document.create_repair import repair_created_document
+from wm_langgraph.document.sections import (
     is_working_memory,
     normalise_working_memory,
     parse_working_memory,
@@ -119,7 +119,7 @@ def validate_created_document(reply: str, *, template: str = "", source: str = "
         The canonical seven-section document: code fence removed, section headers brought to
         the top level (``## Title: value``, ``### Title``, bold labels), prompt echo and a
         one-line preamble dropped, HTML entities the conversation did not contain unescaped
-        (:func:`wm_langgraph.core._create_repair.repair_created_document`); other text outside
+        (:func:`wm_langgraph.document.create_repair.repair_created_document`); other text outside
         the seven sections is folded in by normalisation, never dropped.
 
     Raises:

@@ -27,7 +27,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.core.tokens import TokenCounter, count_tokens
+from wm_langgraph.document.tokens import TokenCounter, count_tokens
 from wm_langgraph.engine._async import AsyncTwins
 from wm_langgraph.engine._binding import graph_store, reject_foreign_summaries
 from wm_langgraph.engine._hooks import NodeHook

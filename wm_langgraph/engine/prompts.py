@@ -37,7 +37,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal, get_args
 
-from wm_langgraph.core.protocol import (
+from wm_langgraph.document.protocol import (
     EMPTY_SECTION_SIZE_WARNINGS,
     TARGET_WARN_SHARE,
     section_size_warnings,

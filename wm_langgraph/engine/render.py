@@ -40,8 +40,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from wm_langgraph.core.text import extract_paths
-from wm_langgraph.core.tokens import TokenCounter, count_tokens
+from wm_langgraph.document.text import extract_paths
+from wm_langgraph.document.tokens import TokenCounter, count_tokens
 
 __all__ = [
     "IMAGE_TOKENS",
@@ -389,7 +389,7 @@ def extract_paths_from_messages(messages: Iterable[BaseMessage]) -> list[str]:
 
     Tool-call arguments are scanned value by value (so JSON escaping cannot mangle a path);
     tool results are scanned as text. Path detection is
-    :func:`wm_langgraph.core.text.extract_paths`. User and assistant prose is not scanned
+    :func:`wm_langgraph.document.text.extract_paths`. User and assistant prose is not scanned
     (the model sees it and records what matters).
 
     Args:

@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
-from wm_langgraph.core.protocol import UPDATE_TOOL_NAME, UPDATE_WORKING_MEMORY_TOOL
+from wm_langgraph.document.protocol import UPDATE_TOOL_NAME, UPDATE_WORKING_MEMORY_TOOL
 from wm_langgraph.models.openai import (
     API_KEY_ENV,
     BASE_URL_ENVS,

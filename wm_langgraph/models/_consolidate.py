@@ -17,10 +17,10 @@ import math
 import re
 from collections.abc import Callable
 
-from wm_langgraph.core._facts import held_by
-from wm_langgraph.core.sections import section_items
-from wm_langgraph.core.text import extract_paths, normalise_path
-from wm_langgraph.core.tokens import count_tokens
+from wm_langgraph.document.guards.key_facts import held_by
+from wm_langgraph.document.sections import section_items
+from wm_langgraph.document.text import extract_paths, normalise_path
+from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.models._lang import item_anchors, keywords, lost_anchors, shorten, similar
 
 __all__ = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from wm_langgraph.core.text import extract_paths
+from wm_langgraph.document.text import extract_paths
 from wm_langgraph.models._files import (
     FileNote,
     call_paths,

@@ -9,7 +9,7 @@ import re
 from functools import lru_cache
 from typing import Literal
 
-from wm_langgraph.core.text import anchor_in_text, extract_anchors
+from wm_langgraph.document.text import anchor_in_text, extract_anchors
 
 Language = Literal["en", "zh"]
 

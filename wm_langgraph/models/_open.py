@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from wm_langgraph.core.sections import SECTIONS
+from wm_langgraph.document.sections import SECTIONS
 from wm_langgraph.models._lang import keywords, sentences, shorten
 from wm_langgraph.models._transcript import Turn
 

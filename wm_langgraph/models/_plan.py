@@ -14,10 +14,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from wm_langgraph.core._facts import held_by
-from wm_langgraph.core.guards import SectionOp, guard_section
-from wm_langgraph.core.sections import SECTIONS, section_items
-from wm_langgraph.core.text import extract_anchors, extract_paths, missing_anchors
+from wm_langgraph.document.guards import SectionOp, guard_section
+from wm_langgraph.document.guards.key_facts import held_by
+from wm_langgraph.document.sections import SECTIONS, section_items
+from wm_langgraph.document.text import extract_anchors, extract_paths, missing_anchors
 from wm_langgraph.models._consolidate import (
     consolidate_facts,
     consolidate_files,

@@ -11,7 +11,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from wm_langgraph.core.protocol import UPDATE_TOOL_NAME
+from wm_langgraph.document.protocol import UPDATE_TOOL_NAME
 
 ToolLike = dict[str, Any] | type | Callable[..., Any] | BaseTool
 

@@ -35,8 +35,8 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import ConfigDict
 
-from wm_langgraph.core.protocol import UPDATE_TOOL_NAME
-from wm_langgraph.core.sections import (
+from wm_langgraph.document.protocol import UPDATE_TOOL_NAME
+from wm_langgraph.document.sections import (
     is_working_memory,
     normalise_working_memory,
     parse_working_memory,

@@ -36,7 +36,7 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
-from wm_langgraph.core.protocol import (
+from wm_langgraph.document.protocol import (
     UPDATE_TOOL_NAME,
     UPDATE_WORKING_MEMORY_TOOL,
     update_tool_schema,

@@ -17,7 +17,7 @@ from typing import Any
 
 from langgraph.store.base import BaseStore
 
-from wm_langgraph.core.sections import item_key, parse_working_memory, section_items
+from wm_langgraph.document.sections import item_key, parse_working_memory, section_items
 from wm_langgraph.storage.archives import now_iso, thread_label
 
 __all__ = [

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 
-from wm_langgraph.core._paths import words
+from wm_langgraph.document.text.paths import words
 
 __all__ = ["constraint_anchors", "phrase_anchors"]
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 
-from wm_langgraph.core._paths import words
-from wm_langgraph.core.sections import SECTIONS
+from wm_langgraph.document.sections import SECTIONS
+from wm_langgraph.document.text.paths import words
 
 __all__ = ["clean_item", "clean_update_body", "is_placeholder"]
 

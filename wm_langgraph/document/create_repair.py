@@ -21,7 +21,7 @@ import html
 import re
 from difflib import SequenceMatcher
 
-from wm_langgraph.core.sections import DOCUMENT_TITLE, _canonical_name
+from wm_langgraph.document.sections import DOCUMENT_TITLE, _canonical_name
 
 __all__ = ["repair_created_document", "template_lines"]
 

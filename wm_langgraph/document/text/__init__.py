@@ -29,15 +29,15 @@ from __future__ import annotations
 
 import re
 
-from wm_langgraph.core._anchors import (
+from wm_langgraph.document.text.anchors import (
     ANCHOR_STOPWORDS,
     DECISION_MARKERS,
     anchor_in_text,
     extract_anchors,
     missing_anchors,
 )
-from wm_langgraph.core._match import item_present, path_listed, paths_listed, term_in
-from wm_langgraph.core._paths import (
+from wm_langgraph.document.text.match import item_present, path_listed, paths_listed, term_in
+from wm_langgraph.document.text.paths import (
     CJK_CHARS,
     MAX_PATH_CHARS,
     PATH_EXTENSIONS,

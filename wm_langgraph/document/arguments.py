@@ -8,7 +8,18 @@ variants), and a last-resort regex salvage per section.
 
 :func:`read_update_arguments` also says what could *not* be read: whether the arguments were
 complete, which sections were present but unreadable (or, in a cut-off reply, never reached),
-and which section's op the cut went through (its complete part is kept, ``core._cutoff``).
+and which section's op the cut went through.
+
+What survives of an op that the end of the reply cut off (owner decision: truncated content is
+salvaged, then judged by the guards like any op). A reply cut at the model's output limit ends
+inside one string, an UPDATE body or an APPEND item, and its complete part is kept:
+
+- an APPEND keeps its complete items (the cut item is dropped);
+- an UPDATE of a list-like section keeps its complete lines (the cut line is dropped);
+- an UPDATE of a single-line or paragraph section (Session Title, Current State) whose text has
+  no complete line keeps its text;
+- a degenerate tail — one short unit repeated to the limit (``1111…``, ``KEEP, KEEP, …``), as
+  weak grammar-forced models produce when they loop — is not content and is removed first.
 """
 
 from __future__ import annotations
@@ -20,11 +31,54 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from wm_langgraph.core._cutoff import complete_part
-from wm_langgraph.core._json_repair import CUT_MARK, decode_string_literal, repair_json_partial
-from wm_langgraph.core.sections import SECTIONS, section_items
+from wm_langgraph.document.json_repair import CUT_MARK, decode_string_literal, repair_json_partial
+from wm_langgraph.document.sections import SECTIONS, section_items
 
 __all__ = ["UpdateReading", "parse_update_arguments", "read_update_arguments"]
+
+
+PARAGRAPH_SECTIONS: frozenset[str] = frozenset({"Session Title", "Current State"})
+"""Sections written as one line or one paragraph: a cut-off body keeps its text."""
+
+_MAX_UNIT = 40  # longest repeated unit looked for
+_MIN_REPEATS = 5  # a unit repeated this many times at the very end is a loop
+_MIN_RUN_CHARS = 16  # ... and the loop covers at least this many characters
+
+
+def strip_runaway(text: str) -> str:
+    """``text`` without a looping tail (a short unit repeated to the end of the text).
+
+    The end may stop inside a unit (the reply was cut there); the loop is removed whole, with
+    its first occurrence, since a model that loops has stopped writing content.
+    """
+    size = len(text)
+    best = size
+    for unit in range(1, min(_MAX_UNIT, size // _MIN_REPEATS) + 1):
+        start = size
+        while start - unit - 1 >= 0 and text[start - 1] == text[start - 1 - unit]:
+            start -= 1
+        # text[start - unit:] is periodic with period ``unit``
+        run = size - (start - unit)
+        if run >= unit * _MIN_REPEATS and run >= _MIN_RUN_CHARS:
+            best = min(best, start - unit)
+    return text[:best].rstrip() if best < size else text
+
+
+def complete_part(section: str, text: str) -> str | None:
+    """The part of a cut-off UPDATE body that was written completely, or None for nothing.
+
+    Args:
+        section: The section the body belongs to.
+        text: The body as far as the reply got (without the cut marker).
+    """
+    kept = strip_runaway(text)
+    if "\n" in kept:
+        kept = kept[: kept.rfind("\n")]
+    elif section not in PARAGRAPH_SECTIONS:
+        return None  # a list section's only line is cut: nothing of it is complete
+    kept = kept.rstrip()
+    return kept if kept.strip() else None
+
 
 logger = logging.getLogger("wm_langgraph")
 

@@ -25,8 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from wm_langgraph.core._items import clean_item, clean_update_body
-from wm_langgraph.core.guards import (
+from wm_langgraph.document.guards import (
     DURABLE_SECTIONS,
     GuardOutcome,
     SectionOp,
@@ -34,7 +33,8 @@ from wm_langgraph.core.guards import (
     new_items,
     settle_key_facts,
 )
-from wm_langgraph.core.sections import (
+from wm_langgraph.document.items import clean_item, clean_update_body
+from wm_langgraph.document.sections import (
     SECTIONS,
     normalise_working_memory,
     parse_working_memory,

@@ -20,14 +20,19 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from wm_langgraph.core._arguments import (
+from wm_langgraph.document.arguments import (
     UpdateReading,
     parse_update_arguments,
     read_update_arguments,
 )
-from wm_langgraph.core.guards import OVERSIZE_BULLETS, OVERSIZE_TOKENS, SectionSize, section_size
-from wm_langgraph.core.sections import SECTIONS, parse_working_memory
-from wm_langgraph.core.tokens import count_tokens
+from wm_langgraph.document.guards import (
+    OVERSIZE_BULLETS,
+    OVERSIZE_TOKENS,
+    SectionSize,
+    section_size,
+)
+from wm_langgraph.document.sections import SECTIONS, parse_working_memory
+from wm_langgraph.document.tokens import count_tokens
 
 __all__ = [
     "APPEND_ONLY_SECTIONS",

@@ -215,3 +215,20 @@ def item_key(item: str) -> str:
     text = _BULLET_RE.sub("", item.strip(), count=1)
     text = re.sub(r"\s+", " ", text).strip().casefold()
     return text.strip(" \t.;,:!?*_`'\"")
+
+
+DURABLE_SECTIONS: tuple[str, ...] = (
+    "Task & Goals",
+    "Key Facts & Decisions",
+    "Files & Context",
+    "Errors & Corrections",
+    "Open Issues",
+)
+"""Sections that carry facts forward (owner decision, SPEC §4.6): only these count when a guard
+asks whether an anchor or item is kept elsewhere — never Current State (rewritten every commit)
+or the Session Title."""
+
+
+def has_content(body: str) -> bool:
+    """True when ``body`` has at least one item that is not an italic template line."""
+    return bool(section_items(body))

@@ -1,5 +1,4 @@
-"""The Session Title guard's rules (SPEC §4.1, issues 14 and 15). Re-exported by
-``core.guards``.
+"""The Session Title guard (SPEC §4.1): title stability, one line, grounded in the conversation.
 
 * A title is one line. Its text is read by its words even when it is written as a heading
   (``### Billing migration``) or a bullet, so a heading-like old title is protected like any.
@@ -15,10 +14,11 @@ from __future__ import annotations
 
 import re
 
-from wm_langgraph.core.sections import is_template_line
-from wm_langgraph.core.text import meaningful_words, shares_meaningful_word
+from wm_langgraph.document.ops import KEEP, GuardOutcome, SectionOp
+from wm_langgraph.document.sections import is_template_line
+from wm_langgraph.document.text import meaningful_words, shares_meaningful_word
 
-__all__ = ["TitleVerdict", "judge_title", "title_text"]
+__all__ = ["TitleVerdict", "guard_session_title", "judge_title", "title_text"]
 
 _MARKER_RE = re.compile(r"^(?:#{1,6}[ \t]+|#{1,6}$|(?:[-*+•]|\d{1,3}[.)])[ \t]+)+")
 
@@ -74,3 +74,31 @@ def judge_title(
     ):
         return None, "the new title shares no meaningful word with the conversation"
     return new, "; ".join(notes)
+
+
+def guard_session_title(
+    old_body: str, op: SectionOp, *, conversation: str | None = None, old_document: str = ""
+) -> GuardOutcome:
+    """SPEC §4.1 with issues 14/15: title stability, one line, grounded in the conversation.
+
+    An UPDATE sharing no meaningful word (CJK: no bigram) with the old title is rejected; an
+    old title without meaningful words accepts any UPDATE. The old title is read by its words
+    even when written as a heading. APPEND is refused when there is a title (an empty title
+    takes the first appended line). With ``conversation`` (the folded messages), a new title
+    must also share a meaningful word with the conversation or ``old_document``.
+    """
+    if op.kind not in {"UPDATE", "APPEND"}:
+        return GuardOutcome(op)
+    new, reason = judge_title(
+        old_body,
+        op.kind,
+        op.content,
+        op.items,
+        conversation=conversation,
+        old_document=old_document,
+    )
+    if new is None:
+        return GuardOutcome(KEEP, reason)
+    if op.kind == "UPDATE" and new == op.content.strip():
+        return GuardOutcome(op, reason)
+    return GuardOutcome(SectionOp("UPDATE", content=new), reason or "title written as one line")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from wm_langgraph.core._paths import words
+from wm_langgraph.document.text.paths import words
 
 __all__ = ["cjk_entities"]
 

@@ -1,6 +1,6 @@
 """The Open Issues guard (SPEC §4.6, owner decision: an open item leaves only by resolution).
 
-Public names are re-exported by ``core.guards``. On UPDATE, an old item the new content no
+On UPDATE, an old item the new content no
 longer holds (whole-item match, ``core._match``) is restored as
 ``- [silently dropped, restored] <item>`` — every time it is dropped, with the marker written
 once (a restored item that is dropped again comes back with the same single marker). An item
@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import re
 
-from wm_langgraph.core._match import item_present, strip_tags
-from wm_langgraph.core.sections import item_key, section_items
+from wm_langgraph.document.ops import GuardOutcome, SectionOp
+from wm_langgraph.document.sections import item_key, section_items
+from wm_langgraph.document.text.match import item_present, strip_tags
 
-__all__ = ["DROPPED_MARKER", "is_resolved", "restore_open_issues"]
+__all__ = ["DROPPED_MARKER", "guard_open_issues", "is_resolved", "restore_open_issues"]
 
 DROPPED_MARKER = "[silently dropped, restored]"
 """Prefix of an Open Issues item brought back because an UPDATE dropped it."""
@@ -111,3 +112,20 @@ def restore_open_issues(old_body: str, content: str, errors: str = "") -> tuple[
         content = f"{content.rstrip()}\n{lines}" if content.strip() else lines
         notes.insert(0, f"restored {_count(len(restored), 'silently dropped item')}")
     return content, "; ".join(notes)
+
+
+def guard_open_issues(old_body: str, op: SectionOp, *, errors: str = "") -> GuardOutcome:
+    """SPEC §4.6 (owner decision): an open item leaves only by resolution.
+
+    An old item the UPDATE no longer holds (whole-item match) is restored as
+    ``- [silently dropped, restored] <item>``, every time, with the marker written once. It may
+    leave when it was marked ``[resolved]`` (or ``[done]``, ``[fixed]`` …) in the old body, or
+    when the new Errors & Corrections (``errors``) holds it (moved there as a fix). A restore
+    marker the model wrote itself is removed. See ``core._open_issues``.
+    """
+    if op.kind != "UPDATE":
+        return GuardOutcome(op)
+    content, reason = restore_open_issues(old_body, op.content, errors)
+    if content == op.content:
+        return GuardOutcome(op, reason)
+    return GuardOutcome(SectionOp("UPDATE", content=content), reason)

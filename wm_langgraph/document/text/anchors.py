@@ -7,10 +7,10 @@ import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-from wm_langgraph.core._cjk_entities import cjk_entities
-from wm_langgraph.core._match import term_in
-from wm_langgraph.core._paths import CJK_CHARS, extract_paths, normalise_path, words
-from wm_langgraph.core._phrases import phrase_anchors
+from wm_langgraph.document.text.cjk import cjk_entities
+from wm_langgraph.document.text.match import term_in
+from wm_langgraph.document.text.paths import CJK_CHARS, extract_paths, normalise_path, words
+from wm_langgraph.document.text.phrases import phrase_anchors
 
 # --------------------------------------------------------------------------------------------
 # Anchors

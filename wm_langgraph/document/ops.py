@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from wm_langgraph.core.sections import item_key, section_items
+from wm_langgraph.document.sections import item_key, section_items
 
 __all__ = ["KEEP", "GuardOutcome", "OpKind", "SectionOp", "count", "new_items"]
 
@@ -39,7 +39,7 @@ def new_items(old_body: str, candidates: Iterable[str]) -> list[str]:
     """The candidates that are not already items of ``old_body`` (whole-item, not substring).
 
     Order is kept and repeated candidates are kept once. Candidates are compared with
-    :func:`~wm_langgraph.core.sections.item_key`, so "Fact 1" is new next to "Fact 10".
+    :func:`~wm_langgraph.document.sections.item_key`, so "Fact 1" is new next to "Fact 10".
     """
     seen = {item_key(item) for item in section_items(old_body)}
     out: list[str] = []

@@ -9,7 +9,7 @@ item, path or anchor is still present goes through here (issue 14: no substring 
   ``TODO 10``, ``fix login`` not by ``prefix login handling``, while
   ``[resolved] TODO 1: done in #42`` keeps ``TODO 1``. Text split over two items does not count.
 * **Path boundary** (:func:`path_listed`): a path is listed when a path of the text (as
-  :func:`~wm_langgraph.core.text.extract_paths` finds them) is the same path or ends with it
+  :func:`~wm_langgraph.document.text.extract_paths` finds them) is the same path or ends with it
   at a ``/``: ``src/a.py`` lists ``a.py``; ``src/data.py`` does not, nor does
   ``config.yaml.bak`` list ``config.yaml``.
 * **Bounded term** (:func:`term_in`): an anchor or phrase occurs in a text when it is not
@@ -25,8 +25,8 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from functools import lru_cache
 
-from wm_langgraph.core._paths import extract_paths, normalise_path
-from wm_langgraph.core.sections import section_items
+from wm_langgraph.document.sections import section_items
+from wm_langgraph.document.text.paths import extract_paths, normalise_path
 
 __all__ = [
     "item_core",

@@ -1,4 +1,10 @@
-"""Closing the 30% hole of Key Facts (SPEC §4.3): restore vanished bullets, or retire them.
+"""The Key Facts & Decisions guard (SPEC §4.3): controlled consolidation, anti-bloat, and the
+closing of the 30% hole (restore vanished bullets, or retire them).
+
+:func:`guard_key_facts` judges the op itself: an UPDATE is rejected below 15% of the old bullets
+(layer 1) or 70% of the old anchors (layer 2) and then salvaged clause by clause; an APPEND to
+an oversized section is capped, and in emergency only the consolidation sentinel is appended.
+:func:`settle_key_facts` runs after the whole new document is known:
 
 Everything is judged per clause (a bullet split at ``;`` and sentence ends; issue 11). After an
 accepted Key Facts UPDATE, an old clause has vanished when one of its anchors appears nowhere
@@ -34,19 +40,30 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from wm_langgraph.core._match import item_core, join_texts, term_in, terms_in_texts
-from wm_langgraph.core._paths import CJK_CHARS, words
-from wm_langgraph.core.sections import item_key, section_items
-from wm_langgraph.core.text import ANCHOR_STOPWORDS, extract_anchors, missing_anchors
+from wm_langgraph.document.guards.sizes import OVERSIZE_MAX_APPEND, is_emergency, is_oversized
+from wm_langgraph.document.ops import KEEP as _KEEP
+from wm_langgraph.document.ops import GuardOutcome, SectionOp, new_items
+from wm_langgraph.document.ops import count as _count
+from wm_langgraph.document.sections import item_key, section_items
+from wm_langgraph.document.text import ANCHOR_STOPWORDS, extract_anchors, missing_anchors
+from wm_langgraph.document.text.match import item_core, join_texts, term_in, terms_in_texts
+from wm_langgraph.document.text.paths import CJK_CHARS, words
+from wm_langgraph.document.tokens import TokenCounter, count_tokens
 
 __all__ = [
+    "ANCHOR_MIN_COVERAGE",
+    "CONSOLIDATION_SENTINEL",
+    "LAYER1_MIN_RATIO",
     "RESTORED_MARKER",
     "SUPERSEDED_PREFIX",
     "SUPERSEDE_MIN_OVERLAP",
     "VanishedFacts",
     "clauses",
+    "guard_key_facts",
     "held_by",
+    "restore_vanished_facts",
     "salvage_clauses",
+    "settle_key_facts",
     "settle_vanished_facts",
 ]
 
@@ -469,3 +486,142 @@ def salvage_clauses(old_body: str, bullets: Sequence[str]) -> list[str]:
         if keep:
             out.append(_join(keep))
     return out
+
+
+LAYER1_MIN_RATIO = 0.15
+"""A Key Facts UPDATE keeping fewer than this share of the old bullets is rejected."""
+
+
+ANCHOR_MIN_COVERAGE = 0.70
+"""A Key Facts UPDATE keeping fewer than this share of the old anchors is rejected."""
+
+
+CONSOLIDATION_SENTINEL = (
+    "[⚠ CONSOLIDATION REQUIRED: Key Facts exceeds size limit. You MUST use UPDATE to merge "
+    "and compress existing bullets before adding new facts.]"
+)
+"""The bullet appended (once) when Key Facts is in emergency and the model still APPENDs."""
+
+
+def _salvage(old_body: str, op: SectionOp, why: str, *, emergency: bool) -> GuardOutcome:
+    if emergency:
+        return GuardOutcome(_KEEP, f"{why}; salvage suppressed (Key Facts in emergency size)")
+    fresh = salvage_clauses(old_body, new_items(old_body, section_items(op.content)))
+    if not fresh:
+        return GuardOutcome(_KEEP, f"{why}; no new bullets or clauses to salvage")
+    reason = f"{why}; salvaged {_count(len(fresh), 'new bullet')} as APPEND"
+    return GuardOutcome(SectionOp("APPEND", items=tuple(fresh)), reason)
+
+
+def _fact_lines(body: str) -> list[str]:
+    return [item for item in section_items(body) if item != CONSOLIDATION_SENTINEL]
+
+
+def guard_key_facts(
+    old_body: str,
+    op: SectionOp,
+    counter: TokenCounter = count_tokens,
+    *,
+    elsewhere: str = "",
+) -> GuardOutcome:
+    """SPEC §4.3: layered UPDATE checks with salvage, and anti-bloat for APPEND.
+
+    UPDATE is rejected when it keeps fewer than 15% of the old bullets (layer 1) or fewer than
+    70% of the old lexical anchors (layer 2); from a rejected UPDATE, the bullets and clauses
+    that bring an anchor or text the section lacks are APPENDed instead (not in emergency).
+    APPEND to an oversized section accepts at most 5 new items; in emergency (over twice a
+    threshold) only the consolidation sentinel is appended, once.
+
+    Args:
+        old_body: The Key Facts body before this round.
+        op: The requested op.
+        counter: Token counter for the size thresholds.
+        elsewhere: The other durable sections of the new document (:data:`DURABLE_SECTIONS`;
+            never Current State). An old anchor found there counts as kept (SPEC §4.3: a
+            corrected value whose old value moved to Errors & Corrections as superseded is a
+            clean update).
+    """
+    emergency = is_emergency(old_body, counter)
+    if op.kind == "UPDATE":
+        old_count = len(section_items(old_body))
+        new_count = len(section_items(op.content))
+        if old_count and new_count / old_count < LAYER1_MIN_RATIO:
+            why = f"rejected UPDATE: {new_count} of {old_count} bullets left (< 15%)"
+            return _salvage(old_body, op, why, emergency=emergency)
+        anchors = extract_anchors("\n".join(_fact_lines(old_body)), include_phrases=False)
+        if anchors:
+            lost = missing_anchors(anchors, f"{op.content}\n{elsewhere}")
+            coverage = 1 - len(lost) / len(anchors)
+            if coverage < ANCHOR_MIN_COVERAGE:
+                sample = ", ".join(sorted(lost)[:5])
+                why = (
+                    f"rejected UPDATE: keeps {coverage:.0%} of the old anchors (< 70%); "
+                    f"lost e.g. {sample}"
+                )
+                return _salvage(old_body, op, why, emergency=emergency)
+        return GuardOutcome(op)
+    if op.kind != "APPEND" or not op.items:
+        return GuardOutcome(op)
+    if emergency:
+        if CONSOLIDATION_SENTINEL in section_items(old_body):
+            return GuardOutcome(_KEEP, "Key Facts in emergency size: APPEND refused")
+        return GuardOutcome(
+            SectionOp("APPEND", items=(CONSOLIDATION_SENTINEL,)),
+            "Key Facts in emergency size: APPEND refused, consolidation sentinel appended",
+        )
+    if is_oversized(old_body, counter):
+        fresh = new_items(old_body, op.items)
+        if len(fresh) > OVERSIZE_MAX_APPEND:
+            reason = (
+                f"Key Facts oversized: accepted {OVERSIZE_MAX_APPEND} of "
+                f"{_count(len(fresh), 'new item')}"
+            )
+            return GuardOutcome(
+                SectionOp("APPEND", items=tuple(fresh[:OVERSIZE_MAX_APPEND])), reason
+            )
+    return GuardOutcome(op)
+
+
+def restore_vanished_facts(
+    old_body: str, new_body: str, new_document: str
+) -> tuple[str, list[str]]:
+    """Close the 30% hole: bring back old Key Facts bullets whose anchors vanished.
+
+    Every old bullet with an anchor (decision markers aside) that appears nowhere in
+    ``new_document`` is appended to ``new_body`` as ``- [restored] <bullet>``. An anchor kept
+    anywhere in the new document counts as kept, so a value moved to Errors & Corrections as
+    superseded is not restored. (The merge uses :func:`settle_key_facts`, which also
+    retires a bullet whose value the new Key Facts changed, instead of restoring it.)
+
+    Args:
+        old_body: The Key Facts body before the update.
+        new_body: The accepted Key Facts body.
+        new_document: The whole new document (all seven sections, ``new_body`` included).
+
+    Returns:
+        The new body with restored bullets appended, and the restored items.
+    """
+    settled = settle_vanished_facts(_fact_lines(old_body), new_body, new_document, supersede=False)
+    return settled.body, list(settled.restored)
+
+
+def settle_key_facts(
+    old_body: str, new_body: str, new_document: str, *, old_document: str = ""
+) -> VanishedFacts:
+    """After an accepted Key Facts UPDATE: restore vanished bullets, retire changed values.
+
+    Like :func:`restore_vanished_facts`, except that an old bullet whose value the new Key
+    Facts changed (the same fact, other words alike, a differing number/value) is not put back
+    as if current: it is returned in ``superseded`` as ``superseded: <old bullet>``, for the
+    merge to record in Errors & Corrections (SPEC §4.3: a fact retired on purpose is moved there
+    as superseded, not deleted). See ``core._facts`` for the exact rule.
+
+    Args:
+        old_body: The Key Facts body before the update.
+        new_body: The accepted Key Facts body.
+        new_document: The durable sections of the new document (``new_body`` included).
+        old_document: The durable sections of the old document (see ``core._facts``).
+    """
+    return settle_vanished_facts(
+        _fact_lines(old_body), new_body, new_document, old_document=old_document
+    )
