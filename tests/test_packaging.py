@@ -18,7 +18,7 @@ PROMPTS = ("create", "update", "system")
 _CHILD = """
 import json, sys
 import wm_langgraph
-from wm_langgraph.engine.prompts import load_prompt
+from wm_langgraph.writer.prompts import load_prompt
 print(json.dumps({
     "package": wm_langgraph.__file__,
     "prompts": {name: load_prompt(name) for name in sys.argv[1:]},

@@ -9,8 +9,8 @@ import pytest
 
 from wm_langgraph import SECTIONS, render_working_memory
 from wm_langgraph.document.protocol import BULLET_THRESHOLD, EMPTY_SECTION_SIZE_WARNINGS
-from wm_langgraph.engine import prompts as prompts_module
-from wm_langgraph.engine.prompts import (
+from wm_langgraph.writer import prompts as prompts_module
+from wm_langgraph.writer.prompts import (
     NO_PRIOR_SUMMARY,
     PROMPT_PLACEHOLDERS,
     check_prompt,

@@ -21,8 +21,6 @@ from wm_langgraph.document.sections import (
 from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.engine._binding import ConflictingMiddlewareError
 from wm_langgraph.engine.memory import WorkingMemory
-from wm_langgraph.models.echo import OfflineAgentModel
-from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 from wm_langgraph.state import (
     ModelInputMessages,
     WorkingMemoryReactState,
@@ -36,6 +34,8 @@ from wm_langgraph.storage.sqlite import (
     aopen_sqlite,
     open_sqlite,
 )
+from wm_langgraph.testing import OfflineAgentModel
+from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
 
 __version__ = "0.1.0"
 

@@ -28,10 +28,10 @@ from wm_langgraph.document.sections import (
     render_working_memory,
     section_items,
 )
-from wm_langgraph.engine.llm import generate_create, generate_update
-from wm_langgraph.engine.prompts import render_update_prompt
-from wm_langgraph.models import bind_update_tool
-from wm_langgraph.models.offline import OfflineWorkingMemoryModel
+from wm_langgraph.writer.binding import bind_update_tool
+from wm_langgraph.writer.generate import generate_create, generate_update
+from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
+from wm_langgraph.writer.prompts import render_update_prompt
 
 GUARDED = ("Session Title", "Files & Context", "Errors & Corrections", "Open Issues")
 

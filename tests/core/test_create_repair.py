@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from wm_langgraph import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.document.create_repair import repair_created_document, template_lines
-from wm_langgraph.engine.llm import GenerationError, generate_create, validate_created_document
-from wm_langgraph.engine.prompts import load_prompt
+from wm_langgraph.writer.generate import GenerationError, generate_create, validate_created_document
+from wm_langgraph.writer.prompts import load_prompt
 
 PROMPT_V1 = (Path(__file__).parent / "data" / "create_prompt_v1.md").read_text(encoding="utf-8")
 

@@ -56,7 +56,7 @@ def test_warnings_start_early_with_warn_from() -> None:
 
 def test_the_update_prompt_warns_a_document_close_to_its_target() -> None:
     from wm_langgraph.document.protocol import TARGET_WARN_SHARE
-    from wm_langgraph.engine.prompts import render_update_prompt
+    from wm_langgraph.writer.prompts import render_update_prompt
 
     document = _doc(facts=20, files=10)
     size = count_tokens(document)

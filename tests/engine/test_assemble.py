@@ -21,7 +21,7 @@ from wm_langgraph.engine.assemble import (
     compute_budgets,
     fit_working_memory,
 )
-from wm_langgraph.engine.render import message_tokens
+from wm_langgraph.messages import message_tokens
 
 ADDITION = "The [Session History Summary] is compressed; trust the active messages."
 
@@ -479,7 +479,7 @@ def test_assemble_properties(
 
 
 def test_default_system_addition_is_the_shipped_system_prompt() -> None:
-    from wm_langgraph.engine.prompts import load_prompt
+    from wm_langgraph.writer.prompts import load_prompt
 
     ctx = assemble(
         system_message=SystemMessage("Own prompt."),

@@ -77,7 +77,7 @@ def test_removing_a_live_message_keeps_pending_tokens_equal_to_a_rebuild(kind):
 
 
 def test_accounting_tokenises_only_the_changed_and_the_new_messages():
-    from wm_langgraph.engine._token_cache import MessageTokenCache
+    from wm_langgraph.messages import MessageTokenCache
 
     seen: list[str] = []
 

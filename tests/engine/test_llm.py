@@ -17,7 +17,7 @@ from langchain_core.tracers.schemas import Run
 from tests.fakes import ScriptedChatModel
 from wm_langgraph.document.protocol import section_size_warnings
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
-from wm_langgraph.engine.llm import (
+from wm_langgraph.writer.generate import (
     GenerationError,
     agenerate_create,
     agenerate_update,

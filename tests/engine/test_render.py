@@ -14,11 +14,11 @@ from langchain_core.messages import (
 )
 
 from wm_langgraph.document.tokens import count_tokens
-from wm_langgraph.engine.render import (
+from wm_langgraph.engine.trails import extract_paths_from_messages
+from wm_langgraph.messages import (
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD_TOKENS,
     content_text,
-    extract_paths_from_messages,
     message_tokens,
     render_messages,
     truncate_text,

@@ -19,10 +19,9 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.fakes import ScriptedChatModel
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine._token_cache import MessageTokenCache
 from wm_langgraph.engine.assemble import assemble_context
 from wm_langgraph.engine.memory import WorkingMemory
-from wm_langgraph.engine.render import message_tokens
+from wm_langgraph.messages import MessageTokenCache, message_tokens
 
 CFG = {"configurable": {"thread_id": "tokens"}}
 

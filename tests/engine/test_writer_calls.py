@@ -22,9 +22,9 @@ from wm_langgraph.config import (
     WorkingMemoryConfig,
 )
 from wm_langgraph.document.sections import SECTIONS, render_working_memory
-from wm_langgraph.engine._provider import classify_error, context_overflow, output_token_limit
 from wm_langgraph.engine.memory import WorkingMemory
-from wm_langgraph.models.openai import chat_openai_from_env
+from wm_langgraph.writer.openai import chat_openai_from_env
+from wm_langgraph.writer.provider import classify_error, context_overflow, output_token_limit
 
 CONFIG = WorkingMemoryConfig(token_budget=8000, background=False)
 MARK_RE = re.compile(r"MARK-\d+")

@@ -19,12 +19,12 @@ from langchain_openai import AzureChatOpenAI, ChatOpenAI
 
 from tests.fakes import ScriptedChatModel, tool_reply
 from wm_langgraph.document.protocol import UPDATE_TOOL_NAME
-from wm_langgraph.models import (
+from wm_langgraph.writer.binding import (
     ToolCallingNotSupportedError,
     bind_update_tool,
     resolve_default_model,
 )
-from wm_langgraph.models.openai import DEFAULT_OPENAI_MODEL, chat_openai_from_env, redact_url
+from wm_langgraph.writer.openai import DEFAULT_OPENAI_MODEL, chat_openai_from_env, redact_url
 
 FAKE_KEY = "sk-test-not-a-real-key-0123456789"
 ENV_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "WM_LANGGRAPH_MODEL")
@@ -122,7 +122,7 @@ def test_blank_key_counts_as_no_key(clean_env):
 
 
 def test_no_key_gives_the_offline_model_and_says_so(clean_env, caplog):
-    from wm_langgraph.models.offline import OfflineWorkingMemoryModel
+    from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
 
     with caplog.at_level(logging.INFO, logger="wm_langgraph"):
         model = resolve_default_model()

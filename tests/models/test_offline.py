@@ -15,8 +15,8 @@ from wm_langgraph.document.merge import merge_working_memory
 from wm_langgraph.document.protocol import UPDATE_TOOL_NAME, UPDATE_WORKING_MEMORY_TOOL
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, section_items
 from wm_langgraph.document.text import extract_anchors
-from wm_langgraph.engine.llm import generate_create, generate_update
-from wm_langgraph.engine.render import render_messages
+from wm_langgraph.messages import render_messages
+from wm_langgraph.writer.generate import generate_create, generate_update
 
 
 def _call(name: str, args: dict[str, object], call_id: str) -> AIMessage:
@@ -329,9 +329,9 @@ def test_files_and_open_issues_are_consolidated_when_warned(model):
 
 
 def test_the_heuristics_alone_need_no_guard_correction_on_a_normal_session(model):
-    from wm_langgraph.models._extract import extract_findings
-    from wm_langgraph.models._plan import plan_ops
-    from wm_langgraph.models._transcript import parse_transcript
+    from wm_langgraph.writer.offline._extract import extract_findings
+    from wm_langgraph.writer.offline._plan import plan_ops
+    from wm_langgraph.writer.offline._transcript import parse_transcript
 
     wm = _create(model, ROUND_1)
     found = extract_findings(parse_transcript(render_messages(ROUND_2)))

@@ -13,10 +13,10 @@ import re
 from wm_langgraph.document.guards.key_facts import held_by, settle_vanished_facts
 from wm_langgraph.document.sections import SECTIONS, render_working_memory, section_items
 from wm_langgraph.document.text import extract_anchors
-from wm_langgraph.models._consolidate import consolidate_facts
-from wm_langgraph.models._extract import extract_findings
-from wm_langgraph.models._plan import plan_ops
-from wm_langgraph.models._transcript import Turn
+from wm_langgraph.writer.offline._consolidate import consolidate_facts
+from wm_langgraph.writer.offline._extract import extract_findings
+from wm_langgraph.writer.offline._plan import plan_ops
+from wm_langgraph.writer.offline._transcript import Turn
 
 FACTS = [
     "Important rule for this repo: do not add runtime dependencies without asking first",
@@ -101,7 +101,7 @@ def test_a_fact_quoting_a_recorded_error_is_not_filed_twice() -> None:
 
 
 def test_only_a_fact_that_says_nothing_beyond_the_recorded_error_is_left_out() -> None:
-    from wm_langgraph.models._plan import _restates_error
+    from wm_langgraph.writer.offline._plan import _restates_error
 
     errors = "- KeyError: 'tenant_392' raised in email_digest.load() — fixed in `scripts/d.sh`"
     quoted = "`KeyError: 'tenant_392' raised in email_digest.load()`"

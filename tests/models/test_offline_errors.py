@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from wm_langgraph.models._extract import extract_findings
-from wm_langgraph.models._transcript import ToolCallRecord, Turn
+from wm_langgraph.writer.offline._extract import extract_findings
+from wm_langgraph.writer.offline._transcript import ToolCallRecord, Turn
 
 
 def _failed_run(error: str) -> list[Turn]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from wm_langgraph.document.sections import section_items
 from wm_langgraph.document.text import extract_paths
-from wm_langgraph.models._consolidate import consolidate_files
+from wm_langgraph.writer.offline._consolidate import consolidate_files
 
 ENTRIES = [
     "`src/db/feature_flags.py` — read (via read_file)",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from wm_langgraph.models._consolidate import consolidate_goals
+from wm_langgraph.writer.offline._consolidate import consolidate_goals
 
 
 def _rounds(n: int) -> list[str]:

@@ -8,8 +8,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from wm_langgraph import OfflineWorkingMemoryModel
 from wm_langgraph.document.sections import parse_working_memory, section_items
-from wm_langgraph.engine.llm import generate_create
-from wm_langgraph.engine.render import render_messages
+from wm_langgraph.messages import render_messages
+from wm_langgraph.writer.generate import generate_create
 
 BILLING: list[BaseMessage] = [
     HumanMessage("Help me finish the billing service: invoices, proration and refunds."),

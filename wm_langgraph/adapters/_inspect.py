@@ -21,9 +21,9 @@ from langgraph.store.base import BaseStore
 
 from wm_langgraph.adapters._runtime import persistence
 from wm_langgraph.engine.memory import WorkingMemory
-from wm_langgraph.models.offline import OfflineWorkingMemoryModel
 from wm_langgraph.state import META_KEY
 from wm_langgraph.storage.archives import ROOT_LABEL, SCOPE_PREFIX
+from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
 
 __all__ = ["inspect_db", "thread_report"]
 

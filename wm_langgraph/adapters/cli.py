@@ -191,10 +191,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _model(choice: str, timeout: float | None = None) -> BaseChatModel:
     if choice == "offline":
-        from wm_langgraph.models.offline import OfflineWorkingMemoryModel
+        from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
 
         return OfflineWorkingMemoryModel()
-    from wm_langgraph.models import resolve_default_model
+    from wm_langgraph.writer.binding import resolve_default_model
 
     return resolve_default_model(timeout=timeout)
 

@@ -48,8 +48,8 @@ from wm_langgraph.adapters._session_facts import check_retention, retention_line
 from wm_langgraph.adapters.middleware import WorkingMemoryMiddleware
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS
-from wm_langgraph.engine.render import message_tokens
-from wm_langgraph.models.offline import OfflineWorkingMemoryModel
+from wm_langgraph.messages import message_tokens
+from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
 
 __all__ = ["DEMO_CONFIG", "DemoResult", "ScriptedAgentModel", "load_demo_session", "run_demo"]
 
@@ -196,7 +196,7 @@ def _served_by(model: BaseChatModel) -> str | None:
     name = getattr(model, "model_name", None)
     if not isinstance(name, str):
         return None
-    from wm_langgraph.models.openai import redact_url
+    from wm_langgraph.writer.openai import redact_url
 
     base = getattr(model, "openai_api_base", None)
     return f"model {name} at {redact_url(base) if base else 'the OpenAI API'}"

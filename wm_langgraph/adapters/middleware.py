@@ -101,7 +101,8 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
 
         Args:
             model: The chat model that writes the Working Memory (``None``: the default model,
-                see :func:`wm_langgraph.models.resolve_default_model`). Not the agent's model.
+                see :func:`wm_langgraph.writer.binding.resolve_default_model`). Not the agent's
+                model.
             config: Engine settings (token budget, thresholds, ...).
             store: The BaseStore for archives and WM versions. ``None`` (default): the agent's
                 store (``create_agent(store=...)``, or the platform's under ``langgraph dev``).

@@ -23,9 +23,10 @@ from langchain_core.messages import BaseMessage
 
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.tokens import TokenCounter
-from wm_langgraph.engine._provider import ContextOverflow
-from wm_langgraph.engine.render import extract_paths_from_messages, render_message_blocks
+from wm_langgraph.engine.trails import extract_paths_from_messages
+from wm_langgraph.messages import render_message_blocks
 from wm_langgraph.storage.archives import ArchiveRecord
+from wm_langgraph.writer.provider import ContextOverflow
 
 __all__ = ["MIN_MESSAGES_BUDGET", "Batch", "Slice", "WriterLimits", "plan_batch"]
 

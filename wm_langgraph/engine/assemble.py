@@ -58,7 +58,7 @@ from wm_langgraph.engine._model_input import (
     split_system_messages,
 )
 from wm_langgraph.engine._wm_fit import fit_document
-from wm_langgraph.engine.render import content_text
+from wm_langgraph.messages import content_text
 
 __all__ = [
     "SUMMARY_HEADER",
@@ -344,7 +344,7 @@ def assemble_context(
     left_out += size - len(body)
     has_memory = bool(working_memory.strip()) or bool(pending_messages)
     if has_memory and system_addition is None:
-        from wm_langgraph.engine.prompts import load_prompt
+        from wm_langgraph.writer.prompts import load_prompt
 
         system_addition = load_prompt("system")
     system = _merge_system(system_message, folded, system_addition if has_memory else None)

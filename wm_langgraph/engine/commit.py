@@ -66,20 +66,20 @@ from wm_langgraph.document.sections import SECTIONS, is_working_memory, parse_wo
 from wm_langgraph.document.text import paths_listed
 from wm_langgraph.document.tokens import TokenCounter
 from wm_langgraph.engine._batching import MIN_MESSAGES_BUDGET, WriterLimits, plan_batch
-from wm_langgraph.engine._calls import CallTimeoutError
-from wm_langgraph.engine._error_trail import extract_errors_from_messages, missing_errors
-from wm_langgraph.engine._provider import ContextOverflow
 from wm_langgraph.engine._size import contract_for, fit_to_contract
-from wm_langgraph.engine.llm import (
+from wm_langgraph.engine.trails import extract_errors_from_messages, missing_errors
+from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, WorkingMemoryVersion
+from wm_langgraph.writer.binding import ToolCallingNotSupportedError
+from wm_langgraph.writer.calls import CallTimeoutError
+from wm_langgraph.writer.generate import (
     ContextLengthError,
     GenerationError,
     UpdateReply,
     generate_create,
     request_update,
 )
-from wm_langgraph.engine.prompts import render_create_prompt, render_update_prompt
-from wm_langgraph.models import ToolCallingNotSupportedError
-from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, WorkingMemoryVersion
+from wm_langgraph.writer.prompts import render_create_prompt, render_update_prompt
+from wm_langgraph.writer.provider import ContextOverflow
 
 __all__ = [
     "COMMIT_RUN_NAME",

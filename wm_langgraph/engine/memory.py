@@ -34,7 +34,6 @@ from wm_langgraph.engine._hooks import NodeHook
 from wm_langgraph.engine._pending import pending_messages
 from wm_langgraph.engine._scoping import MemoryScope, Scoper, check_name
 from wm_langgraph.engine._session import Session
-from wm_langgraph.engine._token_cache import MessageTokenCache
 from wm_langgraph.engine.assemble import AssembledContext, assemble_context
 from wm_langgraph.engine.commit import (
     CommitDeps,
@@ -42,8 +41,8 @@ from wm_langgraph.engine.commit import (
     build_commit_graph,
     unfolded_archive_ids,
 )
-from wm_langgraph.engine.render import message_tokens
 from wm_langgraph.engine.runner import Phase2Runner
+from wm_langgraph.messages import MessageTokenCache, message_tokens
 from wm_langgraph.state import MODEL_INPUT_KEY
 from wm_langgraph.storage.archives import (
     ArchiveRecord,
@@ -65,7 +64,7 @@ def _check_prompt(name: str, template: object, **values: str) -> str | None:
         return None
     if not isinstance(template, str):
         raise TypeError(f"{name} must be a str or None, got {type(template).__name__}")
-    from wm_langgraph.engine.prompts import render_prompt
+    from wm_langgraph.writer.prompts import render_prompt
 
     render_prompt(template, **values)  # raises ValueError naming a missing/unknown placeholder
     return template
@@ -219,7 +218,7 @@ class WorkingMemory(AsyncTwins):
         if self._model is None:
             with self._model_lock:
                 if self._model is None:
-                    from wm_langgraph.models import resolve_default_model
+                    from wm_langgraph.writer.binding import resolve_default_model
 
                     self._model = resolve_default_model()
                     logger.info(

@@ -1,9 +1,9 @@
 """Open questions, TODOs and promised follow-ups in a transcript, and what settles them.
 
-Private to ``wm_langgraph.models``. Besides questions and TODO words, an open item is said as
-a labelled list ("Left: (1) …, (2) …", "Open: …", "Remaining: …", "剩下：…", "未决：…"), as
-"still need …" / "还没做", or as a promised follow-up ("I'll review it tomorrow",
-"我明天再看"). Each item of a labelled list is its own open issue (issue 14, found 7).
+Private to ``wm_langgraph.writer.offline``. Besides questions and TODO words, an open item is said
+as a labelled list ("Left: (1) …, (2) …", "Open: …", "Remaining: …", "剩下：…", "未决：…"), as
+"still need …" / "还没做", or as a promised follow-up ("I'll review it tomorrow", "我明天再看").
+Each item of a labelled list is its own open issue (issue 14, found 7).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 from wm_langgraph.document.sections import SECTIONS
-from wm_langgraph.models._lang import keywords, sentences, shorten
-from wm_langgraph.models._transcript import Turn
+from wm_langgraph.writer.offline._lang import keywords, sentences, shorten
+from wm_langgraph.writer.offline._transcript import Turn
 
 __all__ = [
     "QUESTION_RE",

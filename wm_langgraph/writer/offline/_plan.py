@@ -1,6 +1,6 @@
 """Decide the per-section ops of the offline heuristic summariser, as a careful model would.
 
-Private to ``wm_langgraph.models``. Input: the old sections and the findings of the new
+Private to ``wm_langgraph.writer.offline``. Input: the old sections and the findings of the new
 messages; output: ``{section: {"op": "KEEP" | "UPDATE" | "APPEND", ...}}`` for all seven
 sections, following the update prompt's rules: the title is kept, the current state updated,
 goals kept unless new ones appear (then old + new), facts / files / errors appended, open
@@ -18,14 +18,14 @@ from wm_langgraph.document.guards import SectionOp, guard_section
 from wm_langgraph.document.guards.key_facts import held_by
 from wm_langgraph.document.sections import SECTIONS, section_items
 from wm_langgraph.document.text import extract_anchors, extract_paths, missing_anchors
-from wm_langgraph.models._consolidate import (
+from wm_langgraph.writer.offline._consolidate import (
     consolidate_facts,
     consolidate_files,
     consolidate_goals,
     consolidate_issues,
 )
-from wm_langgraph.models._extract import Findings, relates, resolves
-from wm_langgraph.models._lang import keywords, repeats, shorten, similar
+from wm_langgraph.writer.offline._extract import Findings, relates, resolves
+from wm_langgraph.writer.offline._lang import keywords, repeats, shorten, similar
 
 __all__ = ["apply_ops", "plan_ops", "warned_limits", "warned_sections"]
 

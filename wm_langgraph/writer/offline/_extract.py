@@ -1,6 +1,6 @@
 """What the offline heuristic summariser extracts from a transcript.
 
-Private to ``wm_langgraph.models``. Given the parsed turns of the folded messages, it finds
+Private to ``wm_langgraph.writer.offline``. Given the parsed turns of the folded messages, it finds
 the session title, goals, the latest exchange, durable facts and decisions (with their
 reasons), the files touched and how, errors with the fixes that followed, user corrections,
 and open questions / TODOs together with the sentences that resolve them. Extractive and
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from wm_langgraph.document.text import extract_paths
-from wm_langgraph.models._files import (
+from wm_langgraph.writer.offline._files import (
     FileNote,
     call_paths,
     command_of,
@@ -22,7 +22,7 @@ from wm_langgraph.models._files import (
     tool_action,
     worth_listing,
 )
-from wm_langgraph.models._lang import (
+from wm_langgraph.writer.offline._lang import (
     Language,
     detect_language,
     first_sentence,
@@ -30,7 +30,7 @@ from wm_langgraph.models._lang import (
     sentences,
     shorten,
 )
-from wm_langgraph.models._open import (
+from wm_langgraph.writer.offline._open import (
     QUESTION_RE,
     REQUEST_RE,
     RESOLVED_RE,
@@ -40,7 +40,7 @@ from wm_langgraph.models._open import (
     resolves,
     without_headers,
 )
-from wm_langgraph.models._transcript import ToolCallRecord, Turn
+from wm_langgraph.writer.offline._transcript import ToolCallRecord, Turn
 
 __all__ = ["FileNote", "Findings", "extract_findings", "relates", "resolves"]
 

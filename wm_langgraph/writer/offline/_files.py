@@ -1,6 +1,6 @@
 """Which files a transcript touched, and how: the Files & Context material of the offline model.
 
-Private to ``wm_langgraph.models``. Path detection is
+Private to ``wm_langgraph.writer.offline``. Path detection is
 :func:`wm_langgraph.document.text.extract_paths` (the one the guards and the artifact trail
 use); this module only decides what each tool call did to a path (read / edited / created /
 ran …) and which paths seen in prose or tool output are worth listing at all.
@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 
 from wm_langgraph.document.text import extract_paths
-from wm_langgraph.models._lang import Language
-from wm_langgraph.models._transcript import ToolCallRecord
+from wm_langgraph.writer.offline._lang import Language
+from wm_langgraph.writer.offline._transcript import ToolCallRecord
 
 __all__ = [
     "FileNote",

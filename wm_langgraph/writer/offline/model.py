@@ -42,10 +42,10 @@ from wm_langgraph.document.sections import (
     parse_working_memory,
     render_working_memory,
 )
-from wm_langgraph.models._extract import Findings, extract_findings
-from wm_langgraph.models._plan import apply_ops, plan_ops
-from wm_langgraph.models._tools import asks_for_update, bind_openai_tools
-from wm_langgraph.models._transcript import extract_block, parse_transcript
+from wm_langgraph.writer.offline._extract import Findings, extract_findings
+from wm_langgraph.writer.offline._plan import apply_ops, plan_ops
+from wm_langgraph.writer.offline._transcript import extract_block, parse_transcript
+from wm_langgraph.writer.offline.tools import asks_for_update, bind_openai_tools
 
 __all__ = ["OfflineWorkingMemoryModel"]
 

@@ -1,6 +1,7 @@
 """Language helpers of the offline heuristic summariser: CJK detection, sentences, similarity.
 
-Private to ``wm_langgraph.models``. Pure functions, deterministic, English and Chinese aware.
+Private to ``wm_langgraph.writer.offline``. Pure functions, deterministic, English and Chinese
+aware.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@
   Working Memory document (validated, unwrapped from a code fence, normalised to the seven
   sections). A reply that is not a WM at all is a :class:`GenerationError`, never the new WM.
 - :func:`generate_update` — the update prompt with the ``update_working_memory`` tool bound and
-  forced (:func:`wm_langgraph.models.bind_update_tool`); returns the parsed section operations,
-  or ``None`` when the model made no tool call (the caller then falls back to create).
+  forced (:func:`wm_langgraph.writer.binding.bind_update_tool`); returns the parsed section
+  operations, or ``None`` when the model made no tool call (the caller then falls back to create).
 
 Both calls run as their own traced runs (``run_name`` ``"wm.create"`` / ``"wm.update"``, tags
 ``["wm_langgraph", "nostream"]`` — ``nostream`` keeps these internal completions out of a
@@ -19,7 +19,7 @@ caller's context variables copied, so tracing parents are kept) and raise
 :class:`GenerationError` when it has not finished in time; the abandoned call runs on until
 the model client returns or times out by itself and its result is discarded. At most one
 abandoned call per ``call_key`` (the engine passes the thread id) and
-``engine._calls.MAX_ABANDONED_CALLS`` in all exist; set the client's own timeout (e.g.
+``writer.calls.MAX_ABANDONED_CALLS`` in all exist; set the client's own timeout (e.g.
 ``ChatOpenAI(timeout=...)``) so they end. Without ``timeout`` no thread is started.
 
 Output limit: ``max_tokens`` is sent with the call (see ``engine._provider.output_limit_kwargs``);
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -44,13 +45,16 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from wm_langgraph.document.create_repair import repair_created_document
+from wm_langgraph.document.protocol import UPDATE_TOOL_NAME, UpdateReading, read_update_arguments
 from wm_langgraph.document.sections import (
     is_working_memory,
     normalise_working_memory,
     parse_working_memory,
     section_items,
 )
-from wm_langgraph.engine._invoke import (
+from wm_langgraph.messages import content_text
+from wm_langgraph.writer.binding import bind_update_tool
+from wm_langgraph.writer.calls import (
     TRACE_TAGS,
     ContextLengthError,
     GenerationError,
@@ -61,11 +65,8 @@ from wm_langgraph.engine._invoke import (
     limited,
     traced,
 )
-from wm_langgraph.engine._provider import reply_cut_off
-from wm_langgraph.engine._update_reply import RETRY_NOTE, UpdateReply, read_reply
-from wm_langgraph.engine.prompts import load_prompt, render_create_prompt, render_update_prompt
-from wm_langgraph.engine.render import content_text
-from wm_langgraph.models import bind_update_tool
+from wm_langgraph.writer.prompts import load_prompt, render_create_prompt, render_update_prompt
+from wm_langgraph.writer.provider import reply_cut_off
 
 __all__ = [
     "TRACE_TAGS",
@@ -79,6 +80,69 @@ __all__ = [
     "request_update",
     "validate_created_document",
 ]
+
+
+RETRY_NOTE = (
+    "Your update_working_memory call could not be read completely ({why}). Call "
+    "update_working_memory once more. Give a decision for these sections: {sections}. For every "
+    'other section give {{"op": "KEEP"}}. Write each decision completely and briefly.'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateReply:
+    """What an update call returned.
+
+    Attributes:
+        ops: The parsed section ops, or None when the reply has no update_working_memory call.
+        reading: What the parser could and could not read (None without a call).
+        cut_off: The reply stopped at its output limit.
+    """
+
+    ops: dict[str, dict[str, Any]] | None
+    reading: UpdateReading | None = None
+    cut_off: bool = False
+
+    @property
+    def retry_sections(self) -> tuple[str, ...]:
+        """Sections worth one targeted retry: unreadable ones and the one the cut went through
+        (its complete part is in ``ops`` meanwhile). Empty when nothing or everything failed
+        to read — a reply with no readable section takes the create fallback instead."""
+        if self.reading is None or not self.ops:
+            return ()
+        cut = (self.reading.cut,) if self.reading.cut else ()
+        return tuple(dict.fromkeys((*self.reading.unreadable, *cut)))
+
+
+def _update_arguments(reply: object) -> object | None:
+    """The raw arguments of the update_working_memory call in a reply, or None if there is none.
+
+    Looks at ``tool_calls`` (parsed dicts), then ``invalid_tool_calls`` (raw strings the
+    provider could not parse), then a legacy ``additional_kwargs["function_call"]``.
+    """
+    if not isinstance(reply, AIMessage):
+        raise GenerationError(f"update: unexpected model output of type {type(reply).__name__}")
+    for call in reply.tool_calls or []:
+        if call.get("name") == UPDATE_TOOL_NAME:
+            return call.get("args")
+    for bad in reply.invalid_tool_calls or []:
+        if bad.get("name") in {UPDATE_TOOL_NAME, None}:
+            return bad.get("args") or ""
+    legacy = (reply.additional_kwargs or {}).get("function_call")
+    if isinstance(legacy, Mapping) and legacy.get("name") == UPDATE_TOOL_NAME:
+        return legacy.get("arguments") or ""
+    return None
+
+
+def read_reply(reply: BaseMessage, limit: int | None) -> UpdateReply:
+    raw = _update_arguments(reply)
+    if raw is None:
+        return UpdateReply(None)
+    if not isinstance(raw, (str, Mapping)):
+        raw = {"raw": str(raw)}
+    cut = isinstance(reply, AIMessage) and reply_cut_off(reply, limit)
+    reading = read_update_arguments(raw, cut_off=cut)
+    return UpdateReply(reading.ops, reading, cut)
 
 
 # A headerless reply shorter than this cannot be a Working Memory (SPEC §5: not a WM at all).

@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
 from wm_langgraph.document.protocol import UPDATE_TOOL_NAME, UPDATE_WORKING_MEMORY_TOOL
-from wm_langgraph.models.openai import (
+from wm_langgraph.writer.openai import (
     API_KEY_ENV,
     BASE_URL_ENVS,
     MODEL_ENV,
@@ -71,7 +71,7 @@ def resolve_default_model(*, timeout: float | None = None) -> BaseChatModel:
         local = chat_openai_from_env(environ, timeout=timeout)
         if local is not None:
             return local
-    from wm_langgraph.models.offline import OfflineWorkingMemoryModel
+    from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
 
     if os.environ.get(MODEL_ENV, "").strip():
         logger.warning(

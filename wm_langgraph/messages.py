@@ -1,4 +1,4 @@
-"""Messages -> prompt text, token sizes of messages, and the artifact trail.
+"""Messages as text and tokens: the rendering the writer sees, and each message's token size.
 
 The create and update prompts show the model the messages being folded in (SPEC §5): each
 message's role and text, an assistant's tool calls (tool name and JSON arguments — the
@@ -22,12 +22,24 @@ Rendered format, one block per message, blocks separated by a blank line::
 
 Rendering never raises on odd content: content block lists contribute their text parts,
 images become ``[image]``, other blocks a short ``[<type>]`` placeholder.
+
+A message's token size is the size of its rendering (:func:`message_tokens`). Assemble runs
+before every model call over every live and pending message, so :class:`MessageTokenCache`
+keeps each message's count: it maps the message's id and a fingerprint of everything the
+rendering reads (class, content, name, role, tool calls, tool result fields) to its count. An
+edited message (same id, new content) misses and is counted afresh; the same message handed back
+as a new object (a checkpointer deserialises the state every invocation) hits. Only the id and a
+64-bit hash of the fingerprint are kept, not the content (about 250 bytes per entry); the oldest
+entries go first.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from langchain_core.messages import (
     AIMessage,
@@ -40,19 +52,124 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from wm_langgraph.document.text import extract_paths
 from wm_langgraph.document.tokens import TokenCounter, count_tokens
 
 __all__ = [
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD_TOKENS",
     "content_text",
-    "extract_paths_from_messages",
     "message_tokens",
     "render_message_blocks",
     "render_messages",
+    "safe_str",
     "truncate_text",
 ]
+
+
+DEFAULT_MAX_ENTRIES = 100_000
+"""Entries kept by default (about 25 MB when full)."""
+
+_PLAIN = frozenset({str, type(None)})  # numbers go through _frozen: True == 1, "True" != "1"
+# Everything render.message_tokens looks at, besides the class.
+_FIELDS = (
+    "content",
+    "name",
+    "role",
+    "type",
+    "tool_call_id",
+    "status",
+    "tool_calls",
+    "invalid_tool_calls",
+)
+
+
+def _tagged(value: object) -> str:
+    try:
+        text = value if isinstance(value, str) else str(value)
+    except Exception:
+        text = ""
+    return f"<{type(value).__module__}.{type(value).__qualname__}>{text}"
+
+
+def _frozen(value: object) -> object:
+    """A hashable stand-in for a non-plain ``value``: equal stand-ins render equally."""
+    if isinstance(value, list) and not value:
+        return list
+    return (type(value), json.dumps(value, ensure_ascii=False, default=_tagged))
+
+
+_PLANS: dict[type, tuple[tuple[str, bool], ...]] = {}
+
+
+def _plan(cls: type) -> tuple[tuple[str, bool], ...]:
+    """Which of ``_FIELDS`` a message class has: (name, is a pydantic field) pairs. Reading a
+    missing attribute of a pydantic model is slow, and its absence is implied by the class."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        model_fields = getattr(cls, "model_fields", {})
+        plan = tuple(
+            (name, name in model_fields)
+            for name in _FIELDS
+            if name in model_fields or hasattr(cls, name)
+        )
+        _PLANS[cls] = plan
+    return plan
+
+
+def _fingerprint(message: BaseMessage) -> int:
+    cls = type(message)
+    values = message.__dict__
+    parts: list[object] = [cls]
+    for name, is_field in _PLANS.get(cls) or _plan(cls):
+        value = values.get(name) if is_field else getattr(message, name, None)
+        parts.append(value if value.__class__ in _PLAIN else _frozen(value))
+    extra = values.get("additional_kwargs")
+    if extra and isinstance(extra, Mapping) and "function_call" in extra:
+        parts.append(_frozen(extra["function_call"]))
+    return hash(tuple(parts))
+
+
+class MessageTokenCache:
+    """``count(message)`` with memory: each distinct message is counted once per process.
+
+    Thread-safe; bounded to ``max_entries``: when full, the oldest tenth is evicted (a message
+    still live when its entry goes is counted once more). Messages whose fingerprint cannot be
+    built (e.g. circular content) are counted every time, uncached.
+    """
+
+    def __init__(
+        self, count: Callable[[BaseMessage], int], *, max_entries: int = DEFAULT_MAX_ENTRIES
+    ) -> None:
+        """Wrap ``count`` (message -> tokens, a pure function of the message)."""
+        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
+            raise ValueError(f"max_entries must be an int >= 1, got {max_entries!r}")
+        self._count = count
+        self._max = max_entries
+        self._entries: dict[tuple[Any, int], int] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __call__(self, message: BaseMessage) -> int:
+        """The token count of ``message`` (from the cache when this message was counted)."""
+        try:
+            key = (message.id, _fingerprint(message))
+        except Exception:  # unhashable or circular content: count it, keep nothing
+            return self._count(message)
+        cached = self._entries.get(key)  # a single dict read needs no lock
+        if cached is not None:
+            return cached
+        tokens = self._count(message)
+        with self._lock:
+            entries = self._entries
+            entries[key] = tokens
+            if len(entries) > self._max:  # dicts keep insertion order: drop the oldest tenth
+                drop = len(entries) - self._max + self._max // 10
+                for old in list(itertools.islice(entries, drop)):
+                    del entries[old]
+        return tokens
+
 
 MESSAGE_OVERHEAD_TOKENS = 4
 """Per-message overhead (role and separators) added by :func:`message_tokens`."""
@@ -68,7 +185,8 @@ _HEAD_SHARE = (
 )  # truncation keeps this share of the budget from the start, the rest from the end
 
 
-def _safe_str(value: object) -> str:
+def safe_str(value: object) -> str:
+    """``str(value)`` that never raises (an odd object becomes ``<TypeName>``)."""
     try:
         return value if isinstance(value, str) else str(value)
     except Exception:
@@ -77,9 +195,9 @@ def _safe_str(value: object) -> str:
 
 def _json(value: object) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False, default=_safe_str)
+        return json.dumps(value, ensure_ascii=False, default=safe_str)
     except (TypeError, ValueError):  # circular structures and the like
-        return _safe_str(value)
+        return safe_str(value)
 
 
 def _block_text(block: object, *, skip_tool_use: bool) -> tuple[str, int]:
@@ -88,17 +206,17 @@ def _block_text(block: object, *, skip_tool_use: bool) -> tuple[str, int]:
         return block, 0
     if not isinstance(block, Mapping):
         return f"[{type(block).__name__}]", 0
-    kind = _safe_str(block.get("type", "block"))
+    kind = safe_str(block.get("type", "block"))
     if kind in {"reasoning", "thinking"}:
         return "", 0  # private model reasoning is not part of the conversation record
     if kind == "text" or (kind not in _IMAGE_TYPES and isinstance(block.get("text"), str)):
-        return _safe_str(block.get("text", "")), 0
+        return safe_str(block.get("text", "")), 0
     if kind in _IMAGE_TYPES:
         return "[image]", 1
     if kind in _TOOL_USE_TYPES:
         if skip_tool_use:
             return "", 0  # the same call is rendered from tool_calls
-        return f"[{kind} {_safe_str(block.get('name', ''))}]".replace(" ]", "]"), 0
+        return f"[{kind} {safe_str(block.get('name', ''))}]".replace(" ]", "]"), 0
     return f"[{kind}]", 0
 
 
@@ -192,14 +310,14 @@ def _role(message: BaseMessage) -> str:
     elif isinstance(message, SystemMessage):
         role = "system"
     elif isinstance(message, ChatMessage):
-        role = _safe_str(message.role) or "chat"
+        role = safe_str(message.role) or "chat"
     elif isinstance(message, FunctionMessage):
-        role = f"function result {_safe_str(message.name)}"
+        role = f"function result {safe_str(message.name)}"
     else:
-        role = _safe_str(getattr(message, "type", "message")) or "message"
+        role = safe_str(getattr(message, "type", "message")) or "message"
     name = getattr(message, "name", None)
     if name and not isinstance(message, FunctionMessage):
-        role = f"{role} ({_safe_str(name)})"
+        role = f"{role} ({safe_str(name)})"
     return role
 
 
@@ -207,8 +325,8 @@ def _tool_call_lines(message: AIMessage, cap: int | None, counter: TokenCounter)
     def fmt(name: object, call_id: object, args_text: str, label: str = "tool call") -> str:
         if cap is not None:
             args_text = truncate_text(args_text, cap, counter)
-        ident = f" (id {_safe_str(call_id)})" if call_id else ""
-        return f"{label} {_safe_str(name or '?')}{ident}: {args_text}"
+        ident = f" (id {safe_str(call_id)})" if call_id else ""
+        return f"{label} {safe_str(name or '?')}{ident}: {args_text}"
 
     lines = [
         fmt(call.get("name"), call.get("id"), _json(call.get("args", {})))
@@ -216,13 +334,13 @@ def _tool_call_lines(message: AIMessage, cap: int | None, counter: TokenCounter)
     ]
     for bad in getattr(message, "invalid_tool_calls", None) or []:
         raw = bad.get("args")
-        line = fmt(bad.get("name"), bad.get("id"), _safe_str(raw or ""), "invalid tool call")
+        line = fmt(bad.get("name"), bad.get("id"), safe_str(raw or ""), "invalid tool call")
         if bad.get("error"):
-            line += f" [error: {_safe_str(bad.get('error'))}]"
+            line += f" [error: {safe_str(bad.get('error'))}]"
         lines.append(line)
     legacy = (getattr(message, "additional_kwargs", None) or {}).get("function_call")
     if not lines and isinstance(legacy, Mapping):
-        lines.append(fmt(legacy.get("name"), None, _safe_str(legacy.get("arguments", ""))))
+        lines.append(fmt(legacy.get("name"), None, safe_str(legacy.get("arguments", ""))))
     return lines
 
 
@@ -239,10 +357,10 @@ def _render_one(
     ``cap`` bounds tool outputs and tool-call arguments, ``text_cap`` every other message text.
     """
     if isinstance(message, ToolMessage):
-        call_id = _safe_str(getattr(message, "tool_call_id", "") or "")
+        call_id = safe_str(getattr(message, "tool_call_id", "") or "")
         name = message.name or tool_names.get(call_id) or "?"
-        status = _safe_str(getattr(message, "status", None) or "success")
-        header = f"[tool result {_safe_str(name)}, status={status}"
+        status = safe_str(getattr(message, "status", None) or "success")
+        header = f"[tool result {safe_str(name)}, status={status}"
         header += f", id {call_id}]" if call_id else "]"
         body, images = _content(message.content)
         if cap is not None:
@@ -265,7 +383,7 @@ def _tool_names(messages: Iterable[BaseMessage]) -> dict[str, str]:
         if isinstance(message, AIMessage):
             for call in message.tool_calls or []:
                 if call.get("id"):
-                    names[_safe_str(call["id"])] = _safe_str(call.get("name") or "?")
+                    names[safe_str(call["id"])] = safe_str(call.get("name") or "?")
     return names
 
 
@@ -353,56 +471,3 @@ def message_tokens(message: BaseMessage, counter: TokenCounter = count_tokens) -
     """
     text, images = _render_one(message, counter=counter, cap=None, tool_names={})
     return counter(text) + MESSAGE_OVERHEAD_TOKENS + IMAGE_TOKENS * images
-
-
-def _string_leaves(value: object) -> Iterable[str]:
-    """Every string inside a JSON-like value (keys excluded), depth first, in order."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _string_leaves(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _string_leaves(item)
-
-
-def _trail_texts(message: BaseMessage) -> Iterable[str]:
-    if isinstance(message, AIMessage):
-        for call in message.tool_calls or []:
-            yield from _string_leaves(call.get("args", {}))
-        for bad in message.invalid_tool_calls or []:
-            yield _safe_str(bad.get("args") or "")
-        legacy = (message.additional_kwargs or {}).get("function_call")
-        if isinstance(legacy, Mapping):
-            raw = legacy.get("arguments", "")
-            try:
-                yield from _string_leaves(json.loads(raw))
-            except (TypeError, ValueError):
-                yield _safe_str(raw)
-    elif isinstance(message, (ToolMessage, FunctionMessage)):
-        yield content_text(message.content)
-
-
-def extract_paths_from_messages(messages: Iterable[BaseMessage]) -> list[str]:
-    """The artifact trail: file paths in tool-call arguments and tool results, in order, unique.
-
-    Tool-call arguments are scanned value by value (so JSON escaping cannot mangle a path);
-    tool results are scanned as text. Path detection is
-    :func:`wm_langgraph.document.text.extract_paths`. User and assistant prose is not scanned
-    (the model sees it and records what matters).
-
-    Args:
-        messages: The messages being folded into the Working Memory.
-    """
-    seen: set[str] = set()
-    paths: list[str] = []
-    for message in messages:
-        for text in _trail_texts(message):
-            if not text:
-                continue
-            for path in extract_paths(text):
-                if path not in seen:
-                    seen.add(path)
-                    paths.append(path)
-    return paths

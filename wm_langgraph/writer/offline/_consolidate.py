@@ -1,7 +1,7 @@
 """Consolidation of oversized sections, done the way the update prompt asks when warned.
 
-Private to ``wm_langgraph.models``. Each function returns a new section body that keeps every
-item's substance — names, dates, numbers, paths (the anchors the guards check) — in fewer
+Private to ``wm_langgraph.writer.offline``. Each function returns a new section body that keeps
+every item's substance — names, dates, numbers, paths (the anchors the guards check) — in fewer
 bullets: Key Facts grouped by topic, Files & Context one entry per path grouped by directory,
 resolved Open Issues folded into one line, older goals folded into one line.
 
@@ -21,7 +21,7 @@ from wm_langgraph.document.guards.key_facts import held_by
 from wm_langgraph.document.sections import section_items
 from wm_langgraph.document.text import extract_paths, normalise_path
 from wm_langgraph.document.tokens import count_tokens
-from wm_langgraph.models._lang import item_anchors, keywords, lost_anchors, shorten, similar
+from wm_langgraph.writer.offline._lang import item_anchors, keywords, lost_anchors, shorten, similar
 
 __all__ = [
     "MAX_BULLETS",

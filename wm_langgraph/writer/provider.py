@@ -219,7 +219,7 @@ def output_limit_kwargs(model: BaseChatModel, wanted: int) -> tuple[dict[str, An
     Returns:
         The call arguments to bind, and the effective output limit (None when unknown).
     """
-    from wm_langgraph.models.openai import is_openai_chat_model, openai_output_limit_kwargs
+    from wm_langgraph.writer.openai import is_openai_chat_model, openai_output_limit_kwargs
 
     declared, own = _declared(model, "max_tokens")
     if isinstance(own, int) and own > 0:
