@@ -197,8 +197,8 @@ class Tuning:
 def window_limits(window: int) -> tuple[int, int]:
     """(usable tokens, WM size target) of a context window, as wm_langgraph computes them."""
     from wm_langgraph.config import WorkingMemoryConfig
+    from wm_langgraph.context.assemble import compute_budgets
     from wm_langgraph.document.compaction import size_contract
-    from wm_langgraph.engine.assemble import compute_budgets
 
     cfg = WorkingMemoryConfig(token_budget=window)
     usable = compute_budgets(window, cfg.reserve_tokens, cfg.archive_memory_tokens).usable
@@ -236,7 +236,7 @@ def _record_contexts(memory: Any, log: list[dict[str, int]]) -> None:
     beside the newest turn (the measure of the context-size runs)."""
     from langchain_core.messages import HumanMessage as Human
 
-    from wm_langgraph.engine.assemble import SUMMARY_HEADER
+    from wm_langgraph.context.assemble import SUMMARY_HEADER
 
     build = memory.build_context
 

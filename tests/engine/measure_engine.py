@@ -20,7 +20,7 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import agent_model, build_agent
 from wm_langgraph import OfflineWorkingMemoryModel, WorkingMemory, WorkingMemoryConfig, count_tokens
-from wm_langgraph.engine.assemble import compute_budgets
+from wm_langgraph.context.assemble import compute_budgets
 
 
 def _msgs(start: int, n: int) -> list[Any]:

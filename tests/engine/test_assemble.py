@@ -13,14 +13,14 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from wm_langgraph.document.sections import parse_working_memory, render_working_memory
-from wm_langgraph.engine.assemble import (
+from wm_langgraph.context.assemble import (
     SUMMARY_HEADER,
     Budgets,
     assemble_context,
     compute_budgets,
     fit_working_memory,
 )
+from wm_langgraph.document.sections import parse_working_memory, render_working_memory
 from wm_langgraph.messages import message_tokens
 
 ADDITION = "The [Session History Summary] is compressed; trust the active messages."

@@ -21,8 +21,8 @@ from tests.engine._size_support import (
     user_message,
 )
 from wm_langgraph import WorkingMemory, WorkingMemoryConfig, WorkingMemoryState
+from wm_langgraph.context.assemble import SUMMARY_HEADER, assemble_context, compute_budgets
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
-from wm_langgraph.engine.assemble import SUMMARY_HEADER, assemble_context, compute_budgets
 from wm_langgraph.messages import message_tokens
 
 ADDITION = "The [Session History Summary] is compressed; trust the active messages."

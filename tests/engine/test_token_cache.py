@@ -19,7 +19,7 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.fakes import ScriptedChatModel
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.assemble import assemble_context
+from wm_langgraph.context.assemble import assemble_context
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.messages import MessageTokenCache, message_tokens
 

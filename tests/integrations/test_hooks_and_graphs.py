@@ -21,7 +21,7 @@ from tests.integrations.helpers import (
     wm_model,
 )
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.assemble import SUMMARY_HEADER
+from wm_langgraph.context.assemble import SUMMARY_HEADER
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.state import WorkingMemoryState
 

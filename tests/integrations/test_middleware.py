@@ -22,7 +22,7 @@ from tests.integrations.helpers import (
 )
 from wm_langgraph import WorkingMemoryMiddleware
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.assemble import SUMMARY_HEADER, compute_budgets
+from wm_langgraph.context.assemble import SUMMARY_HEADER, compute_budgets
 
 
 @tool

@@ -28,7 +28,7 @@ from langgraph.store.memory import InMemoryStore
 from tests.fakes import ScriptedChatModel
 from tests.integrations.helpers import CollectingTracer, agent_model, wm_model
 from wm_langgraph import WorkingMemory, WorkingMemoryConfig, WorkingMemoryMiddleware
-from wm_langgraph.engine.assemble import SUMMARY_HEADER
+from wm_langgraph.context.assemble import SUMMARY_HEADER
 
 WRITER_MARK = "# Working Memory"
 

@@ -27,6 +27,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.context.assemble import compute_budgets
 from wm_langgraph.engine._checkpoints import (
     CheckpointTimelines,
     TimelinePointer,
@@ -35,7 +36,6 @@ from wm_langgraph.engine._checkpoints import (
     require_checkpointer,
 )
 from wm_langgraph.engine._phase1 import Phase1Result, archive_oldest
-from wm_langgraph.engine.assemble import compute_budgets
 from wm_langgraph.engine.runner import Phase2Runner
 from wm_langgraph.engine.window import (
     MessageCounter,

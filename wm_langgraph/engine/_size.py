@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.context.assemble import compute_budgets
 from wm_langgraph.document.compaction import SizeContract, enforce_size_contract, size_contract
 from wm_langgraph.document.sections import is_working_memory
 from wm_langgraph.document.tokens import TokenCounter
-from wm_langgraph.engine.assemble import compute_budgets
 
 __all__ = ["SIZE_DECISION_SECTION", "contract_for", "fit_to_contract"]
 

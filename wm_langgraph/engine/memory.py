@@ -27,14 +27,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
 from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.context.assemble import AssembledContext, assemble_context, pending_messages
 from wm_langgraph.document.tokens import TokenCounter, count_tokens
 from wm_langgraph.engine._async import AsyncTwins
 from wm_langgraph.engine._binding import graph_store, reject_foreign_summaries
 from wm_langgraph.engine._hooks import NodeHook
-from wm_langgraph.engine._pending import pending_messages
 from wm_langgraph.engine._scoping import MemoryScope, Scoper, check_name
 from wm_langgraph.engine._session import Session
-from wm_langgraph.engine.assemble import AssembledContext, assemble_context
 from wm_langgraph.engine.commit import (
     CommitDeps,
     CommitState,

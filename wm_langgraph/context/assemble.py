@@ -31,13 +31,18 @@ When the layers do not fit, in this order:
 
 A tool result whose call is not among the messages before it (the call is archived and folded)
 is left out: OpenAI-style APIs reject it. Only the engine writes the ``[Session History
-Summary]`` message: in any other message a line starting with that header is shown quoted
-(see ``_model_input``).
+Summary]`` message: in any other message a line starting with that header is shown quoted.
+
+Pending archives (:func:`pending_messages`) are older than every live message, so only the
+newest of them can ever fit: they are read newest first and only until their stored token
+counts fill the room the live messages and the WM's share leave; older records are never
+fetched or deserialised.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,19 +51,15 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    RemoveMessage,
     SystemMessage,
     ToolMessage,
 )
 
-from wm_langgraph.engine._model_input import (
-    SUMMARY_HEADER,
-    drop_orphan_tool_results,
-    neutralise_summary_headers,
-    neutralise_text,
-    split_system_messages,
-)
-from wm_langgraph.engine._wm_fit import fit_document
+from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.context.fit import fit_document
 from wm_langgraph.messages import content_text
+from wm_langgraph.storage.archives import ArchiveStore
 
 __all__ = [
     "SUMMARY_HEADER",
@@ -68,6 +69,105 @@ __all__ = [
     "compute_budgets",
     "fit_working_memory",
 ]
+
+
+SUMMARY_HEADER = "[Session History Summary]"
+"""First line of the user message that carries the Working Memory (re-exported by assemble)."""
+QUOTEDSUMMARY_HEADER = "[quoted text: Session History Summary]"
+"""What a ``[Session History Summary]`` line that the engine did not write is shown as."""
+
+_HEADER_LINE_RE = re.compile(r"(?m)^(\s*)" + re.escape(SUMMARY_HEADER))
+
+
+def neutralise_text(text: str) -> str:
+    """``text`` with every line that starts with the summary header (after any blank space)
+    shown as quoted text instead."""
+    if SUMMARY_HEADER not in text:
+        return text
+    return _HEADER_LINE_RE.sub(lambda m: m.group(1) + QUOTEDSUMMARY_HEADER, text)
+
+
+def _neutral_content(content: Any) -> Any:
+    if isinstance(content, str):
+        return neutralise_text(content)
+    if isinstance(content, list):
+        out: list[Any] = []
+        for block in content:
+            if isinstance(block, str):
+                out.append(neutralise_text(block))
+            elif isinstance(block, dict) and isinstance(block.get("text"), str):
+                out.append({**block, "text": neutralise_text(block["text"])})
+            else:
+                out.append(block)
+        return out
+    return content
+
+
+def neutralise_summary_headers(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Only the engine writes the ``[Session History Summary]`` message, and the system-prompt
+    addition tells the model to read it as the summary of earlier turns. A message of the
+    conversation whose text starts a line with that header (a pasted or forged summary) is
+    shown with the header quoted (a copy; the state keeps the message verbatim)."""
+    out: list[BaseMessage] = []
+    for message in messages:
+        content = _neutral_content(message.content)
+        out.append(
+            message
+            if content == message.content
+            else message.model_copy(update={"content": content})
+        )
+    return out
+
+
+def split_system_messages(
+    pending: Sequence[BaseMessage], live: Sequence[BaseMessage]
+) -> tuple[list[SystemMessage], list[BaseMessage], int]:
+    """Sort the pending-archive and live messages into system text and conversation.
+
+    The system message at the head of the live messages is the thread's system prompt and is
+    always shown. Of the later system messages (notes added during the conversation, perhaps
+    one per turn; they are counted and archived like any message) only the newest is shown,
+    folded into the leading system message next to the system prompt: it is the instruction in
+    force, and the prompt stays inside the budget however many were added.
+
+    Returns:
+        The system messages to fold (system prompt first), the other messages in order, and how
+        many older system messages were left out.
+    """
+    pinned: list[SystemMessage] = []
+    if live and isinstance(live[0], SystemMessage):
+        pinned.append(live[0])
+        live = live[1:]
+    notes: list[SystemMessage] = []
+    body: list[BaseMessage] = []
+    for message in [*pending, *live]:
+        if isinstance(message, RemoveMessage):  # a removal request, not a message
+            continue
+        if isinstance(message, SystemMessage):
+            notes.append(message)
+        else:
+            body.append(message)
+    return pinned + notes[-1:], body, max(0, len(notes) - 1)
+
+
+def drop_orphan_tool_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` without the tool results whose call no earlier message shows.
+
+    OpenAI-style APIs reject a tool message that does not answer a call of an earlier assistant
+    message. Phase 1 never archives a call that still waits for its results, but an archive
+    written before that rule, or a state edited by hand, can leave a result whose call is only
+    in the Working Memory: the model sees the call's effect there, not a dangling result.
+    """
+    called: set[str] = set()
+    kept: list[BaseMessage] = []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            called.update(str(c.get("id")) for c in message.tool_calls or [] if c.get("id"))
+            called.update(str(c.get("id")) for c in message.invalid_tool_calls or [] if c.get("id"))
+        elif isinstance(message, ToolMessage) and message.tool_call_id not in called:
+            continue
+        kept.append(message)
+    return kept
 
 
 MessageCounter = Callable[[BaseMessage], int]
@@ -391,3 +491,38 @@ def assemble_context(
         budgets=budgets,
         wm_omitted=omitted if summary is not None else 0,
     )
+
+
+def pending_messages(
+    archives: ArchiveStore,
+    config: WorkingMemoryConfig,
+    thread_id: str,
+    pending_ids: Sequence[str],
+    *,
+    live_tokens: int,
+    document_tokens: int,
+) -> list[BaseMessage]:
+    """The messages of the pending archives that assemble could show, in archive order.
+
+    Args:
+        archives: The thread's archive store.
+        config: Its budgets.
+        thread_id: The thread.
+        pending_ids: The pending archive ids, oldest first.
+        live_tokens: Tokens of the live messages.
+        document_tokens: Tokens of the current WM (0 without one).
+    """
+    if not pending_ids:
+        return []
+    budgets = compute_budgets(
+        config.token_budget, config.reserve_tokens, config.archive_memory_tokens
+    )
+    room = budgets.usable - min(document_tokens, budgets.archive) - live_tokens
+    records, complete = archives.get_recent_archives(thread_id, pending_ids, room)
+    messages = [m for record in records for m in record.messages]
+    if not complete:
+        # Messages before the first user message belong to a turn that starts in an archive
+        # not read; that turn is larger than the room, so it cannot be shown: drop them.
+        first = next((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), None)
+        messages = messages[first:] if first is not None else []
+    return messages
