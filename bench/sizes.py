@@ -174,7 +174,7 @@ def _size_runs(
     from wm_langgraph import WorkingMemory, WorkingMemoryConfig
     from wm_langgraph.document.sections import SECTIONS, parse_working_memory
     from wm_langgraph.document.tokens import count_tokens
-    from wm_langgraph.engine._size import contract_for
+    from wm_langgraph.phase2.size import contract_for
 
     session = generate_session("coding", seed, commits)
     out: list[SizeRun] = []

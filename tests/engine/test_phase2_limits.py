@@ -13,9 +13,9 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import FACT_RE, WMWriter, folded_text
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine._batching import WriterLimits, plan_batch
 from wm_langgraph.engine.memory import WorkingMemory
 from wm_langgraph.messages import render_messages
+from wm_langgraph.phase2.batching import WriterLimits, plan_batch
 from wm_langgraph.storage.archives import ArchiveRecord
 from wm_langgraph.writer import calls as _calls
 from wm_langgraph.writer.provider import ContextOverflow

@@ -14,7 +14,6 @@ from langchain_core.messages import (
 )
 
 from wm_langgraph.document.tokens import count_tokens
-from wm_langgraph.engine.trails import extract_paths_from_messages
 from wm_langgraph.messages import (
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD_TOKENS,
@@ -23,6 +22,7 @@ from wm_langgraph.messages import (
     render_messages,
     truncate_text,
 )
+from wm_langgraph.phase2.trails import extract_paths_from_messages
 
 
 def _tool_turn() -> list[BaseMessage]:

@@ -20,7 +20,7 @@ from wm_langgraph import (
 )
 from wm_langgraph.document.protocol import TOKEN_THRESHOLD
 from wm_langgraph.document.tokens import count_tokens
-from wm_langgraph.engine._size import contract_for
+from wm_langgraph.phase2.size import contract_for
 
 
 def _messages(session: Session, start: int, end: int) -> list[BaseMessage]:

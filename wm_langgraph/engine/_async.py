@@ -17,7 +17,7 @@ from wm_langgraph.state import WorkingMemoryState
 
 if TYPE_CHECKING:
     from wm_langgraph.engine._hooks import NodeHook
-    from wm_langgraph.engine.runner import Phase2Runner
+    from wm_langgraph.phase2.runner import Phase2Runner
     from wm_langgraph.storage.archives import ArchiveRecord
 
 __all__ = ["AsyncTwins"]

@@ -25,7 +25,7 @@ from wm_langgraph.engine._binding import (
 )
 from wm_langgraph.engine._hooks import HookFn
 from wm_langgraph.engine._session import Session
-from wm_langgraph.engine.commit import unfolded_archive_ids
+from wm_langgraph.phase2.graph import unfolded_archive_ids
 from wm_langgraph.storage.archives import (
     ArchiveRecord,
     ArchiveStatus,

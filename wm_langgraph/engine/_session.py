@@ -36,7 +36,6 @@ from wm_langgraph.engine._checkpoints import (
     require_checkpointer,
 )
 from wm_langgraph.engine._phase1 import Phase1Result, archive_oldest
-from wm_langgraph.engine.runner import Phase2Runner
 from wm_langgraph.engine.window import (
     MessageCounter,
     account_messages,
@@ -46,6 +45,7 @@ from wm_langgraph.engine.window import (
     new_messages_start,
     newest_turn_start,
 )
+from wm_langgraph.phase2.runner import Phase2Runner
 from wm_langgraph.state import META_KEY, WorkingMemoryMeta, clamp_meta
 from wm_langgraph.storage.archives import ArchiveStore, thread_id_from_config
 

@@ -34,14 +34,14 @@ from wm_langgraph.engine._binding import graph_store, reject_foreign_summaries
 from wm_langgraph.engine._hooks import NodeHook
 from wm_langgraph.engine._scoping import MemoryScope, Scoper, check_name
 from wm_langgraph.engine._session import Session
-from wm_langgraph.engine.commit import (
+from wm_langgraph.messages import MessageTokenCache, message_tokens
+from wm_langgraph.phase2.graph import (
     CommitDeps,
     CommitState,
     build_commit_graph,
     unfolded_archive_ids,
 )
-from wm_langgraph.engine.runner import Phase2Runner
-from wm_langgraph.messages import MessageTokenCache, message_tokens
+from wm_langgraph.phase2.runner import Phase2Runner
 from wm_langgraph.state import MODEL_INPUT_KEY
 from wm_langgraph.storage.archives import (
     ArchiveRecord,

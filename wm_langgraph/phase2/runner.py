@@ -4,7 +4,7 @@
   round (one batch, or one archive in slices, per round: ``engine.commit``). Jobs of one
   thread run one at a time, in order; a job submitted while an earlier one of the same
   timeline is queued or running is merged into it (Phase 2 runs once per commit, never twice).
-- Background rounds run in a :class:`~wm_langgraph.engine._pool.FairPool`: threads take turns
+- Background rounds run in a :class:`~wm_langgraph.phase2.pool.FairPool`: threads take turns
   round by round, and a round hung on its writer call stops holding one of the
   ``phase2_workers`` slots after ``phase2_stall_seconds``, so neither one thread's backlog nor
   four hung writers can starve a healthy thread.
@@ -39,8 +39,8 @@ from langchain_core.callbacks import BaseCallbackManager
 from langgraph.graph.state import CompiledStateGraph
 
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine._pool import FairPool
-from wm_langgraph.engine.commit import RETRY_DEFERRED_META, commit_run_config
+from wm_langgraph.phase2.graph import RETRY_DEFERRED_META, commit_run_config
+from wm_langgraph.phase2.pool import FairPool
 from wm_langgraph.storage.archives import ArchiveStore
 
 __all__ = ["JobOutcome", "Phase2Runner", "background_callbacks"]

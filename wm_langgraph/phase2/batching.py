@@ -23,8 +23,8 @@ from langchain_core.messages import BaseMessage
 
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.tokens import TokenCounter
-from wm_langgraph.engine.trails import extract_paths_from_messages
 from wm_langgraph.messages import render_message_blocks
+from wm_langgraph.phase2.trails import extract_paths_from_messages
 from wm_langgraph.storage.archives import ArchiveRecord
 from wm_langgraph.writer.provider import ContextOverflow
 

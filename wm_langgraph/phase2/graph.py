@@ -65,9 +65,9 @@ from wm_langgraph.document.merge import merge_working_memory
 from wm_langgraph.document.sections import SECTIONS, is_working_memory, parse_working_memory
 from wm_langgraph.document.text import paths_listed
 from wm_langgraph.document.tokens import TokenCounter
-from wm_langgraph.engine._batching import MIN_MESSAGES_BUDGET, WriterLimits, plan_batch
-from wm_langgraph.engine._size import contract_for, fit_to_contract
-from wm_langgraph.engine.trails import extract_errors_from_messages, missing_errors
+from wm_langgraph.phase2.batching import MIN_MESSAGES_BUDGET, WriterLimits, plan_batch
+from wm_langgraph.phase2.size import contract_for, fit_to_contract
+from wm_langgraph.phase2.trails import extract_errors_from_messages, missing_errors
 from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, WorkingMemoryVersion
 from wm_langgraph.writer.binding import ToolCallingNotSupportedError
 from wm_langgraph.writer.calls import CallTimeoutError
