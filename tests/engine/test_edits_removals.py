@@ -15,7 +15,7 @@ from langchain_core.messages import HumanMessage, RemoveMessage
 from tests.engine._paths import PATHS, make
 from tests.engine._support import user
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.window import account_messages, pending_tokens_of, rebuild_meta
+from wm_langgraph.phase1.window import account_messages, pending_tokens_of, rebuild_meta
 from wm_langgraph.state import empty_meta
 
 NO_COMMIT = WorkingMemoryConfig(

@@ -154,7 +154,7 @@ def test_a_fork_from_before_any_hook_ran_starts_without_the_other_branch_memory(
 
 
 def test_an_empty_meta_channel_is_an_empty_lineage_only_outside_subgraphs():
-    from wm_langgraph.engine._checkpoints import graph_meta
+    from wm_langgraph.phase1.session import graph_meta
 
     def config(namespace: str, value):
         return {

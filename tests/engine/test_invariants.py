@@ -30,7 +30,7 @@ from tests.fakes import ScriptedChatModel
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.engine.memory import WorkingMemory
-from wm_langgraph.engine.window import pending_tokens_of
+from wm_langgraph.phase1.window import pending_tokens_of
 from wm_langgraph.state import archive_aware_add_messages
 
 SMALL = WorkingMemoryConfig(token_budget=3000, commit_keep_recent_count=5, background=False)

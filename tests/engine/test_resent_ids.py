@@ -14,7 +14,7 @@ from langchain_core.messages import HumanMessage, RemoveMessage
 from tests.engine._paths import PATHS, archived_ids, conversation_ids, make
 from tests.engine._support import user
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.window import pending_tokens_of
+from wm_langgraph.phase1.window import pending_tokens_of
 
 EVERY_TURN = WorkingMemoryConfig(
     token_budget=3000,

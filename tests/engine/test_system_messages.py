@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from tests.engine._paths import PATHS, archived_ids, make
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import compute_budgets
-from wm_langgraph.engine.window import account_messages, conversation, pending_tokens_of
+from wm_langgraph.phase1.window import account_messages, conversation, pending_tokens_of
 from wm_langgraph.state import empty_meta
 
 BUDGET = WorkingMemoryConfig(token_budget=4000, background=False)

@@ -4,7 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from wm_langgraph.engine.window import (
+from wm_langgraph.messages import MessageTokenCache
+from wm_langgraph.phase1.window import (
     account_messages,
     ensure_message_ids,
     live_tokens,
@@ -12,7 +13,6 @@ from wm_langgraph.engine.window import (
     rebuild_meta,
     safe_split,
 )
-from wm_langgraph.messages import MessageTokenCache
 from wm_langgraph.state import empty_meta
 
 

@@ -33,7 +33,7 @@ from _rel_stats import add
 from fakes import tool_reply
 
 from wm_langgraph import parse_working_memory, render_working_memory
-from wm_langgraph.engine._session import Session
+from wm_langgraph.phase1.session import Session
 
 # -- the WM model: healthy marker log, faults on cue ---------------------------------------------
 

@@ -43,7 +43,7 @@ from tests.engine._paths import PATHS, Driver, make
 from wm_langgraph import SECTIONS, parse_working_memory
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import SUMMARY_HEADER, compute_budgets
-from wm_langgraph.engine.window import pending_tokens_of
+from wm_langgraph.phase1.window import pending_tokens_of
 
 pytestmark = pytest.mark.fuzz
 

@@ -24,7 +24,7 @@ from wm_langgraph.engine._binding import (
     reject_foreign_summaries,
 )
 from wm_langgraph.engine._hooks import HookFn
-from wm_langgraph.engine._session import Session
+from wm_langgraph.phase1.session import Session
 from wm_langgraph.phase2.graph import unfolded_archive_ids
 from wm_langgraph.storage.archives import (
     ArchiveRecord,

@@ -33,8 +33,8 @@ from wm_langgraph.engine._async import AsyncTwins
 from wm_langgraph.engine._binding import graph_store, reject_foreign_summaries
 from wm_langgraph.engine._hooks import NodeHook
 from wm_langgraph.engine._scoping import MemoryScope, Scoper, check_name
-from wm_langgraph.engine._session import Session
 from wm_langgraph.messages import MessageTokenCache, message_tokens
+from wm_langgraph.phase1.session import Session
 from wm_langgraph.phase2.graph import (
     CommitDeps,
     CommitState,

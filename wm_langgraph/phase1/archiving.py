@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from wm_langgraph.engine.window import MessageCounter, conversation, rebuild_meta, safe_split
 from wm_langgraph.messages import content_text
+from wm_langgraph.phase1.window import MessageCounter, conversation, rebuild_meta, safe_split
 from wm_langgraph.state import WorkingMemoryMeta
 from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, digest_of, now_iso
 
