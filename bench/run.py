@@ -241,7 +241,7 @@ def _hook_seconds(system: str, model: Any, base: list[Any], turn: list[Any]) -> 
         from langgraph.store.memory import InMemoryStore
 
         from wm_langgraph.config import WorkingMemoryConfig
-        from wm_langgraph.engine.memory import WorkingMemory
+        from wm_langgraph.memory import WorkingMemory
 
         cfg = WorkingMemoryConfig(
             token_budget=10_000_000, commit_token_threshold_ratio=1.0, background=False

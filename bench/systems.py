@@ -287,8 +287,8 @@ def build_system(
         return sum(1 for r in summariser.records if r.outcome != "raised")
 
     if name in {"wm_langgraph", "wm_no_guards"}:
-        from wm_langgraph.adapters.middleware import WorkingMemoryMiddleware
         from wm_langgraph.config import WorkingMemoryConfig
+        from wm_langgraph.middleware import WorkingMemoryMiddleware
 
         wm_store = store if store is not None else InMemoryStore()
         ratio = 0.0 if tuning.every_turn else min(1.0, tuning.chunk_tokens / tuning.budget)

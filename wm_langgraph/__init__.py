@@ -3,7 +3,6 @@
 Public API only through this module. See README.md.
 """
 
-from wm_langgraph.adapters.middleware import WorkingMemoryAgentState, WorkingMemoryMiddleware
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.merge import GuardDecision, MergeResult, merge_working_memory
 from wm_langgraph.document.protocol import (
@@ -19,8 +18,9 @@ from wm_langgraph.document.sections import (
     render_working_memory,
 )
 from wm_langgraph.document.tokens import count_tokens
-from wm_langgraph.engine._binding import ConflictingMiddlewareError
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.integration.binding import ConflictingMiddlewareError
+from wm_langgraph.memory import WorkingMemory
+from wm_langgraph.middleware import WorkingMemoryAgentState, WorkingMemoryMiddleware
 from wm_langgraph.state import (
     ModelInputMessages,
     WorkingMemoryReactState,

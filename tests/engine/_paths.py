@@ -30,7 +30,7 @@ from wm_langgraph import (
     archive_aware_add_messages,
 )
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

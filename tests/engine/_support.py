@@ -11,7 +11,7 @@ from langgraph.graph import END, START, StateGraph
 
 from tests.fakes import ScriptedChatModel
 from wm_langgraph.document.sections import SECTIONS, render_working_memory
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.state import WorkingMemoryState
 
 FACT_RE = re.compile(r"FACT-\d{3}")

@@ -9,7 +9,7 @@ from langgraph.store.memory import InMemoryStore
 from tests.fakes import ScriptedChatModel
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 
 CONFIG = WorkingMemoryConfig(token_budget=8000, background=False)
 

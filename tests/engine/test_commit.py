@@ -13,7 +13,7 @@ from tests.engine._support import FACT_RE, WMWriter, is_update_call, prior_text,
 from tests.fakes import ScriptedChatModel
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 
 CONFIG = WorkingMemoryConfig(token_budget=8000, background=False, max_tool_output_tokens=50)
 

@@ -18,7 +18,7 @@ from tests.engine._support import (
     user,
 )
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.storage.sqlite import open_sqlite
 
 SMALL = WorkingMemoryConfig(token_budget=3000, commit_keep_recent_count=6)

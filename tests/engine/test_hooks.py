@@ -15,7 +15,7 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import WMWriter, user
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 
 CFG = {"configurable": {"thread_id": "hand-built"}}
 

@@ -29,7 +29,7 @@ from tests.engine._support import (
 from tests.fakes import ScriptedChatModel
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.phase1.window import pending_tokens_of
 from wm_langgraph.state import archive_aware_add_messages
 

@@ -13,7 +13,7 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import FACT_RE, WMWriter, folded_text
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.messages import render_messages
 from wm_langgraph.phase2.batching import WriterLimits, plan_batch
 from wm_langgraph.storage.archives import ArchiveRecord

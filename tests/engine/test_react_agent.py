@@ -10,7 +10,7 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import WMWriter, agent_model, assert_nothing_lost, user
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

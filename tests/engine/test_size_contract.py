@@ -16,8 +16,8 @@ from wm_langgraph import WorkingMemory, WorkingMemoryConfig, render_working_memo
 from wm_langgraph.document.compaction import moved_count
 from wm_langgraph.document.sections import SECTIONS
 from wm_langgraph.document.tokens import count_tokens
-from wm_langgraph.engine.recall import archive_search_text
 from wm_langgraph.phase2.size import contract_for
+from wm_langgraph.recall.tools import archive_search_text
 
 UPDATE_TOOL = "update_working_memory"
 

@@ -10,7 +10,7 @@ from tests.engine._support import is_update_call
 from tests.fakes import ScriptedChatModel
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 
 CONFIG = WorkingMemoryConfig(token_budget=8000, background=False)
 

@@ -20,7 +20,7 @@ from langgraph.store.memory import InMemoryStore
 from tests.fakes import ScriptedChatModel
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import assemble_context
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.messages import MessageTokenCache, message_tokens
 
 CFG = {"configurable": {"thread_id": "tokens"}}

@@ -16,7 +16,7 @@ from langgraph.store.memory import InMemoryStore
 from tests.engine._paths import PATHS, make
 from tests.engine._support import WMWriter, user
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.phase1.window import safe_split
 
 CONFIG = WorkingMemoryConfig(token_budget=8000, commit_keep_recent_count=2, background=False)

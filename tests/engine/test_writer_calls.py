@@ -22,7 +22,7 @@ from wm_langgraph.config import (
     WorkingMemoryConfig,
 )
 from wm_langgraph.document.sections import SECTIONS, render_working_memory
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.writer.openai import chat_openai_from_env
 from wm_langgraph.writer.provider import classify_error, context_overflow, output_token_limit
 

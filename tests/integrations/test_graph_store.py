@@ -21,7 +21,7 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.integrations.helpers import agent_model, ids, wm_model
 from wm_langgraph import NoStoreError, WorkingMemory, WorkingMemoryConfig, WorkingMemoryMiddleware
-from wm_langgraph.engine.recall import archive_search_text
+from wm_langgraph.recall.tools import archive_search_text
 
 EVERY_TURN = WorkingMemoryConfig(
     token_budget=6_000,

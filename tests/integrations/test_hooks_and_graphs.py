@@ -22,7 +22,7 @@ from tests.integrations.helpers import (
 )
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import SUMMARY_HEADER
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.state import WorkingMemoryState
 
 

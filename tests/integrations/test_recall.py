@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
-from wm_langgraph.engine.recall import (
+from wm_langgraph.recall.tools import (
     MAX_HIT_CHARS,
     MAX_SEARCH_HITS,
     PAGE_CHARS,

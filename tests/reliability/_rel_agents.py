@@ -42,7 +42,7 @@ from wm_langgraph import WorkingMemoryMiddleware, open_sqlite, parse_working_mem
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import SUMMARY_HEADER, compute_budgets
 from wm_langgraph.document.sections import item_key, section_items
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.storage.archives import ArchiveStore
 
 __all__ = [

@@ -66,7 +66,7 @@ def setup_postgres(url: str) -> None:
 def _worker(url: str, name: str) -> None:
     from _rel_harness import Conversation, MarkerModel, build_agent
 
-    from wm_langgraph.engine.memory import WorkingMemory
+    from wm_langgraph.memory import WorkingMemory
 
     delay = {"seconds": 0.02}
 

@@ -28,7 +28,7 @@ from _rel_harness import Conversation, MarkerModel, build_agent, check_thread
 from _rel_stats import add
 
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.storage.archives import ArchiveStore
 from wm_langgraph.storage.sqlite import open_sqlite
 

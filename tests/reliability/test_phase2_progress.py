@@ -37,7 +37,7 @@ from langgraph.store.memory import InMemoryStore
 
 from wm_langgraph import SECTIONS, WorkingMemoryMiddleware, count_tokens, render_working_memory
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 
 WAIT_S = 60.0
 MARK_RE = re.compile(r"(?:BLOCK|PASTE)-[A-Z0-9]+")

@@ -34,7 +34,7 @@ from _rel_harness import Conversation, MarkerModel, build_agent, check_assemble,
 from _rel_pg import CONFIG, postgres_backend, setup_postgres
 from _rel_stats import add
 
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.storage.archives import ArchiveStore
 
 pytestmark = pytest.mark.postgres

@@ -17,7 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.storage.archives import ArchiveStore
 
 CONFIG = WorkingMemoryConfig(

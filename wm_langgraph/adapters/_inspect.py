@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
 from wm_langgraph.adapters._runtime import persistence
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.state import META_KEY
 from wm_langgraph.storage.archives import ROOT_LABEL, SCOPE_PREFIX
 from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel

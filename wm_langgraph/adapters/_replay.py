@@ -20,7 +20,7 @@ from wm_langgraph.adapters._chat_jsonl import load_chat_jsonl, split_turns
 from wm_langgraph.adapters._report import Reporter
 from wm_langgraph.adapters._runtime import free_thread_id, persistence
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.state import WorkingMemoryState
 
 __all__ = ["replay_file"]

@@ -17,7 +17,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.storage.archives import ArchiveRecord
 
 __all__ = ["ReportSummary", "Reporter", "interventions", "progress_bar"]

@@ -45,10 +45,10 @@ from wm_langgraph.adapters._chat_jsonl import parse_chat_lines, split_turns
 from wm_langgraph.adapters._report import Reporter
 from wm_langgraph.adapters._runtime import free_thread_id, persistence
 from wm_langgraph.adapters._session_facts import check_retention, retention_lines, session_facts
-from wm_langgraph.adapters.middleware import WorkingMemoryMiddleware
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS
 from wm_langgraph.messages import message_tokens
+from wm_langgraph.middleware import WorkingMemoryMiddleware
 from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
 
 __all__ = ["DEMO_CONFIG", "DemoResult", "ScriptedAgentModel", "load_demo_session", "run_demo"]

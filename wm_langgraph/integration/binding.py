@@ -1,6 +1,6 @@
 """How the memory meets the graph it runs in: the graph's store, the caller's callbacks, streams.
 
-Private helpers of :mod:`wm_langgraph.engine.memory`:
+Private helpers of :mod:`wm_langgraph.memory`:
 
 - :func:`graph_store`: the store LangGraph hands the running graph (``compile(store=...)``,
   ``create_agent(store=...)``, the platform's store under ``langgraph dev``) — read from the

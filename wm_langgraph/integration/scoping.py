@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
 
-from wm_langgraph.engine._binding import (
+from wm_langgraph.integration.binding import (
     graph_store,
     in_run,
     internal_callbacks,
@@ -23,7 +23,7 @@ from wm_langgraph.engine._binding import (
     quiet_node_output,
     reject_foreign_summaries,
 )
-from wm_langgraph.engine._hooks import HookFn
+from wm_langgraph.integration.hooks import HookFn
 from wm_langgraph.phase1.session import Session
 from wm_langgraph.phase2.graph import unfolded_archive_ids
 from wm_langgraph.storage.archives import (

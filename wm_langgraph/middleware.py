@@ -12,7 +12,7 @@
         model, tools, middleware=[mw], checkpointer=InMemorySaver(), store=InMemoryStore()
     )
 
-The hooks map onto the engine (:class:`~wm_langgraph.engine.memory.WorkingMemory`, ``mw.memory``):
+The hooks map onto the engine (:class:`~wm_langgraph.memory.WorkingMemory`, ``mw.memory``):
 
 - ``before_model``: the overflow guard; a tool loop that outgrows the budget mid-turn commits
   inline (tool-pair-safe, newest turn kept) instead of sending an oversized prompt.
@@ -48,7 +48,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.engine.memory import WorkingMemory
+from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.state import META_KEY, archive_aware_add_messages
 
 __all__ = ["WorkingMemoryAgentState", "WorkingMemoryMiddleware"]

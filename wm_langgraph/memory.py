@@ -14,11 +14,12 @@ below as ``configurable.thread_id``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
@@ -29,10 +30,9 @@ from langgraph.store.base import BaseStore
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import AssembledContext, assemble_context, pending_messages
 from wm_langgraph.document.tokens import TokenCounter, count_tokens
-from wm_langgraph.engine._async import AsyncTwins
-from wm_langgraph.engine._binding import graph_store, reject_foreign_summaries
-from wm_langgraph.engine._hooks import NodeHook
-from wm_langgraph.engine._scoping import MemoryScope, Scoper, check_name
+from wm_langgraph.integration.binding import graph_store, reject_foreign_summaries
+from wm_langgraph.integration.hooks import NodeHook
+from wm_langgraph.integration.scoping import MemoryScope, Scoper, check_name
 from wm_langgraph.messages import MessageTokenCache, message_tokens
 from wm_langgraph.phase1.session import Session
 from wm_langgraph.phase2.graph import (
@@ -42,7 +42,7 @@ from wm_langgraph.phase2.graph import (
     unfolded_archive_ids,
 )
 from wm_langgraph.phase2.runner import Phase2Runner
-from wm_langgraph.state import MODEL_INPUT_KEY
+from wm_langgraph.state import MODEL_INPUT_KEY, WorkingMemoryState
 from wm_langgraph.storage.archives import (
     ArchiveRecord,
     ArchiveStore,
@@ -54,6 +54,12 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
 __all__ = ["MemoryScope", "WorkingMemory"]
+
+
+def _as_state(state: Mapping[str, Any]) -> WorkingMemoryState:
+    """A hook's state for the hook's typed Runnable interface (any mapping works)."""
+    return cast("WorkingMemoryState", state)
+
 
 logger = logging.getLogger("wm_langgraph")
 
@@ -69,7 +75,7 @@ def _check_prompt(name: str, template: object, **values: str) -> str | None:
     return template
 
 
-class WorkingMemory(AsyncTwins):
+class WorkingMemory:
     """Structured, loss-guarded Working Memory for one LangGraph agent (many threads).
 
     Hooks (each callable as ``hook(state, config)`` and usable as ``builder.add_node(name,
@@ -454,7 +460,7 @@ class WorkingMemory(AsyncTwins):
     @property
     def tools(self) -> list[BaseTool]:
         """The archive recall tools (``archive_expand``, ``archive_search``) for this memory."""
-        from wm_langgraph.engine.recall import make_archive_tools
+        from wm_langgraph.recall.tools import make_archive_tools
 
         return make_archive_tools(self)
 
@@ -478,3 +484,48 @@ class WorkingMemory(AsyncTwins):
         if self.config.long_term_memory:
             store = self._archives.store_for(state["thread_id"])
             write_after_commit(store, self.config.long_term_namespace, state)
+
+    # -- async twins ------------------------------------------------------------------------
+    async def aafter_turn(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
+        """Async twin of :attr:`after_turn`."""
+        return await self.after_turn.ainvoke(_as_state(state), config)
+
+    async def acompact(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
+        """Async twin of :attr:`compact`."""
+        return await self.compact.ainvoke(_as_state(state), config)
+
+    async def aassemble(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
+        """Async twin of :attr:`assemble`."""
+        return await self.assemble.ainvoke(_as_state(state), config)
+
+    async def apre_model_hook(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
+        """Async twin of :attr:`pre_model_hook`."""
+        return await self.pre_model_hook.ainvoke(_as_state(state), config)
+
+    async def apost_model_hook(self, state: Mapping[str, Any], config: RunnableConfig) -> Any:
+        """Async twin of :attr:`post_model_hook`."""
+        return await self.post_model_hook.ainvoke(_as_state(state), config)
+
+    async def aoverflow_guard(
+        self, state: Mapping[str, Any], config: RunnableConfig
+    ) -> dict[str, Any] | None:
+        """Async twin of :meth:`overflow_guard`."""
+        return await asyncio.to_thread(self.overflow_guard, state, config)
+
+    async def aget_working_memory(self, config: RunnableConfig | None) -> str:
+        """Async twin of :meth:`get_working_memory` (safe with async stores on their loop)."""
+        return await asyncio.to_thread(self._get_working_memory, self.memory_key(config), config)
+
+    async def alist_archives(self, config: RunnableConfig | None) -> list[ArchiveRecord]:
+        """Async twin of :meth:`list_archives` (safe with async stores on their loop)."""
+        return await asyncio.to_thread(self._list_archives, self.memory_key(config), config)
+
+    async def await_phase2(
+        self, config: RunnableConfig | None = None, timeout: float | None = None
+    ) -> bool:
+        """Await outstanding background Phase 2 work without blocking the event loop (which
+        an async store's Phase 2 needs): the async twin of :meth:`wait`."""
+        key = self.memory_key(config) if config is not None else None
+        return await asyncio.to_thread(self._runner.wait, key, timeout)
+
+    await_idle = await_phase2

@@ -1,1 +1,0 @@
-"""The session engine: LangGraph state, accounting, archives, the commit subgraph, assemble."""
