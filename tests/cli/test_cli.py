@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from wm_langgraph.adapters.cli import main
+from wm_langgraph.cli.main import main
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, section_items
 
 

@@ -15,14 +15,14 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import ValidationError
 
-from wm_langgraph.adapters._careless import CarelessWorkingMemoryModel
-from wm_langgraph.adapters._session_facts import (
+from wm_langgraph.cli._careless import CarelessWorkingMemoryModel
+from wm_langgraph.cli._session_facts import (
     check_retention,
     retention_lines,
     session_facts,
 )
-from wm_langgraph.adapters.cli import main
-from wm_langgraph.adapters.demo import load_demo_session
+from wm_langgraph.cli.demo import load_demo_session
+from wm_langgraph.cli.main import main
 from wm_langgraph.document.sections import (
     parse_working_memory,
     render_working_memory,
@@ -48,7 +48,7 @@ def _run(argv: list[str]) -> tuple[int, str]:
 
 
 def _session_records() -> list[dict]:
-    text = resources.files("wm_langgraph.adapters").joinpath("demo_session.jsonl").read_text()
+    text = resources.files("wm_langgraph.cli").joinpath("demo_session.jsonl").read_text()
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 

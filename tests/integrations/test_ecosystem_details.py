@@ -22,7 +22,7 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.integrations.helpers import CollectingTracer, agent_model, wm_model
 from wm_langgraph import WorkingMemory, WorkingMemoryConfig, WorkingMemoryMiddleware, open_sqlite
-from wm_langgraph.adapters._inspect import inspect_db
+from wm_langgraph.cli._inspect import inspect_db
 
 EVERY_TURN = WorkingMemoryConfig(
     token_budget=6_000, commit_token_threshold_ratio=0.0, commit_keep_recent_count=2

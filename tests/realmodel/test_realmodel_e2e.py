@@ -30,7 +30,7 @@ from _rm_session import (
 from langchain_openai import ChatOpenAI
 
 from wm_langgraph import parse_working_memory
-from wm_langgraph.adapters._report import interventions
+from wm_langgraph.cli._report import interventions
 from wm_langgraph.config import WorkingMemoryConfig
 
 pytestmark = pytest.mark.realmodel

@@ -40,11 +40,11 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import ConfigDict, PrivateAttr
 
-from wm_langgraph.adapters._careless import CarelessWorkingMemoryModel
-from wm_langgraph.adapters._chat_jsonl import parse_chat_lines, split_turns
-from wm_langgraph.adapters._report import Reporter
-from wm_langgraph.adapters._runtime import free_thread_id, persistence
-from wm_langgraph.adapters._session_facts import check_retention, retention_lines, session_facts
+from wm_langgraph.cli._careless import CarelessWorkingMemoryModel
+from wm_langgraph.cli._chat_jsonl import parse_chat_lines, split_turns
+from wm_langgraph.cli._report import Reporter
+from wm_langgraph.cli._runtime import free_thread_id, persistence
+from wm_langgraph.cli._session_facts import check_retention, retention_lines, session_facts
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS
 from wm_langgraph.messages import message_tokens
@@ -66,7 +66,7 @@ _SESSION_FILE = "demo_session.jsonl"
 
 def load_demo_session() -> list[BaseMessage]:
     """The shipped demo session as LangChain messages (validated like a ``replay`` file)."""
-    text = resources.files("wm_langgraph.adapters").joinpath(_SESSION_FILE).read_text("utf-8")
+    text = resources.files("wm_langgraph.cli").joinpath(_SESSION_FILE).read_text("utf-8")
     transcript = parse_chat_lines(text.splitlines())
     if transcript.bad_lines:  # pragma: no cover - the shipped file is tested
         raise RuntimeError(f"demo session is corrupt: {transcript.bad_lines[0]}")

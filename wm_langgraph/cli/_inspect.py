@@ -19,7 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
-from wm_langgraph.adapters._runtime import persistence
+from wm_langgraph.cli._runtime import persistence
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.state import META_KEY
 from wm_langgraph.storage.archives import ROOT_LABEL, SCOPE_PREFIX

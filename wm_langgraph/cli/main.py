@@ -200,7 +200,7 @@ def _model(choice: str, timeout: float | None = None) -> BaseChatModel:
 
 
 def _demo(args: argparse.Namespace, out: TextIO) -> int:
-    from wm_langgraph.adapters.demo import DEMO_CONFIG, run_demo
+    from wm_langgraph.cli.demo import DEMO_CONFIG, run_demo
 
     result = run_demo(
         out=out,
@@ -222,7 +222,7 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from wm_langgraph.adapters._replay import replay_file
+    from wm_langgraph.cli._replay import replay_file
 
     config = WorkingMemoryConfig(
         token_budget=args.budget,
@@ -245,7 +245,7 @@ def _replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from wm_langgraph.adapters._inspect import inspect_db
+    from wm_langgraph.cli._inspect import inspect_db
 
     status: int = inspect_db(args.db, thread_id=args.thread, as_json=args.json, out=out, err=err)
     return status

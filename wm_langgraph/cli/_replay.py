@@ -16,9 +16,9 @@ from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
-from wm_langgraph.adapters._chat_jsonl import load_chat_jsonl, split_turns
-from wm_langgraph.adapters._report import Reporter
-from wm_langgraph.adapters._runtime import free_thread_id, persistence
+from wm_langgraph.cli._chat_jsonl import load_chat_jsonl, split_turns
+from wm_langgraph.cli._report import Reporter
+from wm_langgraph.cli._runtime import free_thread_id, persistence
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.state import WorkingMemoryState
