@@ -175,7 +175,9 @@ def test_guarded_sections_never_lose_items(old: str, ops: Any):
 
     for item in section_items(before["Open Issues"]):
         if not item.startswith(DROPPED_MARKER):
-            assert _issue_kept(item, after["Open Issues"]), item
+            # an open item may leave by moving to Errors & Corrections as a fix (the guard's rule)
+            kept = _issue_kept(item, after["Open Issues"])
+            assert kept or _issue_kept(item, after["Errors & Corrections"]), item
 
 
 @given(old=OLD_DOC, ops=OPS)

@@ -333,7 +333,7 @@ def test_decision_phrase_anchors_name_the_decision():
 def test_identifiers_next_to_cjk_characters():
     # Chinese has no spaces: an id, a version or an issue number touches the characters
     assert extract_anchors("张伟负责FACT-017，修复了#42号问题，升级到v2.3.1版本") == {
-        "张伟",  # a name (core._cjk_entities, issue 14)
+        "张伟",  # a name (document.text.cjk, issue 14)
         "fact-017",
         "#42",
         "v2.3.1",

@@ -1,5 +1,5 @@
 """The offline heuristic summariser, driven exactly as the engine drives a model: the real
-create / update prompts (engine.llm), messages rendered by engine.render, and the guarded merge.
+create / update prompts (writer.generate), messages rendered by messages, and the guarded merge.
 """
 
 from __future__ import annotations

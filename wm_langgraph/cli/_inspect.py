@@ -31,7 +31,7 @@ _MEMORY_KINDS = frozenset({"archives", "wm", "meta", "ids"})
 
 
 def _label_to_thread_id(label: str) -> str:
-    """Invert ``engine.archives.thread_label`` (``~`` + base32 for ids that are not plain)."""
+    """Invert ``storage.archives.thread_label`` (``~`` + base32 for ids that are not plain)."""
     if not label.startswith("~"):
         return label
     encoded = label[1:]

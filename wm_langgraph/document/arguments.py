@@ -1,6 +1,6 @@
 """Tolerant reading of ``update_working_memory`` arguments into canonical ops (SPEC §3, §5).
 
-Private helper of ``core.protocol``, which re-exports :func:`parse_update_arguments`. The
+Private helper of ``document.protocol``, which re-exports :func:`parse_update_arguments`. The
 layers, tried in order: structured values (dict / list / JSON text repaired by
 ``_json_repair``), wrappers (``sections``, ``raw``, ``arguments``, ...), per-section op
 normalisation (reference and strict shapes, lowercase and synonym op names, section-name

@@ -1,6 +1,6 @@
 """Repair of almost-JSON text as models emit it in tool-call arguments (SPEC §5).
 
-Private helper of ``core.protocol``. Two entry points:
+Private helper of ``document.protocol``. Two entry points:
 
 * :func:`repair_json` turns a damaged JSON object into a Python value: it skips text before
   the first ``{``, escapes raw control characters inside strings, accepts curly and single

@@ -106,7 +106,7 @@ def _index_ops(ops: Mapping[Any, Any]) -> dict[str, Any]:
 def _clean_items(raw: list[Any] | tuple[Any, ...]) -> tuple[list[str], int]:
     """APPEND items as single lines: non-strings dropped (counted), blanks and placeholders
     ignored, each line of a multi-line item its own bullet, a leading bullet or header marker
-    removed (``core._items``)."""
+    removed (``document.items``)."""
     items: list[str] = []
     dropped = 0
     for item in raw:

@@ -1,5 +1,5 @@
 """Section ops and guard outcomes: the values every guard takes and returns. Re-exported by
-``core.guards``."""
+``document.guards``."""
 
 from __future__ import annotations
 

@@ -1,15 +1,15 @@
 """The update protocol (SPEC §3, §5): the ``update_working_memory`` tool, tolerant parsing of
 its arguments into per-section ops, and the section-size warnings of the update prompt (§4.3).
 
-Pure, no I/O. The argument parser itself lives in the private ``core._arguments`` (with the JSON
-repair in ``core._json_repair``) and is re-exported here. Canonical ops, as
+Pure, no I/O. The argument parser itself lives in the private ``document.arguments`` (with the JSON
+repair in ``document.json_repair``) and is re-exported here. Canonical ops, as
 ``parse_update_arguments`` returns them and ``merge_working_memory`` consumes them::
 
     {"op": "KEEP"}
     {"op": "UPDATE", "content": "<full new body>"}
     {"op": "APPEND", "items": ["item", ...]}
 
-Size thresholds shared with the Key Facts guard (``core.guards`` imports them from here, so
+Size thresholds shared with the Key Facts guard (``document.guards`` imports them from here, so
 the prompt's warnings and the guard's limits cannot drift apart): a section is *oversized*
 when it has more than ``BULLET_THRESHOLD`` items or more than ``TOKEN_THRESHOLD`` tokens
 (``section_size`` measures both the same way for everyone).
@@ -193,7 +193,7 @@ def section_size_warnings(
     Every section except the append-only Errors & Corrections that has more than
     ``BULLET_THRESHOLD`` items or more than ``TOKEN_THRESHOLD`` tokens gets one warning line
     with its item count and token estimate, telling the model to consolidate it with UPDATE.
-    With ``target_tokens`` (the document's size target, see ``core.compaction``), a document
+    With ``target_tokens`` (the document's size target, see ``document.compaction``), a document
     over the target also warns each such section holding more than its share of the target
     (:data:`TARGET_SHARES`), with the section's own token goal. With ``warn_from`` those
     warnings start once the document is over ``warn_from`` tokens instead (the engine starts at

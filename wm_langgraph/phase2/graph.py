@@ -8,7 +8,7 @@
                        └────────────────┘      (a model failure goes straight to save)
 
 - ``prepare`` finds the timeline's current WM and its pending archives and plans the round
-  (``engine._batching``): every message capped in the prompt, a batch of archives that fits the
+  (``phase2.batching``): every message capped in the prompt, a batch of archives that fits the
   messages budget (lowered after a context-length error), or — for one archive larger than the
   budget — its slices. With nothing pending, a *deferred* archive that is due is retried.
 - ``update`` forces the ``update_working_memory`` tool; no tool call, or nothing readable → the

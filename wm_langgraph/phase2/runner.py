@@ -1,7 +1,7 @@
 """The Phase 2 runner: ordered per thread, fair between threads, bounded in time, with a breaker.
 
 - A *job* folds every pending archive of its thread's timeline into the latest WM, round by
-  round (one batch, or one archive in slices, per round: ``engine.commit``). Jobs of one
+  round (one batch, or one archive in slices, per round: ``phase2.graph``). Jobs of one
   thread run one at a time, in order; a job submitted while an earlier one of the same
   timeline is queued or running is merged into it (Phase 2 runs once per commit, never twice).
 - Background rounds run in a :class:`~wm_langgraph.phase2.pool.FairPool`: threads take turns

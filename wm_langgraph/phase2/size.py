@@ -1,7 +1,7 @@
 """The stored document's size contract, as the commit pipeline applies it (private).
 
-The limits come from the assemble budgets (``core.compaction.size_contract``); the compaction
-itself is pure (``core.compaction.enforce_size_contract``). This module turns its result into
+The limits come from the assemble budgets (``document.compaction.size_contract``); the compaction
+itself is pure (``document.compaction.enforce_size_contract``). This module turns its result into
 what the commit graph stores: the new text, the moved-out items (a store record that
 ``archive_search`` reads) and one decision for the guard log.
 """

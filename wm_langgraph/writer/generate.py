@@ -22,7 +22,7 @@ abandoned call per ``call_key`` (the engine passes the thread id) and
 ``writer.calls.MAX_ABANDONED_CALLS`` in all exist; set the client's own timeout (e.g.
 ``ChatOpenAI(timeout=...)``) so they end. Without ``timeout`` no thread is started.
 
-Output limit: ``max_tokens`` is sent with the call (see ``engine._provider.output_limit_kwargs``);
+Output limit: ``max_tokens`` is sent with the call (see ``writer.provider.output_limit_kwargs``);
 a provider that refuses it and names its own maximum is asked once more with that. A reply that
 stopped at the limit is *cut off*, whatever the finish reason says: an update's complete part is
 kept and the rest reported unreadable (:class:`UpdateReply`), a create reply fails.

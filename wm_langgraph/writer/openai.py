@@ -18,8 +18,8 @@ Environment variables read by :func:`chat_openai_from_env`:
   example vLLM (``http://localhost:8000/v1``) or Ollama (``http://localhost:11434/v1``).
 - ``WM_LANGGRAPH_MODEL``: the model name (default :data:`DEFAULT_OPENAI_MODEL`).
 
-The model is built with a request timeout (``engine.config.DEFAULT_MODEL_TIMEOUT_SECONDS``,
-120 s) and ``max_tokens`` (``engine.config.DEFAULT_WRITER_MAX_TOKENS``), so a hung server or a
+The model is built with a request timeout (``config.DEFAULT_MODEL_TIMEOUT_SECONDS``,
+120 s) and ``max_tokens`` (``config.DEFAULT_WRITER_MAX_TOKENS``), so a hung server or a
 looping model is bounded even outside the engine.
 """
 

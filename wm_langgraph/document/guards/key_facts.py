@@ -614,13 +614,13 @@ def settle_key_facts(
     Facts changed (the same fact, other words alike, a differing number/value) is not put back
     as if current: it is returned in ``superseded`` as ``superseded: <old bullet>``, for the
     merge to record in Errors & Corrections (SPEC §4.3: a fact retired on purpose is moved there
-    as superseded, not deleted). See ``core._facts`` for the exact rule.
+    as superseded, not deleted). See ``document.guards.key_facts`` for the exact rule.
 
     Args:
         old_body: The Key Facts body before the update.
         new_body: The accepted Key Facts body.
         new_document: The durable sections of the new document (``new_body`` included).
-        old_document: The durable sections of the old document (see ``core._facts``).
+        old_document: The durable sections of the old document (see ``document.guards.key_facts``).
     """
     return settle_vanished_facts(
         _fact_lines(old_body), new_body, new_document, old_document=old_document

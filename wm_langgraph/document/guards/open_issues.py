@@ -1,7 +1,7 @@
 """The Open Issues guard (SPEC §4.6, owner decision: an open item leaves only by resolution).
 
 On UPDATE, an old item the new content no
-longer holds (whole-item match, ``core._match``) is restored as
+longer holds (whole-item match, ``document.text.match``) is restored as
 ``- [silently dropped, restored] <item>`` — every time it is dropped, with the marker written
 once (a restored item that is dropped again comes back with the same single marker). An item
 leaves only by resolution:
@@ -121,7 +121,7 @@ def guard_open_issues(old_body: str, op: SectionOp, *, errors: str = "") -> Guar
     ``- [silently dropped, restored] <item>``, every time, with the marker written once. It may
     leave when it was marked ``[resolved]`` (or ``[done]``, ``[fixed]`` …) in the old body, or
     when the new Errors & Corrections (``errors``) holds it (moved there as a fix). A restore
-    marker the model wrote itself is removed. See ``core._open_issues``.
+    marker the model wrote itself is removed. See ``document.guards.open_issues``.
     """
     if op.kind != "UPDATE":
         return GuardOutcome(op)

@@ -1,7 +1,7 @@
 """Text analysis for the guards: meaningful title words, lexical anchors, path-like tokens.
 
-Pure functions, no I/O, CJK-aware. The guards (``core/guards.py``) decide with these; the engine
-reuses :func:`extract_paths` for the artifact trail and the offline model reuses
+Pure functions, no I/O, CJK-aware. The guards (:mod:`wm_langgraph.document.guards`) decide with
+these; the engine reuses :func:`extract_paths` for the artifact trail and the offline model reuses
 :func:`extract_anchors`.
 
 Path rule (SPEC §4.4, made stricter so that prose is not a path). A token is a path when it is

@@ -1,5 +1,5 @@
 """Lexical anchors (SPEC §4.3 and its go-further kinds). Public names are re-exported by
-``core.text``."""
+``document.text``."""
 
 from __future__ import annotations
 
@@ -324,10 +324,10 @@ def extract_anchors(
     digits (``fact-017``, ``v2.3.1``); code identifiers (``DATABASE_URL``, ``parse_config``,
     ``getUser``, backticked spans); decision markers; capitalised proper nouns of 3+ letters not
     in ``ANCHOR_STOPWORDS``; CJK names and proper nouns (``王小明``, ``招商``, ``田中``,
-    ``《三体》`` -> ``三体``; see ``core._cjk_entities``); katakana words; other numbers of
+    ``《三体》`` -> ``三体``; see ``document.text.cjk``); katakana words; other numbers of
     2+ digits; constraint and decision phrases (``never push``, ``always open``,
     ``only read``, ``不要推送``, ``because smooth``, ``decided postgresql``: a negation /
-    obligation / decision marker with the word it governs, see ``core._phrases``).
+    obligation / decision marker with the word it governs, see ``document.text.phrases``).
 
     Args:
         text: Any text.
@@ -366,7 +366,7 @@ def _anchors(text: str, include_markers: bool, include_phrases: bool) -> frozens
             mask[start:end] = b"\x01" * (end - start)
             if include_markers or value not in DECISION_MARKERS:
                 anchors.add(value)
-    # CJK names and proper nouns (core._cjk_entities) overlap other CJK anchors' text.
+    # CJK names and proper nouns (document.text.cjk) overlap other CJK anchors' text.
     anchors |= cjk_entities(text)
     # Phrases overlap other anchors' text on purpose ("never use Redis" gives both ``redis``
     # and ``never redis``), so they are added without the overlap mask.
@@ -377,7 +377,7 @@ def _anchors(text: str, include_markers: bool, include_phrases: bool) -> frozens
 
 def anchor_in_text(anchor: str, text: str, text_anchors: set[str] | None = None) -> bool:
     """True when ``anchor`` is among the anchors of ``text`` or appears in it as a bounded term
-    (``core._match.term_in``: not inside a longer word, number, version or file name).
+    (``document.text.match.term_in``: not inside a longer word, number, version or file name).
 
     Args:
         anchor: A canonical anchor from :func:`extract_anchors`.

@@ -1,4 +1,4 @@
-"""Path-like tokens and URLs (SPEC §4.4). Public names are re-exported by ``core.text``,
+"""Path-like tokens and URLs (SPEC §4.4). Public names are re-exported by ``document.text``,
 whose docstring states the rule."""
 
 from __future__ import annotations

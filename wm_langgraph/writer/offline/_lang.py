@@ -136,7 +136,7 @@ def _all_anchors(text: str) -> frozenset[str]:
 
 
 def lost_anchors(anchors: frozenset[str] | set[str], text: str) -> set[str]:
-    """The ``anchors`` that ``text`` does not carry (as ``core.text.missing_anchors``, cached)."""
+    """The ``anchors`` that ``text`` does not carry (``document.text.missing_anchors``, cached)."""
     if not anchors:
         return set()
     found = set(_all_anchors(text))

@@ -1,6 +1,6 @@
 """Read the offline summariser's prompt back: tagged inputs and the rendered transcript.
 
-Private to ``wm_langgraph.writer.offline``. The engine renders messages as text (``engine.render``)
+Private to ``wm_langgraph.writer.offline``. The engine renders messages as text (``messages``)
 and the prompt files wrap each input in a tag (``<messages>…</messages>``). This module finds
 those blocks and turns the rendered transcript back into turns: role, text, tool calls with
 their arguments, tool results with their status. It is tolerant: unknown lines stay text,
@@ -145,7 +145,7 @@ def parse_transcript(rendered: str) -> list[Turn]:
     """Turn the engine's rendered transcript back into turns, in order.
 
     Args:
-        rendered: The text inside the prompt's ``<messages>`` block (``engine.render`` format;
+        rendered: The text inside the prompt's ``<messages>`` block (``messages`` format;
             ``role: text`` lines are accepted too when no bracket header is present).
 
     Returns:

@@ -3,7 +3,7 @@
 It is *not* a language model. It is a real LangChain ``BaseChatModel`` (so the engine drives it
 exactly like ChatOpenAI: plain completion for create, ``bind_tools`` + forced ``tool_choice``
 for update) that reads its own prompt back — the tagged inputs of the create and update
-prompts and the transcript rendered by ``engine.render`` — and extracts, with fixed rules:
+prompts and the transcript rendered by ``messages`` — and extracts, with fixed rules:
 
 - a stable session title from the first request;
 - the current state from the latest exchange;
