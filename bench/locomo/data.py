@@ -346,7 +346,7 @@ def synthetic_sample(seed: int = 0, sessions: int = 6, filler: int = 12) -> dict
         ],
         sessions: [
             (b, "Next month I am flying to Porto for a food festival."),
-            (a, "I will play the cello at a small chamber concert in June."),
+            (a, "I will play the cello at a small chamber concert in June, likely my first."),
         ],
     }
     conv: dict[str, Any] = {"speaker_a": a, "speaker_b": b}
@@ -401,7 +401,7 @@ def synthetic_sample(seed: int = 0, sessions: int = 6, filler: int = 12) -> dict
         },
         {
             "question": "Would Avery enjoy a chamber concert?",
-            "answer": "Yes, she plays the cello",
+            "answer": "Likely, she plays the cello",
             "evidence": [where(s1[2][1]), where(last[1][1])],
             "category": 3,
         },
