@@ -29,6 +29,11 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return [_row(header), _row(["---"] * len(header)), *(_row(r) for r in rows), ""]
 
 
+def _numeric(conv_id: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in conv_id if ch.isdigit())
+    return (int(digits) if digits else 0, conv_id)
+
+
 def _label(system: str, budget: int | None) -> str:
     return system if budget is None else f"{system} @ {budget / 1000:g}k"
 
@@ -85,7 +90,7 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
     groups = summarise(results)
     order = _order(results)
     budgets = sorted({r["budget"] for r in results if r["budget"] is not None})
-    convs = list(dict.fromkeys(r["conv"] for r in results))
+    convs = sorted({r["conv"] for r in results}, key=_numeric)
     n_questions = {
         r["conv"]: len(r["questions"]) for r in results
     }  # same for every run of a conversation
@@ -108,7 +113,9 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
             " (wm_langgraph: `OfflineWorkingMemoryModel()`; the peers: `OfflinePeerWriter`, the "
             "same offline rules behind their prompts, see Definitions)"
             if meta["writer"] == "offline"
-            else f" (max_tokens {meta['writer_max_tokens']})"
+            else f" (ChatOpenAI, temperature 0, max_tokens {meta['writer_max_tokens']}, timeout "
+            f"600 s, no retries; wm_langgraph: model_timeout_seconds=600, writer_context_tokens="
+            f"{meta.get('writer_context')})"
         ),
         f"- Conversations: {', '.join(meta['conversations'])} "
         f"({sum(n_questions.get(c, 0) for c in convs)} scored questions, categories 1-4)",

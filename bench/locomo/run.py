@@ -105,6 +105,9 @@ def _writer_factory(writer: str, model_name: str, max_tokens: int) -> Any:
             api_key="none",  # type: ignore[arg-type]
             temperature=0,
             max_tokens=max_tokens,  # type: ignore[call-arg]
+            # langchain-openai sends max_tokens as max_completion_tokens; an older
+            # OpenAI-compatible server (llama.cpp's) reads only the plain field
+            extra_body={"max_tokens": max_tokens},
             timeout=600,
             max_retries=0,
         )
@@ -120,11 +123,14 @@ def run_one(
     writer: str = "offline",
     writer_model: str = "local-model",
     writer_max_tokens: int = 1_024,
+    writer_context: int | None = None,
     dump: Path | None = None,
 ) -> dict[str, Any]:
     """Play ``conversation`` through ``system`` at ``budget`` and score every question."""
     factory = _writer_factory(writer, writer_model, writer_max_tokens)
-    overrides = {"model_timeout_seconds": 600.0} if writer != "offline" else None
+    overrides: dict[str, Any] | None = None
+    if writer != "offline":  # a local CPU model is slow; its context window may be small
+        overrides = {"model_timeout_seconds": 600.0, "writer_context_tokens": writer_context}
     run = build_system(system, conversation, budget, factory, wm_overrides=overrides)
     started = time.perf_counter()
     errors: list[str] = []
@@ -330,6 +336,7 @@ def locomo_main(args: Any, argv_text: str) -> int:
         "writer": args.writer,
         "writer_model": args.writer_model,
         "writer_max_tokens": args.writer_max_tokens,
+        "writer_context": args.writer_context,
         "dump": Path(args.dump) if args.dump else None,
     }
     started = time.perf_counter()
@@ -340,8 +347,11 @@ def locomo_main(args: Any, argv_text: str) -> int:
         "source": source,
         "sha256": sha,
         "versions": _versions(),
-        "writer": args.writer if args.writer == "offline" else f"{args.writer_model} at URL",
+        "writer": args.writer
+        if args.writer == "offline"
+        else f"`{args.writer_model}` at {args.writer}",
         "writer_max_tokens": args.writer_max_tokens,
+        "writer_context": args.writer_context,
         "systems": systems,
         "budgets": budgets,
         "conversations": [cid for _, cid in samples],
@@ -400,6 +410,13 @@ def add_arguments(parser: Any) -> None:
     group.add_argument("--writer-model", default="local-model", help="model name at the URL")
     group.add_argument(
         "--writer-max-tokens", type=int, default=1_024, help="max_tokens of a URL writer"
+    )
+    group.add_argument(
+        "--writer-context",
+        type=int,
+        default=None,
+        help="a URL writer's context window (wm_langgraph's writer_context_tokens; e.g. 8192 "
+        "for scripts/realmodel_server.py's default)",
     )
     group.add_argument("--jobs", type=int, default=1, help="runs at once (processes)")
     group.add_argument(

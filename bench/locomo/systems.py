@@ -342,8 +342,10 @@ def build_system(
     }
 
     def peer_writer(max_tokens: int) -> Runnable[LanguageModelInput, Any]:
-        model = writer() if writer is not None else OfflinePeerWriter()
-        return model.bind(max_tokens=max_tokens)
+        if writer is None:
+            return OfflinePeerWriter().bind(max_tokens=max_tokens)
+        # both spellings: see bench/locomo/run.py (_writer_factory)
+        return writer().bind(max_tokens=max_tokens, extra_body={"max_tokens": max_tokens})
 
     if name == "full":
         graph = create_agent(agent, [], checkpointer=saver)
