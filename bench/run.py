@@ -2,6 +2,7 @@
 
 python -m bench            # full run (a few minutes on 2 cores)
 python -m bench --quick    # smoke run (seconds)
+python -m bench --locomo DIR [--quick]   # LoCoMo replay (bench/locomo/), see bench/README.md
 """
 
 from __future__ import annotations
@@ -537,9 +538,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="only the 'real small model' row: a short coding session written by the model at "
         "OPENAI_BASE_URL (see bench/realmodel.py); updates that section of RESULTS.md",
     )
+    from bench.locomo.run import add_arguments, locomo_main
+
+    add_arguments(parser)
     args = parser.parse_args(argv)
     for name in ("langgraph", "wm_langgraph", "langchain"):
         logging.getLogger(name).setLevel(logging.ERROR)
+    if args.locomo is not None:
+        words = ["python -m bench", *(sys.argv[1:] if argv is None else argv)]
+        return locomo_main(args, " ".join(words))
     if args.real_model:
         from bench.realmodel import run_real_model
 

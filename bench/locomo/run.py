@@ -1,0 +1,424 @@
+"""``python -m bench --locomo DIR``: replay LoCoMo conversations through every system.
+
+One *run* is one system at one budget on one conversation: the conversation is played as one
+thread (:meth:`SystemRun.play` per exchange), then every scored question is checked against
+the input of the agent model's last call (and, for wm_langgraph, against the Working Memory
+alone and against ``archive_search``). Runs are independent; ``--jobs N`` runs N at once in
+worker processes. Results hold figures only (no dataset text); ``--dump DIR`` writes each run's
+final model input and memory text to DIR for inspection (outside the repository: the dataset's
+licence forbids committing them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from bench.locomo.data import Conversation, load_locomo, parse_sample, select, synthetic_sample
+from bench.locomo.score import coverage, words
+from bench.locomo.systems import (
+    SYSTEMS,
+    SystemRun,
+    build_system,
+    langmem_available,
+    layers,
+    message_tokens,
+)
+
+__all__ = [
+    "RECALL_HOOKS",
+    "RecallHook",
+    "add_arguments",
+    "archive_search_hits",
+    "evidence_in_hits",
+    "locomo_main",
+    "run_locomo",
+    "run_one",
+]
+
+HERE = Path(__file__).resolve().parents[1]
+DEFAULT_BUDGETS = (4_000, 8_000, 16_000)
+QUICK_BUDGET = 1_500
+EVIDENCE_PREFIX_CHARS = 60
+TOP_HITS = 5
+
+RecallHook = Callable[[SystemRun, str], list[str] | None]
+"""Takes a finished run and a question's text; returns the top hits (texts, best first) of the
+system's recall for that question as the only query, or None when the system has no recall."""
+
+
+def archive_search_hits(run: SystemRun, question: str) -> list[str] | None:
+    """wm_langgraph's ``archive_search`` tool called with ``{"query": question}`` inside the
+    thread's config: its first :data:`TOP_HITS` hits (today a literal, case-insensitive
+    substring search, so a whole question rarely matches anything)."""
+    middleware = run.extra.get("middleware")
+    if middleware is None:
+        return None
+    tool = next((t for t in middleware.tools if t.name == "archive_search"), None)
+    if tool is None:
+        return None
+    out = str(tool.invoke({"query": question}, config=run.config))
+    if not re.match(r"^\d+ match\(es\)", out):
+        return []
+    hits = out.split("\n\n[")[1:]
+    return [f"[{h}" for h in hits[:TOP_HITS]]
+
+
+RECALL_HOOKS: dict[str, RecallHook] = {"wm_langgraph": archive_search_hits}
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def evidence_in_hits(hits: Sequence[str], evidence: Sequence[str]) -> bool:
+    """Whether a hit holds an evidence message: the first :data:`EVIDENCE_PREFIX_CHARS`
+    characters of the message's own text (whole when shorter; whitespace squashed, case
+    folded) occur in the hit's text."""
+    keys = [_squash(t)[:EVIDENCE_PREFIX_CHARS] for t in evidence if t.strip()]
+    shown = [_squash(h) for h in hits]
+    return any(k in h for k in keys for h in shown)
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def _writer_factory(writer: str, model_name: str, max_tokens: int) -> Any:
+    if writer == "offline":
+        return None
+
+    def make() -> Any:
+        from langchain_openai import ChatOpenAI
+
+        return ChatOpenAI(
+            model=model_name,
+            base_url=writer,
+            api_key="none",  # type: ignore[arg-type]
+            temperature=0,
+            max_tokens=max_tokens,  # type: ignore[call-arg]
+            # langchain-openai sends max_tokens as max_completion_tokens; an older
+            # OpenAI-compatible server (llama.cpp's) reads only the plain field
+            extra_body={"max_tokens": max_tokens},
+            timeout=600,
+            max_retries=0,
+        )
+
+    return make
+
+
+def run_one(
+    conversation: Conversation,
+    system: str,
+    budget: int,
+    *,
+    writer: str = "offline",
+    writer_model: str = "local-model",
+    writer_max_tokens: int = 1_024,
+    writer_context: int | None = None,
+    dump: Path | None = None,
+) -> dict[str, Any]:
+    """Play ``conversation`` through ``system`` at ``budget`` and score every question."""
+    factory = _writer_factory(writer, writer_model, writer_max_tokens)
+    overrides: dict[str, Any] | None = None
+    if writer != "offline":  # a local CPU model is slow; its context window may be small
+        overrides = {"model_timeout_seconds": 600.0, "writer_context_tokens": writer_context}
+    run = build_system(system, conversation, budget, factory, wm_overrides=overrides)
+    started = time.perf_counter()
+    errors: list[str] = []
+    for exchange in conversation.exchanges:
+        try:
+            run.play(exchange)
+        except Exception as exc:  # a writer that failed: record it, go on
+            errors.append(f"exchange {exchange.index}: {type(exc).__name__}: {exc}"[:300])
+    seconds = time.perf_counter() - started
+    final = run.agent.last_input
+    bag = words("\n".join(m.text for m in final))
+    memory = run.memory_text()
+    memory_bag = words(memory) if memory else set()
+    hook = RECALL_HOOKS.get(system)
+    questions = []
+    for q in conversation.questions:
+        covered, covered_all = coverage(q.answer, bag)
+        row: dict[str, Any] = {
+            "category": q.category,
+            "age": conversation.age_of(q),
+            "covered": covered,
+            "covered_all": covered_all,
+        }
+        if memory:
+            row["memory"], row["memory_all"] = coverage(q.answer, memory_bag)
+        if hook is not None:
+            hits = hook(run, q.question)
+            row["recall"] = (
+                None if hits is None else evidence_in_hits(hits, conversation.evidence_texts(q))
+            )
+        questions.append(row)
+    result = {
+        "conv": conversation.conv_id,
+        "system": system,
+        "budget": budget if system != "full" else None,
+        "usable": run.usable,
+        "seconds": seconds,
+        "calls": len(run.agent.tokens),
+        "tokens": list(run.agent.tokens),
+        "final_tokens": sum(message_tokens(m) for m in final),
+        "layers": layers(run, final),
+        "memory_tokens": _count(memory),
+        "archives": _archives(run),
+        "errors": errors,
+        "questions": questions,
+    }
+    if dump is not None:
+        dump.mkdir(parents=True, exist_ok=True)
+        stem = f"{conversation.conv_id}-{system}-{budget if system != 'full' else 'none'}"
+        lines = [f"--- {type(m).__name__} ({message_tokens(m)} tokens)\n{m.text}" for m in final]
+        (dump / f"{stem}.input.txt").write_text("\n".join(lines), encoding="utf-8")
+        (dump / f"{stem}.memory.md").write_text(memory, encoding="utf-8")
+    return result
+
+
+def _count(text: str) -> int:
+    from wm_langgraph import count_tokens
+
+    return count_tokens(text) if text else 0
+
+
+def _archives(run: SystemRun) -> int | None:
+    memory = run.extra.get("memory")
+    return len(memory.list_archives(run.config)) if memory is not None else None
+
+
+def _worker(args: tuple[dict[str, Any], str, int, dict[str, Any]]) -> dict[str, Any]:
+    sample, system, budget, options = args
+    import logging
+    import warnings
+
+    warnings.simplefilter("ignore")
+    for name in ("langgraph", "wm_langgraph", "langchain", "langmem"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    conversation = parse_sample(sample["sample"], sample["conv_id"])
+    return run_one(conversation, system, budget, **options)
+
+
+def _cost(system: str, size: int) -> float:
+    weight = {"wm_langgraph": 4.0, "summarization": 2.0, "langmem": 2.0}.get(system, 1.0)
+    return weight * size
+
+
+def run_locomo(
+    samples: list[tuple[dict[str, Any], str]],
+    systems: Sequence[str],
+    budgets: Sequence[int],
+    *,
+    jobs: int = 1,
+    options: dict[str, Any] | None = None,
+    log: Callable[[str], None] = print,
+) -> list[dict[str, Any]]:
+    """Every (conversation, system, budget) run (``full`` once per conversation)."""
+    options = dict(options or {})
+    units: list[tuple[dict[str, Any], str, int, dict[str, Any]]] = []
+    sizes: dict[str, int] = {}
+    for sample, conv_id in samples:
+        packed = {"sample": sample, "conv_id": conv_id}
+        sizes[conv_id] = len(json.dumps(sample.get("conversation", sample)))
+        for system in systems:
+            chosen = budgets[:1] if system == "full" else budgets
+            units.extend((packed, system, budget, options) for budget in chosen)
+    # longest first, so the last runs to finish are short ones (better use of --jobs)
+    units.sort(key=lambda u: -_cost(u[1], sizes[u[0]["conv_id"]]))
+    results: list[dict[str, Any]] = []
+    started = time.perf_counter()
+
+    def note(r: dict[str, Any]) -> None:
+        n = len(r["questions"])
+        share = sum(q["covered"] for q in r["questions"]) / max(1, n)
+        log(
+            f"[{time.perf_counter() - started:7.0f}s] {r['conv']} {r['system']} "
+            f"{r['budget'] or '-'}: covered {100 * share:.1f}% of {n}, final input "
+            f"{r['final_tokens']} tokens, {r['seconds']:.0f}s"
+            + (f", {len(r['errors'])} errors" if r["errors"] else "")
+        )
+
+    if jobs <= 1:
+        for unit in units:
+            results.append(_worker(unit))
+            note(results[-1])
+    else:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(_worker, unit) for unit in units]
+            for future in as_completed(futures):
+                results.append(future.result())
+                note(results[-1])
+    return results
+
+
+# ------------------------------------------------------------------------------------------
+# command line
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {}
+    for name in ("wm-langgraph", "langgraph", "langchain", "langchain-core", "langmem"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _revision() -> str:
+    import subprocess
+
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=HERE.parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "wm_langgraph", "prompts", "bench"],
+            cwd=HERE.parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return head + (" (with uncommitted changes)" if dirty else "")
+
+
+def locomo_main(args: Any, argv_text: str) -> int:
+    """Run what the parsed ``args`` ask for and write ``LOCOMO.md``."""
+    from bench.locomo.report import write_report
+
+    systems = tuple(args.systems.split(",")) if args.systems else SYSTEMS
+    unknown = set(systems) - set(SYSTEMS)
+    if unknown:
+        print(f"unknown systems {sorted(unknown)}; expected some of {SYSTEMS}")
+        return 2
+    if "langmem" in systems and not langmem_available():
+        print("langmem is not installed (pip install '.[bench]'): skipping that system")
+        systems = tuple(s for s in systems if s != "langmem")
+    if args.quick:
+        sample = synthetic_sample()
+        samples = [(sample, "conv-synthetic")]
+        source, sha = "synthetic (bench/locomo/data.py: synthetic_sample(seed=0))", "-"
+        budgets = (
+            tuple(int(b) for b in args.budgets.split(",")) if args.budgets else (QUICK_BUDGET,)
+        )
+        out = args.out or Path(tempfile.gettempdir()) / "wm_langgraph_bench_locomo_quick"
+    else:
+        if not args.locomo:
+            print("--locomo needs the dataset directory (or --quick for the synthetic chat)")
+            return 2
+        conversations, source, sha = load_locomo(Path(args.locomo))
+        wanted = [w.strip() for w in args.conversations.split(",")] if args.conversations else []
+        chosen = {c.conv_id for c in select(conversations, wanted)}
+        samples = _raw_samples(Path(args.locomo), chosen)
+        budgets = (
+            tuple(int(b) for b in args.budgets.split(",")) if args.budgets else DEFAULT_BUDGETS
+        )
+        out = args.out or HERE
+    options = {
+        "writer": args.writer,
+        "writer_model": args.writer_model,
+        "writer_max_tokens": args.writer_max_tokens,
+        "writer_context": args.writer_context,
+        "dump": Path(args.dump) if args.dump else None,
+    }
+    started = time.perf_counter()
+    results = run_locomo(samples, systems, budgets, jobs=args.jobs, options=options)
+    meta = {
+        "command": argv_text,
+        "revision": _revision(),
+        "source": source,
+        "sha256": sha,
+        "versions": _versions(),
+        "writer": args.writer
+        if args.writer == "offline"
+        else f"`{args.writer_model}` at {args.writer}",
+        "writer_max_tokens": args.writer_max_tokens,
+        "writer_context": args.writer_context,
+        "systems": systems,
+        "budgets": budgets,
+        "conversations": [cid for _, cid in samples],
+        "jobs": args.jobs,
+        "seconds": time.perf_counter() - started,
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "locomo_results.json").write_text(
+        json.dumps({"meta": meta, "results": results}, indent=1, default=str), encoding="utf-8"
+    )
+    path = write_report(meta, results, out / "LOCOMO.md")
+    print(f"wrote {path} ({meta['seconds']:.0f}s)")
+    return 0
+
+
+def _raw_samples(path: Path, chosen: set[str]) -> list[tuple[dict[str, Any], str]]:
+    """The chosen samples as raw JSON (what the worker processes are sent)."""
+    from bench.locomo import data
+
+    source = data._locate(path)
+    if source.suffix == ".zip":
+        samples = data._from_zip(source)
+    elif source.is_file():
+        samples = data._samples_from_json(source.read_bytes(), source.stem)
+    else:
+        samples = []
+        for file in sorted(source.rglob("*.json")):
+            samples += data._samples_from_json(file.read_bytes(), file.stem)
+    picked = [(s, cid) for s, cid in samples if cid in chosen]
+    picked.sort(key=lambda p: data._numeric(p[1]))
+    return picked
+
+
+def add_arguments(parser: Any) -> None:
+    """The LoCoMo flags of ``python -m bench``."""
+    group = parser.add_argument_group("LoCoMo (python -m bench --locomo DIR)")
+    group.add_argument(
+        "--locomo",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DIR",
+        help="replay the LoCoMo dataset found in DIR (snap-research/locomo: data/locomo10.zip "
+        "or locomo10.json; never committed here); with --quick: a synthetic chat instead",
+    )
+    group.add_argument("--conversations", default="", help="e.g. 26,30 (default: all)")
+    group.add_argument("--budgets", default="", help="token budgets, default 4000,8000,16000")
+    group.add_argument("--systems", default="", help=f"some of {','.join(SYSTEMS)}")
+    group.add_argument(
+        "--writer",
+        default="offline",
+        help="'offline' (default) or an OpenAI-compatible base URL (http://127.0.0.1:PORT/v1)",
+    )
+    group.add_argument("--writer-model", default="local-model", help="model name at the URL")
+    group.add_argument(
+        "--writer-max-tokens", type=int, default=1_024, help="max_tokens of a URL writer"
+    )
+    group.add_argument(
+        "--writer-context",
+        type=int,
+        default=None,
+        help="a URL writer's context window (wm_langgraph's writer_context_tokens; e.g. 8192 "
+        "for scripts/realmodel_server.py's default)",
+    )
+    group.add_argument("--jobs", type=int, default=1, help="runs at once (processes)")
+    group.add_argument(
+        "--dump", default="", help="write final inputs and memories here (never commit them)"
+    )

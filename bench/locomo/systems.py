@@ -1,0 +1,454 @@
+"""The systems compared on LoCoMo, each a real agent graph around one scripted agent model.
+
+* ``full`` — ``create_agent`` with no memory at all: the whole transcript (the ceiling);
+* ``trimming`` — ``create_agent`` + a ``wrap_model_call`` middleware applying LangChain's
+  ``trim_messages(strategy="last", max_tokens=usable, start_on="human", include_system=True)``;
+* ``summarization`` — ``create_agent`` + LangChain's ``SummarizationMiddleware`` with the
+  writer: ``trigger=("tokens", usable)``, ``keep=("tokens", usable // 2)``, the writer's reply
+  capped at ``usable // 2`` tokens (``max_tokens``), the rest of its defaults;
+* ``langmem`` — ``create_react_agent`` + LangMem's ``SummarizationNode(max_tokens=usable)`` as
+  ``pre_model_hook``, its other defaults (``max_summary_tokens=256``, enforced as its docs say,
+  with ``model.bind(max_tokens=256)``);
+* ``wm_langgraph`` — ``create_agent`` + ``WorkingMemoryMiddleware(model=writer,
+  config=WorkingMemoryConfig(token_budget=B, background=False))``, defaults otherwise.
+
+Every system counts tokens with one counter, :func:`message_tokens` (``count_tokens`` of the
+message text + 4 per message: what wm_langgraph's engine counts for a text message), and gets
+the same room, ``usable`` = what wm_langgraph keeps for the input at that budget.
+
+The agent's model is :class:`ScriptedAgent`: it answers every call with speaker B's next turn
+and records every input it receives (token count; the messages of the last call).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    trim_messages,
+)
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+from pydantic import PrivateAttr
+
+from bench.locomo.data import Conversation, Exchange
+from wm_langgraph import (
+    OfflineWorkingMemoryModel,
+    WorkingMemoryConfig,
+    WorkingMemoryMiddleware,
+    count_tokens,
+)
+
+__all__ = [
+    "SYSTEMS",
+    "OfflinePeerWriter",
+    "ScriptedAgent",
+    "SystemRun",
+    "build_system",
+    "langmem_available",
+    "message_tokens",
+    "messages_tokens",
+    "usable_tokens",
+]
+
+SYSTEMS: tuple[str, ...] = ("full", "trimming", "summarization", "langmem", "wm_langgraph")
+MESSAGE_OVERHEAD = 4
+SUMMARY_HEADER = "[Session History Summary]"
+
+
+def langmem_available() -> bool:
+    """Whether LangMem is installed (optional extra ``bench``)."""
+    try:
+        import langmem.short_term  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+_TOKENS: dict[str, int] = {}
+_TOKENS_LOCK = threading.Lock()
+
+
+def _text_tokens(text: str) -> int:
+    cached = _TOKENS.get(text)
+    if cached is None:
+        cached = count_tokens(text)
+        with _TOKENS_LOCK:
+            if len(_TOKENS) > 200_000:
+                _TOKENS.clear()
+            _TOKENS[text] = cached
+    return cached
+
+
+def message_tokens(message: BaseMessage) -> int:
+    """Tokens of one message: ``count_tokens(text) + 4`` (cached by text)."""
+    return _text_tokens(message.text) + MESSAGE_OVERHEAD
+
+
+def messages_tokens(messages: Sequence[BaseMessage]) -> int:
+    """Tokens of a message list (the counter every system is given)."""
+    return sum(message_tokens(m) for m in messages)
+
+
+def usable_tokens(budget: int, reserve_tokens: int = 20_000) -> int:
+    """The input room wm_langgraph computes for ``token_budget=budget`` (defaults otherwise):
+    ``budget - min(budget, max(ceil(15% of budget), reserve_tokens if budget >= 40,000
+    else 0))`` — 3,400 at 4k, 6,800 at 8k, 13,600 at 16k."""
+    fifteen = (15 * budget + 99) // 100
+    reserved = min(budget, max(fifteen, reserve_tokens if budget >= 40_000 else 0))
+    return budget - reserved
+
+
+# ------------------------------------------------------------------------------------------
+# the agent: speaker B, scripted
+
+
+class ScriptedAgent(BaseChatModel):
+    """Answers each call with the reply set by :meth:`set_reply`; records every input."""
+
+    _reply: str = PrivateAttr(default="")
+    _reply_id: str = PrivateAttr(default="")
+    _tokens: list[int] = PrivateAttr(default_factory=list)
+    _last: list[BaseMessage] = PrivateAttr(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "bench-locomo-scripted-agent"
+
+    def set_reply(self, text: str, message_id: str) -> None:
+        """The next call answers ``text``."""
+        self._reply, self._reply_id = text, message_id
+
+    @property
+    def tokens(self) -> list[int]:
+        """Input tokens of every call, in order."""
+        return self._tokens
+
+    @property
+    def last_input(self) -> list[BaseMessage]:
+        """The messages of the last call."""
+        return self._last
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Tools (wm_langgraph's archive tools) are accepted and never called."""
+        return self  # type: ignore[return-value]
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self._tokens.append(messages_tokens(messages))
+        self._last = list(messages)
+        message = AIMessage(content=self._reply, id=self._reply_id)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+# ------------------------------------------------------------------------------------------
+# the offline writer for the peers
+
+
+_XML_MESSAGE_RE = re.compile(r'<message type="(\w+)"[^>]*>(.*?)</message>', re.DOTALL)
+_LC_SUMMARY_PREFIX = "Here is a summary of the conversation to date:"
+_LM_EXISTING = re.compile(
+    r"This is summary of the conversation so far:(.*)\n\nExtend this summary by taking into "
+    r"account the new messages above:",
+    re.DOTALL,
+)
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+class OfflinePeerWriter(BaseChatModel):
+    """wm_langgraph's offline writer behind the peers' summary prompts.
+
+    ``OfflineWorkingMemoryModel`` reads only its own prompt format (a ``<prior_summary>`` and a
+    ``<messages>`` block): given LangChain's or LangMem's prompt it returns an empty document
+    titled after the instruction (checked: it has no facts from the conversation). This
+    adapter recovers what the peer asked to summarise — the messages (LangChain: the
+    ``<message type=…>`` blocks of its prompt; LangMem: the messages before its instruction)
+    and the previous summary (LangChain: its "Here is a summary…" message; LangMem: the
+    running summary quoted in its instruction) — renders them in the offline model's format,
+    and returns the offline model's seven-section document as the summary. A ``max_tokens``
+    bound to the call cuts the reply at that many tokens, as a server would.
+    """
+
+    _offline: OfflineWorkingMemoryModel = PrivateAttr(default_factory=OfflineWorkingMemoryModel)
+
+    @property
+    def _llm_type(self) -> str:
+        return "bench-offline-peer-writer"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        prior, turns = _peer_request(messages)
+        body = "\n\n".join(f"[{role}]\n{text}" for role, text in turns)
+        prompt = (
+            f"<prior_summary>\n{prior or '(none)'}\n</prior_summary>\n"
+            f"<messages>\n{body}\n</messages>"
+        )
+        text = self._offline.invoke([HumanMessage(prompt)]).text
+        limit = kwargs.get("max_tokens")
+        if isinstance(limit, int) and count_tokens(text) > limit:
+            text = _cut(text, limit)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+
+def _cut(text: str, limit: int) -> str:
+    low, high = 0, len(text)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if count_tokens(text[:mid]) <= limit:
+            low = mid
+        else:
+            high = mid - 1
+    return text[:low]
+
+
+def _peer_request(messages: list[BaseMessage]) -> tuple[str, list[tuple[str, str]]]:
+    """(previous summary, [(role, text)]) of a LangChain or LangMem summary request."""
+    prior = ""
+    turns: list[tuple[str, str]] = []
+    last = messages[-1].text if messages else ""
+    blocks = _XML_MESSAGE_RE.findall(last)
+    if blocks:  # LangChain SummarizationMiddleware: one prompt with the history as XML
+        for kind, raw in blocks:
+            text = html.unescape(raw).strip()
+            if kind == "human" and text.startswith(_LC_SUMMARY_PREFIX):
+                prior = text[len(_LC_SUMMARY_PREFIX) :].strip()
+                continue
+            turns.append((_ROLES.get(kind, "user"), text))
+        return prior, turns
+    existing = _LM_EXISTING.search(last)  # LangMem: messages, then the instruction
+    if existing:
+        prior = existing.group(1).strip()
+    for message in messages[:-1]:
+        if isinstance(message, SystemMessage):
+            continue
+        role = "assistant" if isinstance(message, AIMessage) else "user"
+        turns.append((role, message.text))
+    return prior, turns
+
+
+# ------------------------------------------------------------------------------------------
+# one system ready to run
+
+
+class _TrimMiddleware(AgentMiddleware[Any, Any]):
+    """Trims the model request with LangChain's ``trim_messages`` (the state keeps all)."""
+
+    def __init__(self, usable: int) -> None:
+        super().__init__()
+        self.usable = usable
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        system = [request.system_message] if request.system_message else []
+        room = self.usable - messages_tokens(system)
+        trimmed = trim_messages(
+            request.messages,
+            strategy="last",
+            token_counter=messages_tokens,
+            max_tokens=room,
+            start_on="human",
+            include_system=True,
+        )
+        return handler(request.override(messages=trimmed))
+
+
+@dataclass
+class SystemRun:
+    """A compiled agent for one system and one conversation."""
+
+    name: str
+    budget: int | None
+    usable: int
+    graph: Any
+    agent: ScriptedAgent
+    config: RunnableConfig
+    memory_text: Callable[[], str]
+    live_ids: Callable[[], set[str]]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def play(self, exchange: Exchange) -> None:
+        """One call of the agent: the user's turn in, B's reply scripted."""
+        messages: list[BaseMessage] = []
+        if exchange.opening:
+            messages.append(
+                AIMessage(Exchange.text(exchange.opening), id=f"b-{exchange.index}-opening")
+            )
+        messages.append(HumanMessage(Exchange.text(exchange.user), id=f"a-{exchange.index}"))
+        self.agent.set_reply(Exchange.text(exchange.reply), f"b-{exchange.index}")
+        self.graph.invoke({"messages": messages}, self.config)
+
+
+def _state_messages(graph: Any, config: RunnableConfig) -> list[BaseMessage]:
+    return list(graph.get_state(config).values.get("messages", []))
+
+
+def build_system(
+    name: str,
+    conversation: Conversation,
+    budget: int,
+    writer: Callable[[], BaseChatModel] | None,
+    *,
+    wm_overrides: dict[str, Any] | None = None,
+) -> SystemRun:
+    """Compile system ``name`` for ``conversation`` at ``budget`` tokens.
+
+    Args:
+        writer: Makes the summary writer of the peers and of wm_langgraph (``None``: the
+            offline ones, :class:`OfflinePeerWriter` / ``OfflineWorkingMemoryModel``).
+        wm_overrides: Extra ``WorkingMemoryConfig`` fields (a real writer's timeout).
+    """
+    agent = ScriptedAgent()
+    usable = usable_tokens(budget)
+    saver = InMemorySaver()
+    config: RunnableConfig = {
+        "configurable": {"thread_id": f"locomo-{conversation.conv_id}"},
+        "recursion_limit": 50,
+    }
+
+    def peer_writer(max_tokens: int) -> Runnable[LanguageModelInput, Any]:
+        if writer is None:
+            return OfflinePeerWriter().bind(max_tokens=max_tokens)
+        # both spellings: see bench/locomo/run.py (_writer_factory)
+        return writer().bind(max_tokens=max_tokens, extra_body={"max_tokens": max_tokens})
+
+    if name == "full":
+        graph = create_agent(agent, [], checkpointer=saver)
+        return SystemRun(
+            name, None, usable, graph, agent, config, lambda: "", lambda: _live(graph, config)
+        )
+    if name == "trimming":
+        graph = create_agent(agent, [], middleware=[_TrimMiddleware(usable)], checkpointer=saver)
+        return SystemRun(
+            name, budget, usable, graph, agent, config, lambda: "", lambda: _live(graph, config)
+        )
+    if name == "summarization":
+        from langchain.agents.middleware.summarization import SummarizationMiddleware
+
+        keep = usable // 2
+        mw_lc = SummarizationMiddleware(
+            model=peer_writer(usable - keep),  # type: ignore[arg-type]
+            trigger=("tokens", usable),
+            keep=("tokens", keep),
+            token_counter=messages_tokens,
+        )
+        graph = create_agent(agent, [], middleware=[mw_lc], checkpointer=saver)
+
+        def lc_summary() -> str:
+            for m in _state_messages(graph, config):
+                if isinstance(m, HumanMessage) and m.text.startswith(_LC_SUMMARY_PREFIX):
+                    return m.text[len(_LC_SUMMARY_PREFIX) :].strip()
+            return ""
+
+        return SystemRun(
+            name, budget, usable, graph, agent, config, lc_summary, lambda: _live(graph, config)
+        )
+    if name == "langmem":
+        from langgraph.prebuilt import create_react_agent
+        from langgraph.prebuilt.chat_agent_executor import AgentState
+        from langmem.short_term import SummarizationNode
+
+        class LangMemState(AgentState):  # type: ignore[misc]
+            context: dict[str, Any]
+
+        summary_tokens = 256  # SummarizationNode's default max_summary_tokens
+        node = SummarizationNode(
+            model=peer_writer(summary_tokens),  # type: ignore[arg-type]
+            max_tokens=usable,
+            max_summary_tokens=summary_tokens,
+            token_counter=messages_tokens,
+            output_messages_key="llm_input_messages",
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            graph = create_react_agent(
+                agent, [], pre_model_hook=node, state_schema=LangMemState, checkpointer=saver
+            )
+
+        def lm_summary() -> str:
+            ctx = graph.get_state(config).values.get("context") or {}
+            rs = ctx.get("running_summary")
+            return str(rs.summary) if rs is not None else ""
+
+        return SystemRun(
+            name, budget, usable, graph, agent, config, lm_summary, lambda: _live(graph, config)
+        )
+    if name == "wm_langgraph":
+        store = InMemoryStore()
+        cfg = WorkingMemoryConfig(token_budget=budget, background=False, **(wm_overrides or {}))
+        model = writer() if writer is not None else OfflineWorkingMemoryModel()
+        mw = WorkingMemoryMiddleware(model=model, config=cfg, store=store)
+        graph = create_agent(agent, [], middleware=[mw], checkpointer=saver, store=store)
+        memory = mw.memory
+        return SystemRun(
+            name,
+            budget,
+            usable,
+            graph,
+            agent,
+            config,
+            lambda: memory.get_working_memory(config),
+            lambda: _live(graph, config),
+            extra={"middleware": mw, "memory": memory, "store": store},
+        )
+    raise ValueError(f"unknown system {name!r}; expected one of {SYSTEMS}")
+
+
+def _live(graph: Any, config: RunnableConfig) -> set[str]:
+    return {m.id for m in _state_messages(graph, config) if m.id}
+
+
+def layers(run: SystemRun, messages: list[BaseMessage]) -> dict[str, int]:
+    """Tokens of the final input by layer: ``system``, ``summary`` (the WM message, LangChain's
+    summary message, LangMem's summary system message), ``pending`` (wm_langgraph: archived
+    messages whose Phase 2 is not done, i.e. not in the live state) and ``live``."""
+    out = {"system": 0, "summary": 0, "pending": 0, "live": 0}
+    live = run.live_ids()
+    for m in messages:
+        tokens = message_tokens(m)
+        text = m.text
+        if isinstance(m, SystemMessage):
+            key = "summary" if text.startswith("Summary of the conversation so far") else "system"
+        elif text.startswith((SUMMARY_HEADER, _LC_SUMMARY_PREFIX)):
+            key = "summary"
+        elif m.id and m.id not in live:
+            key = "pending"
+        else:
+            key = "live"
+        out[key] += tokens
+    return out

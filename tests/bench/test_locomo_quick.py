@@ -1,0 +1,151 @@
+"""The LoCoMo mode of the bench on its own synthetic chat (the dataset is never needed here)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if not (ROOT / "bench" / "locomo" / "__init__.py").exists():
+    pytest.skip("bench/locomo is not in this checkout", allow_module_level=True)
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # after site-packages: the installed wm_langgraph stays first
+
+from bench.locomo.data import load_locomo, parse_sample, synthetic_sample  # noqa: E402
+from bench.locomo.run import evidence_in_hits  # noqa: E402
+from bench.locomo.score import content_words, coverage, words  # noqa: E402
+from bench.locomo.systems import SYSTEMS, langmem_available, usable_tokens  # noqa: E402
+from bench.run import main  # noqa: E402
+
+# systems whose input is kept inside `usable` by construction
+BOUNDED = ("trimming", "wm_langgraph")
+
+
+def _systems() -> tuple[str, ...]:
+    return tuple(s for s in SYSTEMS if s != "langmem" or langmem_available())
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    out = tmp_path_factory.mktemp("locomo_quick")
+    assert main(["--locomo", "--quick", "--out", str(out)]) == 0
+    data = json.loads((out / "locomo_results.json").read_text(encoding="utf-8"))
+    return out, data["meta"], data["results"]
+
+
+def test_every_system_is_run_and_scored(quick):
+    _, meta, results = quick
+    conversation = parse_sample(synthetic_sample())
+    assert sorted(r["system"] for r in results) == sorted(_systems())
+    for r in results:
+        assert r["errors"] == [], (r["system"], r["errors"])
+        assert len(r["questions"]) == len(conversation.questions) == 5
+        assert r["calls"] == len(conversation.exchanges) == len(r["tokens"])
+        assert {q["category"] for q in r["questions"]} == {1, 2, 3, 4}
+        for q in r["questions"]:
+            assert isinstance(q["covered"], bool)
+            assert q["covered"] or not q["covered_all"]
+    assert meta["budgets"] == [1_500]
+
+
+def test_full_transcript_covers_every_answerable_question(quick):
+    _, _, results = quick
+    full = next(r for r in results if r["system"] == "full")
+    assert all(q["covered"] and q["covered_all"] for q in full["questions"])
+    assert full["final_tokens"] > usable_tokens(1_500)  # the chat does not fit the budget
+
+
+def test_bounded_systems_stay_inside_usable_and_the_budget_bites(quick):
+    _, _, results = quick
+    usable = usable_tokens(1_500)
+    for r in results:
+        if r["system"] in BOUNDED:
+            assert max(r["tokens"]) <= usable, r["system"]
+            assert r["final_tokens"] <= usable
+    trimming = next(r for r in results if r["system"] == "trimming")
+    assert not all(q["covered"] for q in trimming["questions"])  # early facts are trimmed
+
+
+def test_wm_langgraph_commits_and_the_recall_hook_runs(quick):
+    _, _, results = quick
+    wm = next(r for r in results if r["system"] == "wm_langgraph")
+    assert wm["archives"] >= 1
+    assert wm["memory_tokens"] > 0
+    assert wm["layers"]["summary"] > 0
+    assert all(isinstance(q["recall"], bool) for q in wm["questions"])
+    assert all("memory" in q for q in wm["questions"])
+
+
+def test_report_is_written_with_every_table(quick):
+    out, _, _ = quick
+    report = (out / "LOCOMO.md").read_text(encoding="utf-8")
+    for heading in (
+        "## Coverage",
+        "### Per conversation",
+        "### By question category",
+        "### By evidence age",
+        "### The memory alone",
+        "## Fill",
+        "### Layers of the final input",
+        "## Wall time",
+        "## Definitions",
+    ):
+        assert heading in report
+    for system in _systems():
+        assert f"| {system}" in report
+
+
+def test_a_zip_of_per_conversation_files_is_read(tmp_path):
+    """The layout of data/locomo10.zip today: one flat JSON object per conversation."""
+    sample = synthetic_sample(seed=3)
+    flat = {**sample["conversation"], "qa": sample["qa"]}
+    with zipfile.ZipFile(tmp_path / "locomo10.zip", "w") as archive:
+        archive.writestr("data/multimodal_dialog/locomo10_v2/7.json", json.dumps(flat))
+    conversations, source, sha = load_locomo(tmp_path)
+    assert [c.conv_id for c in conversations] == ["conv-7"]
+    assert source == "locomo10.zip"
+    assert len(sha) == 64
+    out = tmp_path / "out"
+    argv = ["--locomo", str(tmp_path), "--systems", "trimming", "--budgets", "1500"]
+    assert main([*argv, "--conversations", "7", "--out", str(out)]) == 0
+    assert "conv-7" in (out / "LOCOMO.md").read_text(encoding="utf-8")
+
+
+def test_replay_shape():
+    conversation = parse_sample(synthetic_sample())
+    first = conversation.lines[0]
+    assert first.shown.startswith("[2:10 pm on 8 March, 2024] ")
+    assert any("[image: " in line.shown for line in conversation.lines)
+    # every message is played exactly once, speaker A as user turns, B as replies
+    played = [
+        line
+        for e in conversation.exchanges
+        for line in (*e.opening, *e.user, *e.reply)  # opening: B before A's first message
+    ]
+    assert played == list(conversation.lines)
+    assert all(all(line.user for line in e.user) for e in conversation.exchanges)
+    assert all(not line.user for e in conversation.exchanges for line in e.reply)
+    assert conversation.adversarial == 1
+    ages = {conversation.age_of(q) for q in conversation.questions}
+    assert ages <= {"first", "middle", "last"}
+
+
+def test_scoring_rules():
+    assert content_words("The sunday before 25 May, 2023") == ["sunday", "25", "may", "2023"]
+    assert content_words("two paintings") == ["2", "painting"]
+    bag = words("[1:56 pm on 8 May, 2023] I painted 2 lakes on the 25th")
+    assert coverage("25 May 2023", bag) == (True, True)
+    assert coverage("Sunday 25 May 2023", bag) == (True, False)  # 3 of 4 words
+    assert coverage("Sunday in June 2024", bag) == (False, False)
+    assert coverage("no", bag) == (False, False)  # no content word
+
+
+def test_evidence_matching_of_search_hits():
+    evidence = ["I adopted a greyhound yesterday, we named him Pixel."]
+    hit = "[archive_001 · message 3/10]\n…  I adopted a  greyhound YESTERDAY, we named him Pixel."
+    assert evidence_in_hits([hit], evidence)
+    assert not evidence_in_hits(["[archive_001]\nsomething else"], evidence)
