@@ -8,6 +8,7 @@ python -m bench --locomo DIR [--quick]   # LoCoMo replay (bench/locomo/), see be
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import platform
@@ -16,7 +17,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
@@ -538,13 +539,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="only the 'real small model' row: a short coding session written by the model at "
         "OPENAI_BASE_URL (see bench/realmodel.py); updates that section of RESULTS.md",
     )
-    from bench.locomo.run import add_arguments, locomo_main
+    from bench.locomo.run import add_arguments
 
     add_arguments(parser)
     args = parser.parse_args(argv)
-    for name in ("langgraph", "wm_langgraph", "langchain"):
+    with quiet_loggers("langgraph", "wm_langgraph", "langchain"):
+        return _dispatch(args, argv)
+
+
+@contextlib.contextmanager
+def quiet_loggers(*names: str) -> Iterator[None]:
+    """Only errors from these loggers while the bench runs; their levels restored after (the
+    suite calls ``main`` in-process, and a logger left at ERROR hides later tests' warnings)."""
+    saved = {name: logging.getLogger(name).level for name in names}
+    for name in names:
         logging.getLogger(name).setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def _dispatch(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     if args.locomo is not None:
+        from bench.locomo.run import locomo_main
+
         words = ["python -m bench", *(sys.argv[1:] if argv is None else argv)]
         return locomo_main(args, " ".join(words))
     if args.real_model:
