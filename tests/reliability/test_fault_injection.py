@@ -33,7 +33,7 @@ from wm_langgraph import parse_working_memory, render_working_memory
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.phase2 import batching as batching_module
-from wm_langgraph.phase2 import graph as commit_module
+from wm_langgraph.phase2 import nodes as commit_module
 from wm_langgraph.storage.archives import ArchiveStore
 from wm_langgraph.storage.sqlite import open_sqlite
 
