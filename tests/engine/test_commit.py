@@ -3,17 +3,15 @@ trail, the circuit breaker and tracing."""
 
 from uuid import uuid4
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tracers.base import BaseTracer
 from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import FACT_RE, WMWriter, is_update_call, prior_text, wm_document
-from tests.fakes import ScriptedChatModel
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.memory import WorkingMemory
+from wm_langgraph.testing import ScriptedChatModel
 
 CONFIG = WorkingMemoryConfig(token_budget=8000, background=False, max_tool_output_tokens=50)
 
@@ -117,14 +115,14 @@ def test_unreadable_arguments_and_a_failing_create_leave_the_archive_visible():
     _compact(wm, cfg, _turn(1))
     good = wm.get_working_memory(cfg)
     writer.mode = "unreadable_args"
-    original = writer.model.replies
+    original = writer.model.respond
 
     def reply(messages, tools, tool_choice):
         if not is_update_call(tools):
             return RuntimeError("model down")
         return original(messages, tools, tool_choice)
 
-    writer.model.replies = reply
+    writer.model.respond = reply
     _compact(wm, cfg, _turn(2))
     assert wm.get_working_memory(cfg) == good
     assert wm.list_archives(cfg)[1].status == "failed"
@@ -132,21 +130,17 @@ def test_unreadable_arguments_and_a_failing_create_leave_the_archive_visible():
     assert any("FACT-002" in m.text for m in context.messages)
 
 
-class _NoToolsModel(BaseChatModel):
+def _no_tools_model() -> ScriptedChatModel:
     """A chat model without tool calling: it can only write whole documents."""
 
-    @property
-    def _llm_type(self) -> str:
-        return "no-tools"
+    def reply(messages, tools, tool_choice):
+        return wm_document(sorted(set(FACT_RE.findall(messages[-1].text))))
 
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
-        facts = sorted(set(FACT_RE.findall(messages[-1].text)))
-        text = wm_document(facts)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+    return ScriptedChatModel(respond=reply, tool_calling=False)
 
 
 def test_a_model_without_tool_calling_keeps_committing_through_create():
-    wm = WorkingMemory(_NoToolsModel(), config=CONFIG, store=InMemoryStore())
+    wm = WorkingMemory(_no_tools_model(), config=CONFIG, store=InMemoryStore())
     cfg = _cfg("no-tools")
     for i in range(1, 5):
         _compact(wm, cfg, _turn(i))
@@ -176,7 +170,7 @@ def test_artifact_trail_and_tool_rendering():
     def forgetful(messages, tools, tool_choice):
         return wm_document(["FACT-001"])  # never mentions a file
 
-    model = ScriptedChatModel(replies=forgetful)
+    model = ScriptedChatModel(respond=forgetful)
     wm = WorkingMemory(model, config=CONFIG, store=InMemoryStore())
     cfg = _cfg("trail")
     call = {
@@ -327,7 +321,7 @@ def _title_drift_model():
             }
         return wm_document(["FACT-001"])
 
-    return ScriptedChatModel(replies=reply)
+    return ScriptedChatModel(respond=reply)
 
 
 def test_title_drift_is_kept_by_default_and_applied_with_guards_off():
@@ -396,7 +390,7 @@ def test_error_trail_keeps_the_errors_tool_results_reported():
     def vague(messages, tools, tool_choice):
         return wm_document(["FACT-001"])  # never names an error
 
-    model = ScriptedChatModel(replies=vague)
+    model = ScriptedChatModel(respond=vague)
     wm = WorkingMemory(model, config=CONFIG, store=InMemoryStore())
     cfg = _cfg("errors")
     call = {"name": "run_tests", "args": {"cmd": "pytest"}, "id": "c1"}
@@ -432,7 +426,7 @@ def test_error_trail_keeps_the_errors_tool_results_reported():
         }
     )
     wm2 = WorkingMemory(
-        ScriptedChatModel(replies=lambda m, t, c: recorded), config=CONFIG, store=InMemoryStore()
+        ScriptedChatModel(respond=lambda m, t, c: recorded), config=CONFIG, store=InMemoryStore()
     )
     _compact(wm2, _cfg("errors2"), messages)
     errors2 = parse_working_memory(wm2.get_working_memory(_cfg("errors2")))["Errors & Corrections"]

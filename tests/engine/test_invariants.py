@@ -26,12 +26,12 @@ from tests.engine._support import (
     user,
     wm_document,
 )
-from tests.fakes import ScriptedChatModel
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.phase1.window import pending_tokens_of
 from wm_langgraph.state import archive_aware_add_messages
+from wm_langgraph.testing import ScriptedChatModel
 
 SMALL = WorkingMemoryConfig(token_budget=3000, commit_keep_recent_count=5, background=False)
 
@@ -137,7 +137,7 @@ def test_2_lineage_each_fold_starts_from_the_previous_wm_in_archive_order():
     gate = threading.Lock()
     seen = []
     writer = WMWriter()
-    script = writer.model.replies
+    script = writer.model.respond
 
     def gated(messages, tools, tool_choice):
         with gate:
@@ -147,7 +147,7 @@ def test_2_lineage_each_fold_starts_from_the_previous_wm_in_archive_order():
             return script(messages, tools, tool_choice)
 
     config = SMALL.replace(background=True, commit_token_threshold_ratio=0.0)
-    wm = WorkingMemory(ScriptedChatModel(replies=gated), config=config, store=InMemoryStore())
+    wm = WorkingMemory(ScriptedChatModel(respond=gated), config=config, store=InMemoryStore())
     graph = build_agent(wm, agent_model(), checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "inv2"}}
     with gate:  # hold the model while commits queue up behind the first job
@@ -184,7 +184,7 @@ def test_3_guards_keep_errors_paths_and_open_issues():
             "tool_calls": [{"name": "update_working_memory", "args": {"sections": wiped}}],
         }
 
-    wm = WorkingMemory(ScriptedChatModel(replies=careless), config=SMALL, store=InMemoryStore())
+    wm = WorkingMemory(ScriptedChatModel(respond=careless), config=SMALL, store=InMemoryStore())
     cfg = {"configurable": {"thread_id": "inv3"}}
     wm.compact({"messages": [user(1)]}, cfg)
     wm.compact({"messages": [user(2)]}, cfg)
@@ -240,7 +240,7 @@ def test_6_model_failures_never_make_the_wm_worse_and_the_breaker_stops_calls():
             return "I'm sorry, I can't help with that."
         return RuntimeError("boom")
 
-    model = ScriptedChatModel(replies=flaky)
+    model = ScriptedChatModel(respond=flaky)
     wm = WorkingMemory(
         model, config=SMALL.replace(max_consecutive_failures=3), store=InMemoryStore()
     )
@@ -277,7 +277,7 @@ def test_7_the_document_always_has_exactly_seven_sections():
             "tool_calls": [{"name": "update_working_memory", "args": {"sections": sections}}],
         }
 
-    wm = WorkingMemory(ScriptedChatModel(replies=injector), config=SMALL, store=InMemoryStore())
+    wm = WorkingMemory(ScriptedChatModel(respond=injector), config=SMALL, store=InMemoryStore())
     cfg = {"configurable": {"thread_id": "inv7"}}
     for i in range(1, 4):
         wm.compact({"messages": [user(i)]}, cfg)

@@ -17,11 +17,11 @@ from langchain_core.messages import (
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.store.memory import InMemoryStore
 
-from tests.fakes import ScriptedChatModel
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import assemble_context
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.messages import MessageTokenCache, message_tokens
+from wm_langgraph.testing import ScriptedChatModel
 
 CFG = {"configurable": {"thread_id": "tokens"}}
 

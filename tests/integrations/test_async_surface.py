@@ -23,9 +23,9 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 
-from tests.fakes import ScriptedChatModel
 from tests.integrations.helpers import agent_model, ids, wm_model
 from wm_langgraph import WorkingMemoryConfig, WorkingMemoryMiddleware, aopen_sqlite
+from wm_langgraph.testing import ScriptedChatModel
 
 BACKGROUND = WorkingMemoryConfig(
     token_budget=6_000,
@@ -90,13 +90,13 @@ def test_an_async_agent_on_aopen_sqlite_end_to_end_and_after_a_restart(tmp_path)
 
 
 def _gated_writer(gate: threading.Event) -> ScriptedChatModel:
-    inner = wm_model().replies
+    inner = wm_model().respond
 
     def reply(messages: Any, tools: Any, tool_choice: Any) -> Any:
         gate.wait(30)
         return inner(messages, tools, tool_choice)
 
-    return ScriptedChatModel(replies=reply)
+    return ScriptedChatModel(respond=reply)
 
 
 def test_wait_on_the_event_loop_raises_instead_of_deadlocking(tmp_path):

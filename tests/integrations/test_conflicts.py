@@ -19,9 +19,9 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from tests.fakes import ScriptedChatModel, tool_reply
 from tests.integrations.helpers import agent_model, ids, wm_model
 from wm_langgraph import ConflictingMiddlewareError, WorkingMemoryConfig, WorkingMemoryMiddleware
+from wm_langgraph.testing import ScriptedChatModel, tool_reply
 
 CONFIG = WorkingMemoryConfig(
     token_budget=6_000,

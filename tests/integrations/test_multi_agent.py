@@ -20,9 +20,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.store.memory import InMemoryStore
 
-from tests.fakes import ScriptedChatModel, tool_reply
 from tests.integrations.helpers import wm_model
 from wm_langgraph import WorkingMemoryConfig, WorkingMemoryMiddleware
+from wm_langgraph.testing import ScriptedChatModel, tool_reply
 
 TURNS = 30
 CONFIG = WorkingMemoryConfig(
@@ -57,7 +57,7 @@ def _answerer(label: str, handoffs: Callable[[str], str | None] | None = None) -
             return tool_reply(target, {})
         return f"{label} answers: {text} — recorded with details " + "x " * 20
 
-    return ScriptedChatModel(replies=reply)
+    return ScriptedChatModel(respond=reply)
 
 
 def _turn_text(n: int) -> str:
@@ -126,7 +126,7 @@ def test_under_langgraph_supervisor_the_research_agent_stays_bounded():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the supervisor builds on create_react_agent
         workflow = create_supervisor(
-            [research], model=ScriptedChatModel(replies=supervise), output_mode="full_history"
+            [research], model=ScriptedChatModel(respond=supervise), output_mode="full_history"
         )
         graph = workflow.compile(checkpointer=InMemorySaver(), store=InMemoryStore())
     config: Any = {"configurable": {"thread_id": "supervised"}}

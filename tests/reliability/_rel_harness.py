@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from _rel_stats import add
-from fakes import ScriptedChatModel, tool_reply
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -38,6 +37,7 @@ from wm_langgraph import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.phase2.graph import unfolded_archive_ids
 from wm_langgraph.state import WorkingMemoryState
 from wm_langgraph.storage.archives import ArchiveStore
+from wm_langgraph.testing import ScriptedChatModel, tool_reply
 
 __all__ = [
     "ERRORS",
@@ -83,7 +83,7 @@ class MarkerModel:
         self.fault = fault
         self.calls: list[tuple[str, list[str]]] = []  # (kind, markers folded)
         self._lock = threading.Lock()
-        self.model = ScriptedChatModel(replies=self._reply)
+        self.model = ScriptedChatModel(respond=self._reply)
 
     def _reply(self, messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
         prompt = "\n".join(m.text for m in messages)

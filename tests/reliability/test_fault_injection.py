@@ -27,7 +27,6 @@ from _rel_harness import (
     expected_turn_ids,
 )
 from _rel_stats import add
-from fakes import tool_reply
 
 from wm_langgraph import parse_working_memory, render_working_memory
 from wm_langgraph.config import WorkingMemoryConfig
@@ -36,6 +35,7 @@ from wm_langgraph.phase2 import batching as batching_module
 from wm_langgraph.phase2 import graph as commit_module
 from wm_langgraph.storage.archives import ArchiveStore
 from wm_langgraph.storage.sqlite import open_sqlite
+from wm_langgraph.testing import tool_reply
 
 BASE = WorkingMemoryConfig(
     token_budget=4_000,

@@ -29,7 +29,6 @@ from typing import Any
 import pytest
 from _rel_stats import add, record
 from fake_openai import Answer, FakeOpenAIServer, chat_openai, prompt_of
-from fakes import ScriptedChatModel
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -38,6 +37,7 @@ from langgraph.store.memory import InMemoryStore
 from wm_langgraph import SECTIONS, WorkingMemoryMiddleware, count_tokens, render_working_memory
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.memory import WorkingMemory
+from wm_langgraph.testing import ScriptedChatModel
 
 WAIT_S = 60.0
 MARK_RE = re.compile(r"(?:BLOCK|PASTE)-[A-Z0-9]+")
@@ -80,7 +80,7 @@ class _Agent:
     """create_agent + WorkingMemoryMiddleware over an in-memory saver and store."""
 
     def __init__(self, writer: Any, config: WorkingMemoryConfig) -> None:
-        self.model = ScriptedChatModel(replies=lambda m, t, c: "noted", repeat_last=True)
+        self.model = ScriptedChatModel(respond=lambda m, t, c: "noted", repeat_last=True)
         self.store = InMemoryStore()
         self.middleware = WorkingMemoryMiddleware(writer, config=config, store=self.store)
         self.memory: WorkingMemory = self.middleware.memory
@@ -207,7 +207,7 @@ class _HangingWriter:
 
     def __init__(self) -> None:
         self.release = threading.Event()
-        self.model = ScriptedChatModel(replies=self._reply)
+        self.model = ScriptedChatModel(respond=self._reply)
 
     def _reply(self, messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
         prompt = messages[-1].text
@@ -407,7 +407,7 @@ def test_threads_take_turns_round_by_round():
             "tool_calls": [{"name": "update_working_memory", "args": _update_args(marks)}],
         }
 
-    writer = ScriptedChatModel(replies=reply)
+    writer = ScriptedChatModel(respond=reply)
     config = WorkingMemoryConfig(
         commit_token_threshold_ratio=0.0,
         commit_keep_recent_count=0,
@@ -454,7 +454,7 @@ def test_compact_does_not_wait_behind_a_running_job_plus_its_own_call():
         release.wait(WAIT_S)
         return RuntimeError("released")
 
-    writer = ScriptedChatModel(replies=slow)
+    writer = ScriptedChatModel(respond=slow)
     config = WorkingMemoryConfig(
         commit_token_threshold_ratio=0.0, commit_keep_recent_count=0, model_timeout_seconds=timeout
     )
@@ -495,7 +495,7 @@ def test_an_inline_commit_starts_no_writer_call_after_its_timeout():
             "tool_calls": [{"name": "update_working_memory", "args": _update_args(marks)}],
         }
 
-    writer = ScriptedChatModel(replies=slow)
+    writer = ScriptedChatModel(respond=slow)
     timeout = 0.5
     config = WorkingMemoryConfig(
         background=False,
@@ -528,7 +528,7 @@ def test_the_first_commit_after_a_restart_runs_phase2_once(tmp_path):
     add("fault injection: Phase 2 progress scenarios")
     from wm_langgraph import open_sqlite
 
-    failing = ScriptedChatModel(replies=lambda m, t, c: RuntimeError("model down"))
+    failing = ScriptedChatModel(respond=lambda m, t, c: RuntimeError("model down"))
     config = WorkingMemoryConfig(
         commit_token_threshold_ratio=0.0, commit_keep_recent_count=0, background=False
     )
