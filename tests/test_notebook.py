@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -17,6 +18,14 @@ def test_notebook_is_committed_without_outputs():
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert code
     assert all(not cell.outputs and cell.execution_count is None for cell in code)
+
+
+def test_notebook_imports_only_public_modules():
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    modules = set(re.findall(r"^\s*(?:from|import) (wm_langgraph[\w.]*)", code, re.M))
+    assert modules
+    assert modules <= {"wm_langgraph", "wm_langgraph.testing"}
 
 
 def test_quickstart_notebook_executes(tmp_path: Path, monkeypatch):
