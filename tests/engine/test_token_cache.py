@@ -105,10 +105,8 @@ def test_after_turn_counts_feed_assemble_and_new_messages_are_counted_once():
     assert counter.calls_mentioning("unique-3") == 1
 
 
-def test_build_context_tokens_equal_an_uncached_count_of_what_it_returns():
-    wm = WorkingMemory(
-        ScriptedChatModel(replies=["unused"]), config=WorkingMemoryConfig(), store=InMemoryStore()
-    )
+def test_build_context_tokens_equal_an_uncached_count_of_what_it_returns(memory):
+    wm = memory(ScriptedChatModel(replies=["unused"]), config=WorkingMemoryConfig())
     history = _history(20)
     wm.build_context(history, CFG)
     context = wm.build_context(history, CFG)

@@ -34,6 +34,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
+from tests.common import thread_config
 from wm_langgraph import SECTIONS, WorkingMemoryMiddleware, count_tokens, render_working_memory
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.memory import WorkingMemory
@@ -93,7 +94,7 @@ class _Agent:
         )
 
     def say(self, thread: str, text: str) -> None:
-        self.graph.invoke({"messages": [HumanMessage(text)]}, _cfg(thread))
+        self.graph.invoke({"messages": [HumanMessage(text)]}, thread_config(thread))
 
     def seen_by_agent(self) -> str:
         """What the agent's model received in its latest call."""
@@ -110,12 +111,8 @@ def _agent(writer: Any, config: WorkingMemoryConfig) -> Iterator[_Agent]:
         a.memory.close()
 
 
-def _cfg(thread: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread}}
-
-
 def _backlog(memory: WorkingMemory, thread: str) -> int:
-    return sum(1 for a in memory.list_archives(_cfg(thread)) if a.status != "done")
+    return sum(1 for a in memory.list_archives(thread_config(thread)) if a.status != "done")
 
 
 # -- 1. a 40k-token paste and a writer whose context is 32k --------------------------------------
@@ -167,7 +164,7 @@ def test_a_40k_paste_with_a_32k_writer_blocks_no_archive_behind_it(flow, message
         commit_keep_recent_count=2,
         max_message_tokens=message_cap,
     )
-    cfg = _cfg("paste")
+    cfg = thread_config("paste")
     with _agent(chat_openai(server), config) as a:
         a.say("paste", _log(39_300, "P"))
         for n in range(1, 7):
@@ -239,13 +236,13 @@ def test_four_hung_threads_do_not_starve_a_healthy_one():
                 a.say(f"hung-{n}", "HANG please")
             started = time.monotonic()
             a.say("healthy", "BLOCK-OK the healthy thread")
-            assert a.memory.wait(_cfg("healthy"), timeout=20)
+            assert a.memory.wait(thread_config("healthy"), timeout=20)
             record(
                 "healthy thread Phase 2 latency with 4 hung threads, ms (stall 0.2 s)",
                 round((time.monotonic() - started) * 1000),
             )
-            assert "BLOCK-OK" in a.memory.get_working_memory(_cfg("healthy"))
-            assert not a.memory.wait(_cfg("hung-0"), timeout=0.01)  # still hung
+            assert "BLOCK-OK" in a.memory.get_working_memory(thread_config("healthy"))
+            assert not a.memory.wait(thread_config("hung-0"), timeout=0.01)  # still hung
             writer.release.set()
     finally:
         writer.release.set()
@@ -316,10 +313,10 @@ def test_a_truncated_reply_s_open_issue_reaches_the_agent_through_the_wm():
     config = WorkingMemoryConfig(commit_token_threshold_ratio=0.0, commit_keep_recent_count=0)
     with _agent(chat_openai(server), config) as a:
         a.say("cut", "BLOCK-A1 start")
-        assert a.memory.wait(_cfg("cut"), timeout=WAIT_S)
+        assert a.memory.wait(thread_config("cut"), timeout=WAIT_S)
         a.say("cut", f"BLOCK-A2 and {TODO}.")
-        assert a.memory.wait(_cfg("cut"), timeout=WAIT_S)
-        assert TODO in a.memory.get_working_memory(_cfg("cut"))
+        assert a.memory.wait(thread_config("cut"), timeout=WAIT_S)
+        assert TODO in a.memory.get_working_memory(thread_config("cut"))
         assert _backlog(a.memory, "cut") == 0
         a.say("cut", "BLOCK-A3 what is left?")
         assert TODO in a.seen_by_agent()
@@ -331,10 +328,10 @@ def test_a_reply_that_stays_unreadable_leaves_its_messages_visible_not_done():
     config = WorkingMemoryConfig(commit_token_threshold_ratio=0.0, commit_keep_recent_count=0)
     with _agent(chat_openai(server), config) as a:
         a.say("stays-cut", "BLOCK-B1 start")
-        assert a.memory.wait(_cfg("stays-cut"), timeout=WAIT_S)
+        assert a.memory.wait(thread_config("stays-cut"), timeout=WAIT_S)
         a.say("stays-cut", f"BLOCK-B2 and {TODO}.")
-        assert a.memory.wait(_cfg("stays-cut"), timeout=WAIT_S)
-        statuses = [r.status for r in a.memory.list_archives(_cfg("stays-cut"))]
+        assert a.memory.wait(thread_config("stays-cut"), timeout=WAIT_S)
+        statuses = [r.status for r in a.memory.list_archives(thread_config("stays-cut"))]
         assert statuses == ["done", "failed"]  # never done while its content is unread
         a.say("stays-cut", "BLOCK-B3 what is left?")
         assert TODO in a.seen_by_agent()  # the archive's own messages, in layer 2
@@ -356,14 +353,14 @@ def test_an_archive_the_writer_always_rejects_is_deferred_and_the_rest_fold():
     with _agent(chat_openai(server), config) as a:
         for text in ["BLOCK-C1 start", "BLOCK-C2 POISON here", "BLOCK-C3", "BLOCK-C4", "BLOCK-C5"]:
             a.say("poison", text)
-            assert a.memory.wait(_cfg("poison"), timeout=WAIT_S)
-        archives = a.memory.list_archives(_cfg("poison"))
+            assert a.memory.wait(thread_config("poison"), timeout=WAIT_S)
+        archives = a.memory.list_archives(thread_config("poison"))
         assert [r.status for r in archives] == ["done", "failed", "done", "done", "done"]
         assert archives[1].metadata["deferred"] is True
         assert {"BLOCK-C1", "BLOCK-C3", "BLOCK-C4", "BLOCK-C5"} <= set(
-            _marks(a.memory.get_working_memory(_cfg("poison")))
+            _marks(a.memory.get_working_memory(thread_config("poison")))
         )
-        assert not a.memory.phase2_status(_cfg("poison"))["paused"]
+        assert not a.memory.phase2_status(thread_config("poison"))["paused"]
         a.say("poison", "BLOCK-C6 still there?")
         assert "BLOCK-C2 POISON here" in a.seen_by_agent()  # deferred: visible, verbatim
         attempts = archives[1].metadata["attempts"]
@@ -376,14 +373,14 @@ def test_a_rejected_multi_archive_batch_is_split_to_isolate_the_archive_at_fault
     config = WorkingMemoryConfig(commit_token_threshold_ratio=0.0, commit_keep_recent_count=0)
     with _agent(chat_openai(server), config) as a:
         a.say("split", "BLOCK-D1 start")
-        assert a.memory.wait(_cfg("split"), timeout=WAIT_S)
+        assert a.memory.wait(thread_config("split"), timeout=WAIT_S)
         server.respond = lambda r: Answer(status=503, error={"message": "down"})
         for text in ["BLOCK-D2", "BLOCK-D3 POISON", "BLOCK-D4", "BLOCK-D5"]:
             a.say("split", text)
-            assert a.memory.wait(_cfg("split"), timeout=WAIT_S)
+            assert a.memory.wait(thread_config("split"), timeout=WAIT_S)
         server.respond = _poisoned  # back, but one of the four pending archives is poison
-        a.memory.resume(_cfg("split"), wait=True)
-        statuses = [r.status for r in a.memory.list_archives(_cfg("split"))]
+        a.memory.resume(thread_config("split"), wait=True)
+        statuses = [r.status for r in a.memory.list_archives(thread_config("split"))]
         assert statuses == ["done", "done", "failed", "done", "done"]
 
 
@@ -461,13 +458,13 @@ def test_compact_does_not_wait_behind_a_running_job_plus_its_own_call():
     try:
         with _agent(writer, config) as a:
             a.say("compact", "BLOCK-K1 first")
-            assert a.memory.wait(_cfg("compact"), timeout=WAIT_S)
+            assert a.memory.wait(thread_config("compact"), timeout=WAIT_S)
             calls_before = len(callers)
             a.say("compact", "BLOCK-K2 SLOW")  # its background round: update, then create
             while len(callers) == calls_before:
                 time.sleep(0.01)
-            state = a.graph.get_state(_cfg("compact")).values
-            a.memory.compact(state, _cfg("compact"))
+            state = a.graph.get_state(thread_config("compact")).values
+            a.memory.compact(state, thread_config("compact"))
             # by now only the background round's two calls ran: compact made none of its own
             assert len(callers) - calls_before <= 2, "compact waited, then called the writer"
     finally:
@@ -504,7 +501,7 @@ def test_an_inline_commit_starts_no_writer_call_after_its_timeout():
         max_consecutive_failures=100,
     )
     memory = WorkingMemory(writer, config=config, store=InMemoryStore())
-    cfg = _cfg("inline")
+    cfg = thread_config("inline")
     try:
         memory.compact({"messages": [HumanMessage("BLOCK-I1", id="i1")]}, cfg)
         state["down"] = True
@@ -532,7 +529,7 @@ def test_the_first_commit_after_a_restart_runs_phase2_once(tmp_path):
     config = WorkingMemoryConfig(
         commit_token_threshold_ratio=0.0, commit_keep_recent_count=0, background=False
     )
-    cfg = _cfg("restart")
+    cfg = thread_config("restart")
     for process in range(2):  # the second is a restart on the same file
         with open_sqlite(tmp_path / "wm.sqlite") as (_, store):
             memory = WorkingMemory(failing, config=config, store=store)
