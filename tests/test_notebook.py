@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
@@ -28,6 +29,7 @@ def test_notebook_imports_only_public_modules():
     assert modules <= {"wm_langgraph", "wm_langgraph.testing"}
 
 
+@pytest.mark.slow
 def test_quickstart_notebook_executes(tmp_path: Path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     notebook = nbformat.read(NOTEBOOK, as_version=4)

@@ -314,6 +314,7 @@ def _count_ops(tmp_path: Path, background: bool, *, writes_only: bool) -> int:
         return (crasher.writes if writes_only else crasher.ops) - start
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("background", [False, True], ids=["inline", "background"])
 def test_a_transient_database_error_at_any_operation_loses_nothing(tmp_path, background):
     total = _count_ops(tmp_path, background, writes_only=False)
@@ -355,6 +356,7 @@ def test_a_transient_database_error_at_any_operation_loses_nothing(tmp_path, bac
 # -- 4. a crash between any two writes, and a restart on the same SQLite file ----------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("background", [False, True], ids=["inline", "background"])
 def test_a_crash_at_any_write_then_a_restart_loses_nothing(tmp_path, background):
     total = _count_ops(tmp_path, background, writes_only=True)
