@@ -1,8 +1,9 @@
 """Scripted summariser models, the same for every system compared.
 
-One class, :class:`ScriptedSummariser`, is a real LangChain ``BaseChatModel`` (``bind_tools``
-included). It recognises which system is asking from the prompt it receives and answers in the
-representation that system asks for:
+One script, :class:`ScriptedSummariser`, answers for a real LangChain chat model
+(:func:`make_model`: a ``wm_langgraph.testing.ScriptedChatModel``, ``bind_tools`` included). It
+recognises which system is asking from the prompt and the bound tools it receives and answers in
+the representation that system asks for:
 
 * wm_langgraph create call (plain completion, ``<prior_summary>`` / ``<messages>`` blocks):
   a whole seven-section Working Memory document;
@@ -35,18 +36,11 @@ import json
 import random
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import ConfigDict, PrivateAttr
 
 from bench.data import ERRORS, FACTS, FILES, GOALS, OPEN, STATE, TITLE, Item
 from wm_langgraph.document.sections import (
@@ -56,8 +50,17 @@ from wm_langgraph.document.sections import (
     section_items,
 )
 from wm_langgraph.document.tokens import count_tokens
+from wm_langgraph.testing import ScriptedChatModel
 
-__all__ = ["BEHAVIOURS", "Behaviour", "CallRecord", "ScriptedSummariser", "make_model"]
+__all__ = [
+    "BEHAVIOURS",
+    "Behaviour",
+    "CallRecord",
+    "ScriptedSummariser",
+    "make_model",
+    "make_summariser",
+    "records_of",
+]
 
 UPDATE_TOOL = "update_working_memory"
 
@@ -205,8 +208,9 @@ def _message_text(message: BaseMessage) -> str:
 # the model
 
 
-class ScriptedSummariser(BaseChatModel):
-    """A deterministic, tool-capable scripted summariser (see the module docstring).
+class ScriptedSummariser:
+    """A deterministic scripted summariser (see the module docstring): the ``respond`` function
+    of the summariser model, ``(messages, tools, tool_choice) -> AIMessage``.
 
     Attributes:
         catalogue: The session's items (bench.data.Item), in order.
@@ -214,55 +218,26 @@ class ScriptedSummariser(BaseChatModel):
         seed: Seed of the loss process.
     """
 
-    catalogue: list[Any]
-    behaviour: Behaviour
-    seed: int = 0
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    _rng: random.Random = PrivateAttr()
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-    _calls: int = PrivateAttr(default=0)
-    _records: list[CallRecord] = PrivateAttr(default_factory=list)
-    _by_id: dict[str, Item] = PrivateAttr(default_factory=dict)
-
-    def model_post_init(self, __context: Any) -> None:
-        self._rng = random.Random(self.seed)
-        self._by_id = {it.id: it for it in self.catalogue}
-
-    @property
-    def _llm_type(self) -> str:
-        return "bench-scripted-summariser"
+    def __init__(self, *, catalogue: Sequence[Item], behaviour: Behaviour, seed: int = 0) -> None:
+        self.catalogue = list(catalogue)
+        self.behaviour = behaviour
+        self.seed = seed
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._calls = 0
+        self._records: list[CallRecord] = []
+        self._by_id: dict[str, Item] = {it.id: it for it in self.catalogue}
 
     @property
     def records(self) -> list[CallRecord]:
         """Every call so far."""
         return list(self._records)
 
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: Any = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Bind tools in OpenAI format; only ``update_working_memory`` changes the answer."""
-        formatted = [convert_to_openai_tool(t) for t in tools]
-        return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)  # type: ignore[return-value]
-
-    # -- dispatch ---------------------------------------------------------------------------
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def __call__(self, messages: list[BaseMessage], tools: Any, tool_choice: Any) -> AIMessage:
+        """Answer one call (``tools``: the bound tools in OpenAI format, or None)."""
         with self._lock:
             self._calls += 1
-            call = self._calls
-            message = self._answer(messages, kwargs.get("tools") or [], call)
-        return ChatResult(generations=[ChatGeneration(message=message)])
+            return self._answer(messages, tools or [], self._calls)
 
     def _strikes(self, call: int, kind: str) -> bool:
         b = self.behaviour
@@ -518,9 +493,26 @@ def _malformed(args: dict[str, Any], call: int) -> AIMessage:
     )
 
 
-def make_model(
+def make_summariser(
     behaviour: str | Behaviour, catalogue: Sequence[Item], seed: int
 ) -> ScriptedSummariser:
-    """A fresh summariser for one system run (same behaviour and seed for every system)."""
+    """A fresh summariser script (same behaviour and seed for every system)."""
     b = BEHAVIOURS[behaviour] if isinstance(behaviour, str) else behaviour
-    return ScriptedSummariser(catalogue=list(catalogue), behaviour=b, seed=seed)
+    return ScriptedSummariser(catalogue=catalogue, behaviour=b, seed=seed)
+
+
+def make_model(
+    behaviour: str | Behaviour, catalogue: Sequence[Item], seed: int
+) -> ScriptedChatModel:
+    """A fresh summariser model for one system run (same behaviour and seed for every system):
+    a ``ScriptedChatModel`` answering with a :class:`ScriptedSummariser`."""
+    script = make_summariser(behaviour, catalogue, seed)
+    return ScriptedChatModel(
+        respond=script, keep_ids=True, record_calls=False, name="bench-scripted-summariser"
+    )
+
+
+def records_of(model: Any) -> list[CallRecord]:
+    """The call records of a :func:`make_model` summariser (``[]`` for any other model)."""
+    script = getattr(model, "respond", None)
+    return script.records if isinstance(script, ScriptedSummariser) else []

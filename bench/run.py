@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from bench.data import Session, Turn, generate_session
 from bench.measure import Survival, measure_survival, median_seconds
-from bench.models import CallRecord, make_model
+from bench.models import CallRecord, make_model, records_of
 from bench.report import write_plot, write_results
 from bench.sizes import WINDOWS, assemble_checkpoints, size_runs, window_runs
 from bench.systems import SYSTEMS, Tuning, build_system, langmem_available
@@ -175,11 +175,11 @@ def run_one(
         behaviour,
         len(session.turns),
         compactions[-1],
-        len(getattr(model, "records", [])),
+        len(records_of(model)),
         errors,
         curve,
         final,
-        getattr(model, "records", []),
+        records_of(model),
         memory_tokens,
         title_kept,
         seconds,

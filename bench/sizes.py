@@ -376,7 +376,7 @@ def _state_graph(session: Session, seed: int, saver: Any, *, with_assemble: bool
             messages = state["llm_input_messages"]
         else:
             messages = memory.build_context(state["messages"], config, state=state).all_messages
-        return {"messages": [agent.invoke(messages)]}
+        return {"messages": [agent.model.invoke(messages)]}
 
     def tool_node(state: dict[str, Any]) -> dict[str, Any]:
         last = state["messages"][-1]

@@ -6,35 +6,35 @@
 * ``langchain`` — ``create_agent`` with LangChain's ``SummarizationMiddleware``;
 * ``plain`` — ``create_agent`` without any memory (checkpoint-growth baseline only).
 
-The agent's own model is :class:`ReplayAgent`: it replays the session's scripted assistant
-messages (tool calls, then the answer) and records the exact messages it is given — the
-assembled context each system builds — which is what the benchmark measures.
+The agent's own model is :class:`ReplayAgent`'s ``model`` (a ``wm_langgraph.testing``
+``ScriptedChatModel``): it replays the session's scripted assistant messages (tool calls, then
+the answer) and records the exact messages it is given — the assembled context each system
+builds — which is what the benchmark measures.
 """
 
 from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from langchain.agents import create_agent
 from langchain.agents.middleware.summarization import SummarizationMiddleware
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
-from pydantic import PrivateAttr, create_model
+from pydantic import create_model
 
 from bench.data import Session, Turn
-from bench.models import ScriptedSummariser
+from bench.models import records_of
+from wm_langgraph.testing import ScriptedChatModel
 
 __all__ = [
     "PEERS",
@@ -64,18 +64,22 @@ def langmem_available() -> bool:
 # the agent: replays the scripted assistant turns and records what it was shown
 
 
-class ReplayAgent(BaseChatModel):
-    """Replays a session's assistant messages; records every input it receives."""
+class ReplayAgent:
+    """Replays a session's assistant messages; records every input it receives.
 
-    _turn: Turn | None = PrivateAttr(default=None)
-    _step: int = PrivateAttr(default=0)
-    _inputs: list[tuple[int, int, list[BaseMessage]]] = PrivateAttr(default_factory=list)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-    _record: bool = PrivateAttr(default=True)
+    Attributes:
+        model: The agent's chat model, a ``ScriptedChatModel`` answering from this replay.
+    """
 
-    @property
-    def _llm_type(self) -> str:
-        return "bench-replay-agent"
+    def __init__(self) -> None:
+        self._turn: Turn | None = None
+        self._step = 0
+        self._inputs: list[tuple[int, int, list[BaseMessage]]] = []
+        self._lock = threading.Lock()
+        self._record = True
+        self.model = ScriptedChatModel(
+            respond=self._reply, keep_ids=True, record_calls=False, name="bench-replay-agent"
+        )
 
     def begin_turn(self, turn: Turn, *, record: bool = True) -> None:
         """Play ``turn`` on the next calls."""
@@ -93,23 +97,9 @@ class ReplayAgent(BaseChatModel):
                 return messages
         return None
 
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: Any = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Tools are accepted; the replay decides which ones are called."""
-        return self  # type: ignore[return-value]
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _reply(self, messages: list[BaseMessage], tools: Any, tool_choice: Any) -> AIMessage:
+        """The turn's next scripted step (tool calls, then the answer); the replay decides
+        which tools are called."""
         with self._lock:
             turn = self._turn
             if turn is None:
@@ -122,10 +112,8 @@ class ReplayAgent(BaseChatModel):
             calls = [
                 {"name": s.name, "args": dict(s.args), "id": s.call_id} for s in turn.steps[step]
             ]
-            message = AIMessage(content="", tool_calls=calls, id=f"ai-{turn.index}-{step}")
-        else:
-            message = AIMessage(content=turn.answer, id=f"ai-{turn.index}-{step}")
-        return ChatResult(generations=[ChatGeneration(message=message)])
+            return AIMessage(content="", tool_calls=calls, id=f"ai-{turn.index}-{step}")
+        return AIMessage(content=turn.answer, id=f"ai-{turn.index}-{step}")
 
 
 def make_tools(session: Session) -> list[BaseTool]:
@@ -212,7 +200,7 @@ class SystemRun:
     name: str
     graph: Any
     agent: ReplayAgent
-    summariser: ScriptedSummariser | None
+    summariser: BaseChatModel | None
     config: RunnableConfig
     compactions: Callable[[], int]
     memory_text: Callable[[], str]
@@ -269,7 +257,7 @@ def _record_contexts(memory: Any, log: list[dict[str, int]]) -> None:
 def build_system(
     name: str,
     session: Session,
-    summariser: ScriptedSummariser | None,
+    summariser: BaseChatModel | None,
     tuning: Tuning,
     *,
     checkpointer: BaseCheckpointSaver[Any] | None = None,
@@ -284,7 +272,7 @@ def build_system(
 
     def ok_calls() -> int:
         assert summariser is not None
-        return sum(1 for r in summariser.records if r.outcome != "raised")
+        return sum(1 for r in records_of(summariser) if r.outcome != "raised")
 
     if name in {"wm_langgraph", "wm_no_guards"}:
         from wm_langgraph.config import WorkingMemoryConfig
@@ -300,7 +288,9 @@ def build_system(
             guards=name == "wm_langgraph",
         )
         mw = WorkingMemoryMiddleware(model=summariser, config=cfg, store=wm_store)
-        graph = create_agent(agent, tools, middleware=[mw], checkpointer=saver, store=wm_store)
+        graph = create_agent(
+            agent.model, tools, middleware=[mw], checkpointer=saver, store=wm_store
+        )
         memory = mw.memory
         contexts: list[dict[str, int]] = []
         _record_contexts(memory, contexts)
@@ -327,7 +317,7 @@ def build_system(
             keep=("messages", keep),
             trim_tokens_to_summarize=None,
         )
-        graph = create_agent(agent, tools, middleware=[mw_lc], checkpointer=saver)
+        graph = create_agent(agent.model, tools, middleware=[mw_lc], checkpointer=saver)
 
         def lc_summary() -> str:
             for m in graph.get_state(config).values.get("messages", []):
@@ -356,7 +346,7 @@ def build_system(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             graph = create_react_agent(
-                agent,
+                agent.model,
                 tools,
                 pre_model_hook=node,
                 state_schema=LangMemState,
@@ -370,6 +360,6 @@ def build_system(
 
         return SystemRun(name, graph, agent, summariser, config, ok_calls, lm_summary)
     if name == "plain":
-        graph = create_agent(agent, tools, checkpointer=saver)
+        graph = create_agent(agent.model, tools, checkpointer=saver)
         return SystemRun(name, graph, agent, None, config, lambda: 0, lambda: "")
     raise ValueError(f"unknown system {name!r}; expected one of {(*SYSTEMS, 'plain')}")

@@ -1,7 +1,8 @@
 """The Working Memory writers of the size runs, by name, and a registry to add more.
 
 Each entry makes a fresh chat model for one run from the session (and a seed). The scripted
-summarisers come from :mod:`bench.models`; the two flooding writers wrap the faithful one and,
+summarisers come from :mod:`bench.models`; the two flooding writers wrap the faithful one's
+script (:class:`FloodingWriter`, answering for a ``wm_langgraph.testing.ScriptedChatModel``) and,
 on every ``FLOOD_EVERY``-th call, return a 200 KB document (a 200 KB Current State) or 10,000
 new items (APPENDed to Task & Goals, a section no guard limits); ``offline`` is the package's
 heuristic model. A later row (a real model, say) is one :func:`register_writer` call.
@@ -10,21 +11,16 @@ heuristic model. A later row (a real model, say) is one :func:`register_writer` 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import ConfigDict, PrivateAttr
 
 from bench.data import Session
-from bench.models import make_model
+from bench.models import ScriptedSummariser, make_model, make_summariser
 from wm_langgraph.document.sections import parse_working_memory, render_working_memory
+from wm_langgraph.testing import ScriptedChatModel
 
 __all__ = ["FLOOD_EVERY", "SIZE_WRITERS", "FloodingWriter", "WriterFactory", "register_writer"]
 
@@ -62,53 +58,30 @@ _WORDS = [
 ]
 
 
-class FloodingWriter(BaseChatModel):
-    """Wraps a writer; every ``every``-th call floods the document (``kind``: blob | ops)."""
+class FloodingWriter:
+    """Wraps a writer's script; every ``every``-th call floods the document (``kind``: blob |
+    ops). The ``respond`` function of a flooding writer model, see :data:`SIZE_WRITERS`."""
 
-    base: BaseChatModel
-    kind: str
-    every: int = FLOOD_EVERY
-    seed: int = 0
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    _calls: int = PrivateAttr(default=0)
-    _rng: random.Random = PrivateAttr()
-
-    def model_post_init(self, __context: Any) -> None:
-        self._rng = random.Random(self.seed)
-
-    @property
-    def _llm_type(self) -> str:
-        return f"bench-flooding-{self.kind}"
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: Any = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Bind tools in OpenAI format (passed on to the wrapped writer)."""
-        formatted = [convert_to_openai_tool(t) for t in tools]
-        return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)  # type: ignore[return-value]
+    def __init__(
+        self, base: ScriptedSummariser, kind: str, every: int = FLOOD_EVERY, seed: int = 0
+    ) -> None:
+        self.base = base
+        self.kind = kind
+        self.every = every
+        self.seed = seed
+        self._calls = 0
+        self._rng = random.Random(seed)
 
     def _blob(self) -> str:
         words = [self._rng.choice(_WORDS) for _ in range(34_000)]
         return " ".join(words)[:200_000]
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def __call__(self, messages: list[BaseMessage], tools: Any, tool_choice: Any) -> AIMessage:
+        """The base's answer, flooded on every ``every``-th call."""
         self._calls += 1
-        result = self.base._generate(messages, stop=stop, **kwargs)
+        message = self.base(messages, tools, tool_choice)
         if self._calls % self.every:
-            return result
-        message = result.generations[0].message
-        assert isinstance(message, AIMessage)
+            return message
         n = self._calls
         goals = [f"step {n}.{i}: look at widget {n}-{i}" for i in range(10_000)]
         if message.tool_calls:
@@ -119,15 +92,13 @@ class FloodingWriter(BaseChatModel):
             else:
                 sections["Task & Goals"] = {"op": "APPEND", "items": goals}
             call["args"] = {"sections": sections}
-            message = AIMessage(content="", tool_calls=[call])  # type: ignore[list-item]
+            return AIMessage(content="", tool_calls=[call])  # type: ignore[list-item]
+        bodies = parse_working_memory(message.text)
+        if self.kind == "blob":
+            bodies["Current State"] = self._blob()
         else:
-            bodies = parse_working_memory(message.text)
-            if self.kind == "blob":
-                bodies["Current State"] = self._blob()
-            else:
-                bodies["Task & Goals"] += "\n" + "\n".join(f"- {g}" for g in goals)
-            message = AIMessage(content=render_working_memory(bodies))
-        return ChatResult(generations=[ChatGeneration(message=message)])
+            bodies["Task & Goals"] += "\n" + "\n".join(f"- {g}" for g in goals)
+        return AIMessage(content=render_working_memory(bodies))
 
 
 def _scripted(behaviour: str) -> WriterFactory:
@@ -136,8 +107,11 @@ def _scripted(behaviour: str) -> WriterFactory:
 
 def _flooding(kind: str) -> WriterFactory:
     def make(session: Session, seed: int) -> BaseChatModel:
-        base = make_model("faithful", session.items, seed=seed)
-        return FloodingWriter(base=base, kind=kind, seed=seed)
+        base = make_summariser("faithful", session.items, seed=seed)
+        flooding = FloodingWriter(base=base, kind=kind, seed=seed)
+        return ScriptedChatModel(
+            respond=flooding, keep_ids=True, record_calls=False, name=f"bench-flooding-{kind}"
+        )
 
     return make
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
@@ -19,6 +21,15 @@ def test_notebook_is_committed_without_outputs():
     assert all(not cell.outputs and cell.execution_count is None for cell in code)
 
 
+def test_notebook_imports_only_public_modules():
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    modules = set(re.findall(r"^\s*(?:from|import) (wm_langgraph[\w.]*)", code, re.M))
+    assert modules
+    assert modules <= {"wm_langgraph", "wm_langgraph.testing"}
+
+
+@pytest.mark.slow
 def test_quickstart_notebook_executes(tmp_path: Path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     notebook = nbformat.read(NOTEBOOK, as_version=4)

@@ -15,6 +15,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PROMPTS = ("create", "update", "system")
 
+pytestmark = pytest.mark.slow  # every test here builds (or reads) the wheel
+
 _CHILD = """
 import json, sys
 import wm_langgraph

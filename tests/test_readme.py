@@ -67,6 +67,7 @@ def test_snippet_runs_offline_as_written(where, code, tmp_path, monkeypatch, cap
     capsys.readouterr()
 
 
+@pytest.mark.slow
 def test_snippets_pass_mypy_strict(tmp_path):
     for index, (_where, code) in enumerate(SNIPPETS):
         (tmp_path / f"readme_snippet_{index}.py").write_text(code, encoding="utf-8")

@@ -16,8 +16,9 @@ Every system counts tokens with one counter, :func:`message_tokens` (``count_tok
 message text + 4 per message: what wm_langgraph's engine counts for a text message), and gets
 the same room, ``usable`` = what wm_langgraph keeps for the input at that budget.
 
-The agent's model is :class:`ScriptedAgent`: it answers every call with speaker B's next turn
-and records every input it receives (token count; the messages of the last call).
+The agent's model is :class:`ScriptedAgent`'s ``model`` (a ``wm_langgraph.testing``
+``ScriptedChatModel``): it answers every call with speaker B's next turn and records every
+input it receives (token count; the messages of the last call).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from typing import Any
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
@@ -41,12 +41,9 @@ from langchain_core.messages import (
     SystemMessage,
     trim_messages,
 )
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.tools import BaseTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
-from pydantic import PrivateAttr
 
 from bench.locomo.data import Conversation, Exchange
 from wm_langgraph import (
@@ -55,6 +52,7 @@ from wm_langgraph import (
     WorkingMemoryMiddleware,
     count_tokens,
 )
+from wm_langgraph.testing import ScriptedChatModel
 
 __all__ = [
     "SYSTEMS",
@@ -65,6 +63,7 @@ __all__ = [
     "langmem_available",
     "message_tokens",
     "messages_tokens",
+    "offline_peer_model",
     "usable_tokens",
 ]
 
@@ -120,17 +119,25 @@ def usable_tokens(budget: int, reserve_tokens: int = 20_000) -> int:
 # the agent: speaker B, scripted
 
 
-class ScriptedAgent(BaseChatModel):
-    """Answers each call with the reply set by :meth:`set_reply`; records every input."""
+class ScriptedAgent:
+    """Answers each call with the reply set by :meth:`set_reply`; records every input.
 
-    _reply: str = PrivateAttr(default="")
-    _reply_id: str = PrivateAttr(default="")
-    _tokens: list[int] = PrivateAttr(default_factory=list)
-    _last: list[BaseMessage] = PrivateAttr(default_factory=list)
+    Attributes:
+        model: The agent's chat model, a ``ScriptedChatModel`` answering with the set reply
+            (it accepts tools, wm_langgraph's archive tools, and never calls one).
+    """
 
-    @property
-    def _llm_type(self) -> str:
-        return "bench-locomo-scripted-agent"
+    def __init__(self) -> None:
+        self._reply = ""
+        self._reply_id = ""
+        self._tokens: list[int] = []
+        self._last: list[BaseMessage] = []
+        self.model = ScriptedChatModel(
+            respond=self._answer,
+            keep_ids=True,
+            record_calls=False,
+            name="bench-locomo-scripted-agent",
+        )
 
     def set_reply(self, text: str, message_id: str) -> None:
         """The next call answers ``text``."""
@@ -146,27 +153,10 @@ class ScriptedAgent(BaseChatModel):
         """The messages of the last call."""
         return self._last
 
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: Any = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Tools (wm_langgraph's archive tools) are accepted and never called."""
-        return self  # type: ignore[return-value]
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _answer(self, messages: list[BaseMessage], tools: Any, tool_choice: Any) -> AIMessage:
         self._tokens.append(messages_tokens(messages))
         self._last = list(messages)
-        message = AIMessage(content=self._reply, id=self._reply_id)
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return AIMessage(content=self._reply, id=self._reply_id)
 
 
 # ------------------------------------------------------------------------------------------
@@ -183,7 +173,7 @@ _LM_EXISTING = re.compile(
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
 
-class OfflinePeerWriter(BaseChatModel):
+class OfflinePeerWriter:
     """wm_langgraph's offline writer behind the peers' summary prompts.
 
     ``OfflineWorkingMemoryModel`` reads only its own prompt format (a ``<prior_summary>`` and a
@@ -193,23 +183,17 @@ class OfflinePeerWriter(BaseChatModel):
     ``<message type=…>`` blocks of its prompt; LangMem: the messages before its instruction)
     and the previous summary (LangChain: its "Here is a summary…" message; LangMem: the
     running summary quoted in its instruction) — renders them in the offline model's format,
-    and returns the offline model's seven-section document as the summary. A ``max_tokens``
-    bound to the call cuts the reply at that many tokens, as a server would.
+    and returns the offline model's seven-section document as the summary, cut at
+    ``max_tokens`` tokens as a server would. It is the ``respond`` function of the peers'
+    writer model (:func:`offline_peer_model`).
     """
 
-    _offline: OfflineWorkingMemoryModel = PrivateAttr(default_factory=OfflineWorkingMemoryModel)
+    def __init__(self, max_tokens: int | None = None) -> None:
+        self.max_tokens = max_tokens
+        self._offline = OfflineWorkingMemoryModel()
 
-    @property
-    def _llm_type(self) -> str:
-        return "bench-offline-peer-writer"
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def __call__(self, messages: list[BaseMessage], tools: Any, tool_choice: Any) -> str:
+        """The summary of the peer's request."""
         prior, turns = _peer_request(messages)
         body = "\n\n".join(f"[{role}]\n{text}" for role, text in turns)
         prompt = (
@@ -217,10 +201,20 @@ class OfflinePeerWriter(BaseChatModel):
             f"<messages>\n{body}\n</messages>"
         )
         text = self._offline.invoke([HumanMessage(prompt)]).text
-        limit = kwargs.get("max_tokens")
-        if isinstance(limit, int) and count_tokens(text) > limit:
+        limit = self.max_tokens
+        if limit is not None and count_tokens(text) > limit:
             text = _cut(text, limit)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+        return text
+
+
+def offline_peer_model(max_tokens: int) -> ScriptedChatModel:
+    """The peers' offline writer: a ``ScriptedChatModel`` answering with
+    :class:`OfflinePeerWriter`, replies cut at ``max_tokens`` tokens."""
+    return ScriptedChatModel(
+        respond=OfflinePeerWriter(max_tokens),
+        record_calls=False,
+        name="bench-offline-peer-writer",
+    )
 
 
 def _cut(text: str, limit: int) -> str:
@@ -343,17 +337,19 @@ def build_system(
 
     def peer_writer(max_tokens: int) -> Runnable[LanguageModelInput, Any]:
         if writer is None:
-            return OfflinePeerWriter().bind(max_tokens=max_tokens)
+            return offline_peer_model(max_tokens)
         # both spellings: see bench/locomo/run.py (_writer_factory)
         return writer().bind(max_tokens=max_tokens, extra_body={"max_tokens": max_tokens})
 
     if name == "full":
-        graph = create_agent(agent, [], checkpointer=saver)
+        graph = create_agent(agent.model, [], checkpointer=saver)
         return SystemRun(
             name, None, usable, graph, agent, config, lambda: "", lambda: _live(graph, config)
         )
     if name == "trimming":
-        graph = create_agent(agent, [], middleware=[_TrimMiddleware(usable)], checkpointer=saver)
+        graph = create_agent(
+            agent.model, [], middleware=[_TrimMiddleware(usable)], checkpointer=saver
+        )
         return SystemRun(
             name, budget, usable, graph, agent, config, lambda: "", lambda: _live(graph, config)
         )
@@ -367,7 +363,7 @@ def build_system(
             keep=("tokens", keep),
             token_counter=messages_tokens,
         )
-        graph = create_agent(agent, [], middleware=[mw_lc], checkpointer=saver)
+        graph = create_agent(agent.model, [], middleware=[mw_lc], checkpointer=saver)
 
         def lc_summary() -> str:
             for m in _state_messages(graph, config):
@@ -397,7 +393,7 @@ def build_system(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             graph = create_react_agent(
-                agent, [], pre_model_hook=node, state_schema=LangMemState, checkpointer=saver
+                agent.model, [], pre_model_hook=node, state_schema=LangMemState, checkpointer=saver
             )
 
         def lm_summary() -> str:
@@ -413,7 +409,7 @@ def build_system(
         cfg = WorkingMemoryConfig(token_budget=budget, background=False, **(wm_overrides or {}))
         model = writer() if writer is not None else OfflineWorkingMemoryModel()
         mw = WorkingMemoryMiddleware(model=model, config=cfg, store=store)
-        graph = create_agent(agent, [], middleware=[mw], checkpointer=saver, store=store)
+        graph = create_agent(agent.model, [], middleware=[mw], checkpointer=saver, store=store)
         memory = mw.memory
         return SystemRun(
             name,

@@ -34,6 +34,7 @@ def test_an_8k_window_shows_the_whole_wm_whenever_it_fits() -> None:
     assert run.over_budget == 0
 
 
+@pytest.mark.slow
 def test_flooding_writers_never_push_the_wm_over_the_ceiling() -> None:
     runs = size_runs(20, 9, [8_000], writers=["200 KB document", "10,000 ops"], log=lambda _: None)
     for run in runs:
@@ -65,6 +66,7 @@ def test_the_assemble_node_adds_no_model_input_to_the_checkpoints() -> None:
     assert per_checkpoint <= 1.1 * baseline  # each checkpoint the same state, no copy of the input
 
 
+@pytest.mark.slow
 def test_the_drifting_writer_keeps_the_wm_about_as_small_as_the_faithful_one() -> None:
     """Same facts, same paths: the guards' restores and salvage must not duplicate entries.
     Before the Files guard appended only a new path's own entry, the drifting WM was 1.27x the

@@ -94,6 +94,7 @@ def test_the_scripted_summariser_applies_its_loss_to_what_it_carries():
     assert 100 < kept[1] < 180  # about 70% of 200 carried forward
 
 
+@pytest.mark.slow
 def test_quick_benchmark_writes_results(tmp_path):
     opts: Options = replace(
         quick_options(tmp_path),

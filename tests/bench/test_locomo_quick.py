@@ -37,6 +37,7 @@ def quick(tmp_path_factory):
     return out, data["meta"], data["results"]
 
 
+@pytest.mark.slow
 def test_every_system_is_run_and_scored(quick):
     _, meta, results = quick
     conversation = parse_sample(synthetic_sample())
@@ -52,6 +53,7 @@ def test_every_system_is_run_and_scored(quick):
     assert meta["budgets"] == [1_500]
 
 
+@pytest.mark.slow
 def test_full_transcript_covers_every_answerable_question(quick):
     _, _, results = quick
     full = next(r for r in results if r["system"] == "full")
@@ -59,6 +61,7 @@ def test_full_transcript_covers_every_answerable_question(quick):
     assert full["final_tokens"] > usable_tokens(1_500)  # the chat does not fit the budget
 
 
+@pytest.mark.slow
 def test_bounded_systems_stay_inside_usable_and_the_budget_bites(quick):
     _, _, results = quick
     usable = usable_tokens(1_500)
@@ -70,6 +73,7 @@ def test_bounded_systems_stay_inside_usable_and_the_budget_bites(quick):
     assert not all(q["covered"] for q in trimming["questions"])  # early facts are trimmed
 
 
+@pytest.mark.slow
 def test_wm_langgraph_commits_and_the_recall_hook_runs(quick):
     _, _, results = quick
     wm = next(r for r in results if r["system"] == "wm_langgraph")
@@ -80,6 +84,7 @@ def test_wm_langgraph_commits_and_the_recall_hook_runs(quick):
     assert all("memory" in q for q in wm["questions"])
 
 
+@pytest.mark.slow
 def test_report_is_written_with_every_table(quick):
     out, _, _ = quick
     report = (out / "LOCOMO.md").read_text(encoding="utf-8")

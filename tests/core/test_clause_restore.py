@@ -110,6 +110,7 @@ def _faithful() -> str:
     return _drift(0.0, 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_each_anchored_fact_appears_once_under_a_drifting_writer(seed):
     """On main the same run held up to 9 copies of a fact (seeds 1-3: 8, 9, 4), lost 28 facts

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +23,7 @@ from wm_langgraph.document.guards import CONSOLIDATION_SENTINEL, DURABLE_SECTION
 from wm_langgraph.document.sections import render_working_memory, section_items
 from wm_langgraph.document.text import extract_anchors, missing_anchors
 
-pytestmark = __import__("pytest").mark.fuzz
+pytestmark = pytest.mark.fuzz
 
 ROUNDS = 30
 OPEN, ERRORS, FACTS, STATE = (
@@ -109,6 +110,7 @@ def _careless_issue_round(rng: random.Random, current: list[str]) -> dict:
     return ops
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(rng=st.randoms(use_true_random=False), start=st.lists(st.sampled_from(ISSUES), max_size=6))
 def test_no_open_issue_disappears_unless_resolved(rng: random.Random, start: list[str]):
@@ -176,6 +178,7 @@ def _durable(text: str) -> str:
     return "\n".join(sections[name] for name in DURABLE_SECTIONS)
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(rng=st.randoms(use_true_random=False))
 def test_no_key_facts_anchor_disappears_from_the_durable_sections(rng: random.Random):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -26,7 +27,7 @@ from wm_langgraph.document.text import (
     normalise_path,
 )
 
-pytestmark = __import__("pytest").mark.fuzz
+pytestmark = pytest.mark.fuzz
 
 # ---------------------------------------------------------------------------------------------
 # Strategies
@@ -150,6 +151,7 @@ def _paths_kept(old_body: str, new_body: str) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @given(old=OLD_DOC, ops=OPS, guards=st.booleans())
 def test_merge_never_raises_and_always_has_seven_sections(old: str, ops: Any, guards: bool):
     result = merge_working_memory(old, ops, guards=guards)

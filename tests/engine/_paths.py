@@ -23,7 +23,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import WMWriter, agent_model, build_agent
-from tests.fakes import ScriptedChatModel
 from wm_langgraph import (
     WorkingMemoryAgentState,
     WorkingMemoryMiddleware,
@@ -31,6 +30,7 @@ from wm_langgraph import (
 )
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.memory import WorkingMemory
+from wm_langgraph.testing import ScriptedChatModel
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

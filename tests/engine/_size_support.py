@@ -14,8 +14,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from tests.engine._support import folded_text, is_update_call, prior_text
-from tests.fakes import ScriptedChatModel
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
+from wm_langgraph.testing import ScriptedChatModel
 
 UPDATE_TOOL = "update_working_memory"
 FACT_LINE = re.compile(r"FACT-\d{3}: [^\n]*?(?= ---|\n|$)")
@@ -80,7 +80,7 @@ def faithful_writer() -> ScriptedChatModel:
             "tool_calls": [{"name": UPDATE_TOOL, "args": {"sections": sections}}],
         }
 
-    return ScriptedChatModel(replies=reply)
+    return ScriptedChatModel(respond=reply)
 
 
 def fact_agent() -> ScriptedChatModel:
@@ -98,7 +98,7 @@ def fact_agent() -> ScriptedChatModel:
             return f"Noted fact {n}."
         return "Read it."
 
-    return ScriptedChatModel(replies=reply)
+    return ScriptedChatModel(respond=reply)
 
 
 def tool_results(last: AIMessage) -> list[ToolMessage]:

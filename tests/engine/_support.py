@@ -9,10 +9,10 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, StateGraph
 
-from tests.fakes import ScriptedChatModel
 from wm_langgraph.document.sections import SECTIONS, render_working_memory
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.state import WorkingMemoryState
+from wm_langgraph.testing import ScriptedChatModel
 
 FACT_RE = re.compile(r"FACT-\d{3}")
 UPDATE_TOOL = "update_working_memory"
@@ -54,7 +54,7 @@ class WMWriter:
     def __init__(self) -> None:
         self.mode = "ok"
         self.lock = threading.Lock()
-        self.model = ScriptedChatModel(replies=self._reply)
+        self.model = ScriptedChatModel(respond=self._reply)
 
     def _reply(self, messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
         prompt = messages[-1].text
@@ -124,7 +124,7 @@ def agent_model(*, tool_every: int = 0, parallel: int = 1) -> ScriptedChatModel:
             return f"ack {' '.join(facts)}"
         return "done reading"
 
-    return ScriptedChatModel(replies=reply)
+    return ScriptedChatModel(respond=reply)
 
 
 def build_agent(

@@ -6,10 +6,10 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.store.memory import InMemoryStore
 
-from tests.fakes import ScriptedChatModel
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.memory import WorkingMemory
+from wm_langgraph.testing import ScriptedChatModel
 
 CONFIG = WorkingMemoryConfig(token_budget=8000, background=False)
 
@@ -22,7 +22,7 @@ def _writer(files: str) -> ScriptedChatModel:
         body["Files & Context"] = files
         return render_working_memory(body)
 
-    return ScriptedChatModel(replies=reply)
+    return ScriptedChatModel(respond=reply)
 
 
 def _session(calls: list[dict], results: list[str]) -> list:

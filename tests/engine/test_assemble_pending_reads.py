@@ -10,7 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import GetOp, Op, Result
 from langgraph.store.memory import InMemoryStore
 
-from tests.engine._support import WMWriter, agent_model, build_agent, user
+from tests.engine._support import agent_model, build_agent, user
 from wm_langgraph import WorkingMemory, WorkingMemoryConfig
 from wm_langgraph.storage.archives import ArchiveRecord
 
@@ -30,8 +30,7 @@ class CountingStore(InMemoryStore):
         return super().batch(ops)
 
 
-def test_only_the_pending_archives_that_can_fit_are_read() -> None:
-    writer = WMWriter()
+def test_only_the_pending_archives_that_can_fit_are_read(writer) -> None:
     writer.mode = "raise"  # Phase 2 fails: every archive stays pending
     store = CountingStore()
     config = WorkingMemoryConfig(

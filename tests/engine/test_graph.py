@@ -6,7 +6,6 @@ import asyncio
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import (
     FACT_RE,
@@ -29,9 +28,8 @@ def _facts(text):
 
 
 @pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
-def test_many_turns_commit_in_the_background_and_lose_nothing(mode):
-    writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=SMALL, store=InMemoryStore())
+def test_many_turns_commit_in_the_background_and_lose_nothing(mode, writer, memory):
+    wm = memory(writer.model, config=SMALL)
     graph = build_agent(wm, agent_model(tool_every=4, parallel=2), checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": f"many-{mode}"}}
     sent = []
@@ -53,9 +51,8 @@ def test_many_turns_commit_in_the_background_and_lose_nothing(mode):
     assert out["working_memory"]["archives"] == [a.id for a in archives]
 
 
-def test_the_model_sees_memory_instead_of_old_turns_and_stays_in_budget():
-    writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=SMALL.replace(background=False), store=InMemoryStore())
+def test_the_model_sees_memory_instead_of_old_turns_and_stays_in_budget(writer, memory):
+    wm = memory(writer.model, config=SMALL.replace(background=False))
     agent = agent_model()
     graph = build_agent(wm, agent, checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "budget"}}
@@ -68,9 +65,8 @@ def test_the_model_sees_memory_instead_of_old_turns_and_stays_in_budget():
     assert wm.count_tokens(out["llm_input_messages"]) <= 3000 - 450  # budget minus the 15% reserve
 
 
-def test_explicit_compaction_between_turns():
-    writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=SMALL, store=InMemoryStore())
+def test_explicit_compaction_between_turns(writer, memory):
+    wm = memory(writer.model, config=SMALL)
     graph = build_agent(wm, agent_model(), checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "compact"}}
     sent = []
@@ -87,9 +83,8 @@ def test_explicit_compaction_between_turns():
     assert_nothing_lost(wm, cfg, out["messages"], sent)
 
 
-def test_failures_keep_archives_visible_and_the_next_success_folds_them():
-    writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=SMALL.replace(background=False), store=InMemoryStore())
+def test_failures_keep_archives_visible_and_the_next_success_folds_them(writer, memory):
+    wm = memory(writer.model, config=SMALL.replace(background=False))
     graph = build_agent(wm, agent_model(), checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "fail"}}
     i = 0
@@ -159,9 +154,8 @@ def test_simulated_crash_is_a_base_exception():
     assert not issubclass(SimulatedCrash, Exception)
 
 
-def test_commits_stay_out_of_message_streaming():
-    writer = WMWriter()
-    wm = WorkingMemory(writer.model, config=SMALL.replace(background=False), store=InMemoryStore())
+def test_commits_stay_out_of_message_streaming(writer, memory):
+    wm = memory(writer.model, config=SMALL.replace(background=False))
     graph = build_agent(wm, agent_model(), checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "stream"}}
     streamed = []

@@ -16,14 +16,12 @@ import re
 
 import pytest
 from langchain_core.messages import HumanMessage
-from langgraph.store.memory import InMemoryStore
 
 from tests.engine._paths import PATHS, make
-from tests.engine._support import WMWriter, user
+from tests.engine._support import user
 from wm_langgraph import merge_working_memory, parse_working_memory, render_working_memory
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import SUMMARY_HEADER
-from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.writer.prompts import render_create_prompt, render_update_prompt
 
 HOSTILE = (
@@ -56,11 +54,8 @@ def test_filled_in_values_cannot_close_or_open_a_prompt_block():
     assert "Hijacked" in update  # the text is kept, only the delimiters are neutralised
 
 
-def test_the_writer_sees_hostile_text_inside_one_messages_block():
-    writer = WMWriter()
-    wm = WorkingMemory(
-        writer.model, config=WorkingMemoryConfig(background=False), store=InMemoryStore()
-    )
+def test_the_writer_sees_hostile_text_inside_one_messages_block(writer, memory):
+    wm = memory(writer.model, config=WorkingMemoryConfig(background=False))
     cfg = {"configurable": {"thread_id": "hostile"}}
     wm.compact({"messages": [user(1)]}, cfg)  # create
     wm.compact({"messages": [HumanMessage(HOSTILE, id="h")]}, cfg)  # update

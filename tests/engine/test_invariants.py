@@ -16,7 +16,6 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import (
     FACT_RE,
-    WMWriter,
     agent_model,
     assert_nothing_lost,
     build_agent,
@@ -26,12 +25,12 @@ from tests.engine._support import (
     user,
     wm_document,
 )
-from tests.fakes import ScriptedChatModel
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.phase1.window import pending_tokens_of
 from wm_langgraph.state import archive_aware_add_messages
+from wm_langgraph.testing import ScriptedChatModel
 
 SMALL = WorkingMemoryConfig(token_budget=3000, commit_keep_recent_count=5, background=False)
 
@@ -43,12 +42,9 @@ def _apply(state, update):
     }
 
 
-def test_1_nothing_is_lost_through_commits_compaction_failures_and_retries():
+def test_1_nothing_is_lost_through_commits_compaction_failures_and_retries(writer, memory):
     rng = random.Random(7)
-    writer = WMWriter()
-    wm = WorkingMemory(
-        writer.model, config=SMALL.replace(max_consecutive_failures=2), store=InMemoryStore()
-    )
+    wm = memory(writer.model, config=SMALL.replace(max_consecutive_failures=2))
     cfg = {"configurable": {"thread_id": "inv1"}}
     state = {"messages": []}
     sent = []
@@ -78,12 +74,12 @@ def _on_timeline(wm, cfg, state):
     return [m for r in records for m in r.messages]
 
 
-def test_1_and_5_hold_under_edits_removals_resends_system_messages_and_forks():
+def test_1_and_5_hold_under_edits_removals_resends_system_messages_and_forks(writer, memory):
     """Direct hook calls (a hand-built state, the meta in it) with random state operations
     between turns; every step checked: each user message of the branch live or archived once
     on the branch's timeline, in order; pending_tokens equal to a rebuild; records immutable."""
     rng = random.Random(11)
-    wm = WorkingMemory(WMWriter().model, config=SMALL, store=InMemoryStore())
+    wm = memory(writer.model, config=SMALL)
     cfg = {"configurable": {"thread_id": "inv1-ops"}}
     state = {"messages": [SystemMessage("the system prompt", id="sys")]}
     sent: list[str] = []
@@ -133,11 +129,10 @@ def test_1_and_5_hold_under_edits_removals_resends_system_messages_and_forks():
     assert state["messages"][0].id == "sys"
 
 
-def test_2_lineage_each_fold_starts_from_the_previous_wm_in_archive_order():
+def test_2_lineage_each_fold_starts_from_the_previous_wm_in_archive_order(writer, memory):
     gate = threading.Lock()
     seen = []
-    writer = WMWriter()
-    script = writer.model.replies
+    script = writer.model.respond
 
     def gated(messages, tools, tool_choice):
         with gate:
@@ -147,7 +142,7 @@ def test_2_lineage_each_fold_starts_from_the_previous_wm_in_archive_order():
             return script(messages, tools, tool_choice)
 
     config = SMALL.replace(background=True, commit_token_threshold_ratio=0.0)
-    wm = WorkingMemory(ScriptedChatModel(replies=gated), config=config, store=InMemoryStore())
+    wm = memory(ScriptedChatModel(respond=gated), config=config)
     graph = build_agent(wm, agent_model(), checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "inv2"}}
     with gate:  # hold the model while commits queue up behind the first job
@@ -167,7 +162,7 @@ def test_2_lineage_each_fold_starts_from_the_previous_wm_in_archive_order():
     assert archived == so_far
 
 
-def test_3_guards_keep_errors_paths_and_open_issues():
+def test_3_guards_keep_errors_paths_and_open_issues(memory):
     def careless(messages, tools, tool_choice):
         if not is_update_call(tools):
             body = dict.fromkeys(SECTIONS, "")
@@ -184,7 +179,7 @@ def test_3_guards_keep_errors_paths_and_open_issues():
             "tool_calls": [{"name": "update_working_memory", "args": {"sections": wiped}}],
         }
 
-    wm = WorkingMemory(ScriptedChatModel(replies=careless), config=SMALL, store=InMemoryStore())
+    wm = memory(ScriptedChatModel(respond=careless), config=SMALL)
     cfg = {"configurable": {"thread_id": "inv3"}}
     wm.compact({"messages": [user(1)]}, cfg)
     wm.compact({"messages": [user(2)]}, cfg)
@@ -198,9 +193,9 @@ def test_3_guards_keep_errors_paths_and_open_issues():
     assert any(d["requested"] != d["applied"] for d in decisions)
 
 
-def test_4_no_tool_pair_is_split_at_any_archive_boundary_parallel_calls_included():
+def test_4_no_tool_pair_is_split_at_any_archive_boundary_parallel_calls_included(writer):
     wm = WorkingMemory(
-        WMWriter().model,
+        writer.model,
         config=SMALL.replace(commit_token_threshold_ratio=0.0, commit_keep_recent_count=3),
         store=InMemoryStore(),
     )
@@ -216,8 +211,8 @@ def test_4_no_tool_pair_is_split_at_any_archive_boundary_parallel_calls_included
         assert calls == results
 
 
-def test_5_pending_tokens_always_equal_a_rebuild():
-    wm = WorkingMemory(WMWriter().model, config=SMALL, store=InMemoryStore())
+def test_5_pending_tokens_always_equal_a_rebuild(writer, memory):
+    wm = memory(writer.model, config=SMALL)
     graph = build_agent(wm, agent_model(tool_every=3, parallel=2), checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "inv5"}}
     for i in range(1, 40):
@@ -227,7 +222,7 @@ def test_5_pending_tokens_always_equal_a_rebuild():
         assert meta["pending_tokens"] == pending_tokens_of(out["messages"], keep, wm._count_message)
 
 
-def test_6_model_failures_never_make_the_wm_worse_and_the_breaker_stops_calls():
+def test_6_model_failures_never_make_the_wm_worse_and_the_breaker_stops_calls(memory):
     replies = {"mode": "ok"}
 
     def flaky(messages, tools, tool_choice):
@@ -240,10 +235,8 @@ def test_6_model_failures_never_make_the_wm_worse_and_the_breaker_stops_calls():
             return "I'm sorry, I can't help with that."
         return RuntimeError("boom")
 
-    model = ScriptedChatModel(replies=flaky)
-    wm = WorkingMemory(
-        model, config=SMALL.replace(max_consecutive_failures=3), store=InMemoryStore()
-    )
+    model = ScriptedChatModel(respond=flaky)
+    wm = memory(model, config=SMALL.replace(max_consecutive_failures=3))
     cfg = {"configurable": {"thread_id": "inv6"}}
     wm.compact({"messages": [user(1)]}, cfg)
     good = wm.get_working_memory(cfg)
@@ -261,7 +254,7 @@ def test_6_model_failures_never_make_the_wm_worse_and_the_breaker_stops_calls():
     assert all(f"FACT-{i:03d}" in shown for i in (2, 3, 4, 9))
 
 
-def test_7_the_document_always_has_exactly_seven_sections():
+def test_7_the_document_always_has_exactly_seven_sections(memory):
     def injector(messages, tools, tool_choice):
         if not is_update_call(tools):
             return (
@@ -277,7 +270,7 @@ def test_7_the_document_always_has_exactly_seven_sections():
             "tool_calls": [{"name": "update_working_memory", "args": {"sections": sections}}],
         }
 
-    wm = WorkingMemory(ScriptedChatModel(replies=injector), config=SMALL, store=InMemoryStore())
+    wm = memory(ScriptedChatModel(respond=injector), config=SMALL)
     cfg = {"configurable": {"thread_id": "inv7"}}
     for i in range(1, 4):
         wm.compact({"messages": [user(i)]}, cfg)

@@ -10,13 +10,12 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatResult
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
-from tests.fakes import ScriptedChatModel
 from wm_langgraph.document.protocol import section_size_warnings
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
+from wm_langgraph.testing import ScriptedChatModel
 from wm_langgraph.writer.generate import (
     GenerationError,
     agenerate_create,
@@ -337,7 +336,7 @@ def _blocking_model(release: threading.Event, reply: Any) -> ScriptedChatModel:
         release.wait(30)
         return reply
 
-    return ScriptedChatModel(replies=script)
+    return ScriptedChatModel(respond=script)
 
 
 def test_sync_timeout_raises_generation_error() -> None:
@@ -382,12 +381,14 @@ def test_sync_call_with_a_generous_timeout_returns_normally() -> None:
         )
 
 
-class NeverAnswersAsync(ScriptedChatModel):
-    """Its async path waits forever (until cancelled) and records the cancellation."""
+class NeverAnswersAsync:
+    """An async script that waits forever (until cancelled) and records the cancellation."""
 
-    cancelled: bool = False
+    def __init__(self) -> None:
+        self.cancelled = False
+        self.chat_model = ScriptedChatModel(respond=self._hang)
 
-    async def _agenerate(self, *args: Any, **kwargs: Any) -> ChatResult:
+    async def _hang(self, *args: Any) -> Any:
         try:
             await asyncio.Event().wait()
         except asyncio.CancelledError:
@@ -399,12 +400,14 @@ class NeverAnswersAsync(ScriptedChatModel):
 def test_async_timeout_cancels_the_model_call() -> None:
     model = NeverAnswersAsync()
     with pytest.raises(GenerationError, match="did not answer"):
-        asyncio.run(agenerate_create(model, prior="", messages_text="x", timeout=0.05))
+        asyncio.run(agenerate_create(model.chat_model, prior="", messages_text="x", timeout=0.05))
     assert model.cancelled
     model = NeverAnswersAsync()
     with pytest.raises(GenerationError, match="did not answer"):
         asyncio.run(
-            agenerate_update(model, working_memory=GOOD_WM, messages_text="x", timeout=0.05)
+            agenerate_update(
+                model.chat_model, working_memory=GOOD_WM, messages_text="x", timeout=0.05
+            )
         )
     assert model.cancelled
 

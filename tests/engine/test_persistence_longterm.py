@@ -5,10 +5,9 @@ import asyncio
 import pytest
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
-from tests.engine._support import WMWriter, agent_model, build_agent, user
+from tests.engine._support import agent_model, build_agent, user
 from wm_langgraph import WorkingMemory, WorkingMemoryConfig, aopen_sqlite, open_sqlite
 
 
@@ -25,10 +24,10 @@ def test_open_sqlite_gives_a_ready_checkpointer_and_store_in_one_file(tmp_path):
         pass
 
 
-def test_background_phase2_writes_from_worker_threads_on_sqlite(tmp_path):
+def test_background_phase2_writes_from_worker_threads_on_sqlite(tmp_path, writer):
     with open_sqlite(tmp_path / "bg.sqlite") as (checkpointer, store):
         wm = WorkingMemory(
-            WMWriter().model,
+            writer.model,
             config=WorkingMemoryConfig(token_budget=3000, commit_token_threshold_ratio=0.2),
             store=store,
         )
@@ -42,11 +41,11 @@ def test_background_phase2_writes_from_worker_threads_on_sqlite(tmp_path):
         wm.close()
 
 
-def test_async_sqlite_pair_runs_an_async_graph(tmp_path):
+def test_async_sqlite_pair_runs_an_async_graph(tmp_path, writer):
     async def run():
         async with aopen_sqlite(tmp_path / "async.sqlite") as (checkpointer, store):
             wm = WorkingMemory(
-                WMWriter().model,
+                writer.model,
                 config=WorkingMemoryConfig(token_budget=3000, commit_token_threshold_ratio=0.2),
                 store=store,
             )
@@ -71,17 +70,15 @@ def _commit_facts(wm, thread, user_id, facts):
     return cfg
 
 
-def test_long_term_memory_is_off_by_default():
-    wm = WorkingMemory(
-        WMWriter().model, config=WorkingMemoryConfig(background=False), store=InMemoryStore()
-    )
+def test_long_term_memory_is_off_by_default(writer, memory):
+    wm = memory(writer.model, config=WorkingMemoryConfig(background=False))
     _commit_facts(wm, "a", "ann", [1, 2])
     assert wm.search_long_term({"configurable": {"user_id": "ann"}}) == []
 
 
-def test_key_facts_are_shared_across_threads_of_the_same_user_only():
+def test_key_facts_are_shared_across_threads_of_the_same_user_only(writer, memory):
     config = WorkingMemoryConfig(background=False, long_term_memory=True)
-    wm = WorkingMemory(WMWriter().model, config=config, store=InMemoryStore())
+    wm = memory(writer.model, config=config)
     _commit_facts(wm, "thread-a", "ann", [1, 2])
     _commit_facts(wm, "thread-b", "bob", [3])
     from_other_thread = {"configurable": {"thread_id": "thread-c", "user_id": "ann"}}

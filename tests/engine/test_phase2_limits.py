@@ -9,11 +9,10 @@ from uuid import uuid4
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from langgraph.store.memory import InMemoryStore
 
-from tests.engine._support import FACT_RE, WMWriter, folded_text
+from tests.common import thread_config
+from tests.engine._support import FACT_RE, folded_text
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.messages import render_messages
 from wm_langgraph.phase2.batching import WriterLimits, plan_batch
 from wm_langgraph.storage.archives import ArchiveRecord
@@ -21,10 +20,6 @@ from wm_langgraph.writer import calls as _calls
 from wm_langgraph.writer.provider import ContextOverflow
 
 CONFIG = WorkingMemoryConfig(token_budget=8000, background=False)
-
-
-def _cfg(name: str) -> dict[str, object]:
-    return {"configurable": {"thread_id": name}}
 
 
 @pytest.mark.parametrize(
@@ -45,17 +40,14 @@ def test_every_message_kind_is_capped_in_the_prompt_keeping_both_ends(message):
     assert "TAIL" in text
 
 
-def test_the_writer_sees_a_capped_paste_while_the_archive_keeps_it_verbatim():
-    writer = WMWriter()
-    wm = WorkingMemory(
-        writer.model, config=CONFIG.replace(max_message_tokens=200), store=InMemoryStore()
-    )
+def test_the_writer_sees_a_capped_paste_while_the_archive_keeps_it_verbatim(writer, memory):
+    wm = memory(writer.model, config=CONFIG.replace(max_message_tokens=200))
     paste = "FACT-001 " + "ERROR line of the pasted log\n" * 5000 + "FACT-002"
-    wm.compact({"messages": [HumanMessage(paste, id="p1")]}, _cfg("paste"))
+    wm.compact({"messages": [HumanMessage(paste, id="p1")]}, thread_config("paste"))
     (call,) = writer.model.calls
     assert len(folded_text(call.prompt_text)) < 3000
     assert {"FACT-001", "FACT-002"} <= set(FACT_RE.findall(call.prompt_text))
-    (archive,) = wm.list_archives(_cfg("paste"))
+    (archive,) = wm.list_archives(thread_config("paste"))
     assert archive.messages[0].content == paste
     assert archive.status == "done"
 
@@ -91,11 +83,10 @@ def test_archives_that_fit_together_are_one_batch_and_max_archives_splits_it():
     assert halved.ids == ["archive_001", "archive_002"]
 
 
-def test_an_oversized_archive_is_folded_in_slices_into_one_wm_version():
-    writer = WMWriter()
+def test_an_oversized_archive_is_folded_in_slices_into_one_wm_version(writer, memory):
     config = CONFIG.replace(max_prompt_messages_tokens=300)
-    wm = WorkingMemory(writer.model, config=config, store=InMemoryStore())
-    cfg = _cfg("slices")
+    wm = memory(writer.model, config=config)
+    cfg = thread_config("slices")
     wm.compact({"messages": [HumanMessage("FACT-100 start", id="s0")]}, cfg)
     big = [HumanMessage(f"FACT-2{k:02d} " + "word " * 120, id=f"s{k + 1}") for k in range(8)]
     wm.compact({"messages": big}, cfg)

@@ -8,7 +8,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from tests.engine._support import WMWriter, agent_model, assert_nothing_lost, user
+from tests.engine._support import agent_model, assert_nothing_lost, user
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.memory import WorkingMemory
 
@@ -37,12 +37,11 @@ def _agent(wm, model, checkpointer):
 
 
 @pytest.mark.parametrize("background", [True, False])
-def test_react_agent_commits_over_many_invocations_and_loses_nothing(background):
-    writer = WMWriter()
+def test_react_agent_commits_over_many_invocations_and_loses_nothing(background, writer, memory):
     config = WorkingMemoryConfig(
         token_budget=3000, commit_keep_recent_count=4, background=background
     )
-    wm = WorkingMemory(writer.model, config=config, store=InMemoryStore())
+    wm = memory(writer.model, config=config)
     agent_llm = agent_model(tool_every=3, parallel=2)
     graph = _agent(wm, agent_llm, InMemorySaver())
     cfg = {"configurable": {"thread_id": f"react-{background}"}}
@@ -69,12 +68,11 @@ def test_react_agent_commits_over_many_invocations_and_loses_nothing(background)
                 assert {tc["id"] for tc in m.tool_calls} <= answered
 
 
-def test_react_agent_mid_turn_overflow_commits_and_keeps_the_turn():
-    writer = WMWriter()
+def test_react_agent_mid_turn_overflow_commits_and_keeps_the_turn(writer, memory):
     config = WorkingMemoryConfig(
         token_budget=2000, commit_keep_recent_count=10_000, background=False
     )
-    wm = WorkingMemory(writer.model, config=config, store=InMemoryStore())
+    wm = memory(writer.model, config=config)
     graph = _agent(wm, agent_model(tool_every=1, parallel=3), InMemorySaver())
     cfg = {"configurable": {"thread_id": "overflow"}}
     sent = []
@@ -87,8 +85,8 @@ def test_react_agent_mid_turn_overflow_commits_and_keeps_the_turn():
     assert isinstance(out["messages"][0], HumanMessage)  # the newest turn stayed whole
 
 
-def test_missing_thread_or_checkpointer_is_a_clear_error():
-    wm = WorkingMemory(WMWriter().model, store=InMemoryStore())
+def test_missing_thread_or_checkpointer_is_a_clear_error(writer):
+    wm = WorkingMemory(writer.model, store=InMemoryStore())
     with pytest.raises(ValueError, match="checkpointer"):
         _agent(wm, agent_model(), None).invoke(
             {"messages": [user(1)]}, {"configurable": {"thread_id": "x"}}

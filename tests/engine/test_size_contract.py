@@ -11,13 +11,13 @@ from langchain_core.messages import BaseMessage
 from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import is_update_call, user
-from tests.fakes import ScriptedChatModel
 from wm_langgraph import WorkingMemory, WorkingMemoryConfig, render_working_memory
 from wm_langgraph.document.compaction import moved_count
 from wm_langgraph.document.sections import SECTIONS
 from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.phase2.size import contract_for
 from wm_langgraph.recall.tools import archive_search_text
+from wm_langgraph.testing import ScriptedChatModel
 
 UPDATE_TOOL = "update_working_memory"
 
@@ -47,7 +47,7 @@ def flooding_writer(kind: str) -> ScriptedChatModel:
             "tool_calls": [{"name": UPDATE_TOOL, "args": {"sections": sections}}],
         }
 
-    return ScriptedChatModel(replies=reply)
+    return ScriptedChatModel(respond=reply)
 
 
 def _run(kind: str, commits: int) -> tuple[WorkingMemory, dict[str, Any]]:

@@ -30,6 +30,7 @@ def _ask(i: int) -> HumanMessage:
     return HumanMessage(f"turn {i}: remember FACT-{i:03d} " + "detail " * 20, id=f"m-{i}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", PATHS)
 def test_a_system_message_every_turn_keeps_the_prompt_inside_the_budget(kind):
     driver = make(kind, BUDGET)

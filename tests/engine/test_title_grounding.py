@@ -7,10 +7,10 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import is_update_call
-from tests.fakes import ScriptedChatModel
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.memory import WorkingMemory
+from wm_langgraph.testing import ScriptedChatModel
 
 CONFIG = WorkingMemoryConfig(token_budget=8000, background=False)
 
@@ -26,7 +26,7 @@ def _writer(title: str) -> ScriptedChatModel:
             }
         return render_working_memory({"Current State": "Started.", "Key Facts & Decisions": "- x"})
 
-    return ScriptedChatModel(replies=reply)
+    return ScriptedChatModel(respond=reply)
 
 
 def _title_after(title: str) -> str:

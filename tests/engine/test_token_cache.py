@@ -17,11 +17,11 @@ from langchain_core.messages import (
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.store.memory import InMemoryStore
 
-from tests.fakes import ScriptedChatModel
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import assemble_context
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.messages import MessageTokenCache, message_tokens
+from wm_langgraph.testing import ScriptedChatModel
 
 CFG = {"configurable": {"thread_id": "tokens"}}
 
@@ -105,10 +105,8 @@ def test_after_turn_counts_feed_assemble_and_new_messages_are_counted_once():
     assert counter.calls_mentioning("unique-3") == 1
 
 
-def test_build_context_tokens_equal_an_uncached_count_of_what_it_returns():
-    wm = WorkingMemory(
-        ScriptedChatModel(replies=["unused"]), config=WorkingMemoryConfig(), store=InMemoryStore()
-    )
+def test_build_context_tokens_equal_an_uncached_count_of_what_it_returns(memory):
+    wm = memory(ScriptedChatModel(replies=["unused"]), config=WorkingMemoryConfig())
     history = _history(20)
     wm.build_context(history, CFG)
     context = wm.build_context(history, CFG)

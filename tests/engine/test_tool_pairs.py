@@ -11,12 +11,10 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.graph.message import add_messages
-from langgraph.store.memory import InMemoryStore
 
 from tests.engine._paths import PATHS, make
-from tests.engine._support import WMWriter, user
+from tests.engine._support import user
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.phase1.window import safe_split
 
 CONFIG = WorkingMemoryConfig(token_budget=8000, commit_keep_recent_count=2, background=False)
@@ -58,8 +56,8 @@ def test_compact_while_a_tool_call_waits_keeps_the_call_live(kind):
         assert_every_result_follows_its_call(prompt)
 
 
-def test_a_tool_result_whose_call_is_archived_never_reaches_the_model():
-    wm = WorkingMemory(WMWriter().model, config=CONFIG, store=InMemoryStore())
+def test_a_tool_result_whose_call_is_archived_never_reaches_the_model(writer, memory):
+    wm = memory(writer.model, config=CONFIG)
     cfg = {"configurable": {"thread_id": "orphan"}}
     call = AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": "a.py"}, "id": "c1"}])
     state = {"messages": add_messages([], [HumanMessage("read a.py"), call])}

@@ -13,8 +13,8 @@ import httpx
 import openai
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.store.memory import InMemoryStore
 
+from tests.common import thread_config
 from tests.fake_openai import Answer, FakeOpenAIServer, chat_openai, prompt_of
 from wm_langgraph.config import (
     DEFAULT_MODEL_TIMEOUT_SECONDS,
@@ -22,16 +22,11 @@ from wm_langgraph.config import (
     WorkingMemoryConfig,
 )
 from wm_langgraph.document.sections import SECTIONS, render_working_memory
-from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.writer.openai import chat_openai_from_env
 from wm_langgraph.writer.provider import classify_error, context_overflow, output_token_limit
 
 CONFIG = WorkingMemoryConfig(token_budget=8000, background=False)
 MARK_RE = re.compile(r"MARK-\d+")
-
-
-def _cfg(name: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": name}}
 
 
 def _turn(i: int, extra: str = "") -> list[Any]:
@@ -72,14 +67,10 @@ def _is_update(request: dict[str, Any]) -> bool:
 # -- max_tokens, timeout, schema per provider --------------------------------------------------
 
 
-def test_every_writer_call_sends_max_tokens_sized_to_the_document_budget():
+def test_every_writer_call_sends_max_tokens_sized_to_the_document_budget(memory):
     server = FakeOpenAIServer(_healthy)
-    wm = WorkingMemory(
-        chat_openai(server, base_url="https://api.openai.com/v1"),
-        config=CONFIG,
-        store=InMemoryStore(),
-    )
-    cfg = _cfg("max-tokens")
+    wm = memory(chat_openai(server, base_url="https://api.openai.com/v1"), config=CONFIG)
+    cfg = thread_config("max-tokens")
     wm.compact({"messages": _turn(1)}, cfg)
     wm.compact({"messages": _turn(2)}, cfg)
     assert len(server.requests) == 2  # create, then update
@@ -89,14 +80,10 @@ def test_every_writer_call_sends_max_tokens_sized_to_the_document_budget():
     assert server.requests[1]["tools"][0]["function"]["strict"] is True
 
 
-def test_an_openai_compatible_server_also_gets_plain_max_tokens_and_the_reference_schema():
+def test_an_openai_compatible_server_also_gets_plain_max_tokens_and_the_reference_schema(memory):
     server = FakeOpenAIServer(_healthy)
-    wm = WorkingMemory(
-        chat_openai(server, base_url="http://127.0.0.1:8080/v1"),
-        config=CONFIG,
-        store=InMemoryStore(),
-    )
-    cfg = _cfg("compat")
+    wm = memory(chat_openai(server, base_url="http://127.0.0.1:8080/v1"), config=CONFIG)
+    cfg = thread_config("compat")
     wm.compact({"messages": _turn(1)}, cfg)
     wm.compact({"messages": _turn(2)}, cfg)
     update = server.requests[1]
@@ -110,19 +97,19 @@ def test_an_openai_compatible_server_also_gets_plain_max_tokens_and_the_referenc
     }
 
 
-def test_a_model_that_sets_its_own_max_tokens_keeps_it():
+def test_a_model_that_sets_its_own_max_tokens_keeps_it(memory):
     server = FakeOpenAIServer(_healthy)
     model = chat_openai(server, base_url="https://api.openai.com/v1", max_tokens=3000)
-    wm = WorkingMemory(model, config=CONFIG, store=InMemoryStore())
-    wm.compact({"messages": _turn(1)}, _cfg("own"))
+    wm = memory(model, config=CONFIG)
+    wm.compact({"messages": _turn(1)}, thread_config("own"))
     assert server.requests[0]["max_completion_tokens"] == 3000
 
 
-def test_writer_max_tokens_and_context_are_settings():
+def test_writer_max_tokens_and_context_are_settings(memory):
     server = FakeOpenAIServer(_healthy)
     config = CONFIG.replace(writer_max_tokens=9000, writer_context_tokens=8192)
-    wm = WorkingMemory(chat_openai(server), config=config, store=InMemoryStore())
-    wm.compact({"messages": _turn(1)}, _cfg("settings"))
+    wm = memory(chat_openai(server), config=config)
+    wm.compact({"messages": _turn(1)}, thread_config("settings"))
     assert server.requests[0]["max_tokens"] == 4096  # at most half the declared context
 
 
@@ -138,7 +125,7 @@ def test_the_default_writer_timeout_is_stated():
     assert "120" in (WorkingMemoryConfig.__doc__ or "")
 
 
-def test_a_refused_max_tokens_is_retried_with_the_providers_maximum_and_remembered():
+def test_a_refused_max_tokens_is_retried_with_the_providers_maximum_and_remembered(memory):
     def respond(request: dict[str, Any]) -> Answer:
         if request.get("max_completion_tokens", 0) > 4096:
             return Answer(
@@ -153,12 +140,8 @@ def test_a_refused_max_tokens_is_retried_with_the_providers_maximum_and_remember
         return _healthy(request)
 
     server = FakeOpenAIServer(respond)
-    wm = WorkingMemory(
-        chat_openai(server, base_url="https://api.openai.com/v1"),
-        config=CONFIG,
-        store=InMemoryStore(),
-    )
-    cfg = _cfg("output-cap")
+    wm = memory(chat_openai(server, base_url="https://api.openai.com/v1"), config=CONFIG)
+    cfg = thread_config("output-cap")
     wm.compact({"messages": _turn(1)}, cfg)
     wm.compact({"messages": _turn(2)}, cfg)
     sent = [body["max_completion_tokens"] for body in server.requests]
@@ -183,7 +166,7 @@ def _cut_update(request: dict[str, Any], *, finish: str = "tool_calls") -> Answe
 
 
 @pytest.mark.parametrize("finish", ["tool_calls", "length"])
-def test_a_cut_off_update_keeps_its_complete_part_and_retries_only_the_rest(finish):
+def test_a_cut_off_update_keeps_its_complete_part_and_retries_only_the_rest(finish, memory):
     def respond(request: dict[str, Any]) -> Answer:
         if not _is_update(request):
             return _healthy(request)
@@ -194,8 +177,8 @@ def test_a_cut_off_update_keeps_its_complete_part_and_retries_only_the_rest(fini
         return _cut_update(request, finish=finish)
 
     server = FakeOpenAIServer(respond)
-    wm = WorkingMemory(chat_openai(server), config=CONFIG, store=InMemoryStore())
-    cfg = _cfg(f"cut-{finish}")
+    wm = memory(chat_openai(server), config=CONFIG)
+    cfg = thread_config(f"cut-{finish}")
     wm.compact({"messages": _turn(1)}, cfg)
     wm.compact({"messages": _turn(2)}, cfg)
     retry = prompt_of(server.requests[2])
@@ -209,7 +192,7 @@ def test_a_cut_off_update_keeps_its_complete_part_and_retries_only_the_rest(fini
     assert archive.metadata["fallback"] == "targeted_retry"
 
 
-def test_a_reply_cut_twice_is_not_taken_for_keep_the_create_fallback_records_it():
+def test_a_reply_cut_twice_is_not_taken_for_keep_the_create_fallback_records_it(memory):
     def respond(request: dict[str, Any]) -> Answer:
         if _is_update(request):
             return _cut_update(request)  # the retry is cut too
@@ -218,8 +201,8 @@ def test_a_reply_cut_twice_is_not_taken_for_keep_the_create_fallback_records_it(
         return Answer(text=_document(marks, issues))
 
     server = FakeOpenAIServer(respond)
-    wm = WorkingMemory(chat_openai(server), config=CONFIG, store=InMemoryStore())
-    cfg = _cfg("cut-twice")
+    wm = memory(chat_openai(server), config=CONFIG)
+    cfg = thread_config("cut-twice")
     wm.compact({"messages": _turn(1)}, cfg)
     wm.compact({"messages": _turn(2)}, cfg)
     assert [bool(b.get("tools")) for b in server.requests] == [False, True, True, False]
@@ -227,7 +210,7 @@ def test_a_reply_cut_twice_is_not_taken_for_keep_the_create_fallback_records_it(
     assert wm.list_archives(cfg)[1].metadata["fallback"] == "unreadable_sections"
 
 
-def test_complete_json_at_the_output_limit_counts_as_cut_off():
+def test_complete_json_at_the_output_limit_counts_as_cut_off(memory):
     # The JSON closes, but the reply used every allowed token and sections are missing: a
     # grammar that closed the object at the limit. Missing sections are retried, not KEEP.
     def respond(request: dict[str, Any]) -> Answer:
@@ -242,21 +225,21 @@ def test_complete_json_at_the_output_limit_counts_as_cut_off():
         return Answer(tool_args=json.dumps(args), completion_tokens=limit)
 
     server = FakeOpenAIServer(respond)
-    wm = WorkingMemory(chat_openai(server), config=CONFIG, store=InMemoryStore())
-    cfg = _cfg("limit")
+    wm = memory(chat_openai(server), config=CONFIG)
+    cfg = thread_config("limit")
     wm.compact({"messages": _turn(1)}, cfg)
     wm.compact({"messages": _turn(2)}, cfg)
     assert len(server.requests) == 3
     assert "TODO rerun the migration" in wm.get_working_memory(cfg)
 
 
-def test_a_create_reply_cut_at_the_limit_is_not_a_working_memory():
+def test_a_create_reply_cut_at_the_limit_is_not_a_working_memory(memory):
     def respond(request: dict[str, Any]) -> Answer:
         return Answer(text=_document(["MARK-001"])[:200], finish_reason="length")
 
     server = FakeOpenAIServer(respond)
-    wm = WorkingMemory(chat_openai(server), config=CONFIG, store=InMemoryStore())
-    cfg = _cfg("create-cut")
+    wm = memory(chat_openai(server), config=CONFIG)
+    cfg = thread_config("create-cut")
     wm.compact({"messages": _turn(1)}, cfg)
     assert wm.get_working_memory(cfg) == ""
     (archive,) = wm.list_archives(cfg)
@@ -391,7 +374,7 @@ def test_output_limits_named_by_providers_are_read():
     assert output_token_limit(RuntimeError("model down")) is None
 
 
-def test_a_context_length_error_is_answered_with_a_smaller_prompt_never_the_same_one():
+def test_a_context_length_error_is_answered_with_a_smaller_prompt_never_the_same_one(memory):
     limit = 3000  # the writer's context, in the counter's tokens
 
     def respond(request: dict[str, Any]) -> Answer:
@@ -409,13 +392,8 @@ def test_a_context_length_error_is_answered_with_a_smaller_prompt_never_the_same
         return _healthy(request)
 
     server = FakeOpenAIServer(respond)
-    wm = WorkingMemory(
-        chat_openai(server),
-        config=CONFIG,
-        token_counter=lambda t: len(t) // 4,
-        store=InMemoryStore(),
-    )
-    cfg = _cfg("overflow")
+    wm = memory(chat_openai(server), config=CONFIG, token_counter=lambda t: len(t) // 4)
+    cfg = thread_config("overflow")
     wm.compact({"messages": _turn(1)}, cfg)
     # three turns of about 2,500 tokens each: together far over the writer's context
     messages = [m for i in range(2, 5) for m in _turn(i, "x" * 10_000)]

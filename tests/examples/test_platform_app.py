@@ -122,6 +122,7 @@ def _archived_text(client: Any, thread_id: str) -> str:
     return " ".join(str(m["data"]["content"]) for i in items for m in i["value"]["messages"])
 
 
+@pytest.mark.slow
 @pytest.mark.enable_socket
 def test_langgraph_dev_serves_the_example_and_the_memory_survives_a_restart(tmp_path):
     from langgraph_sdk import get_sync_client

@@ -11,8 +11,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
-from tests.fakes import ScriptedChatModel, tool_reply
 from wm_langgraph.document.sections import SECTIONS, render_working_memory
+from wm_langgraph.testing import ScriptedChatModel, tool_reply
 
 FACT_RE = re.compile(r"FACT-\d+")
 UPDATE_TOOL = "update_working_memory"
@@ -57,7 +57,7 @@ def wm_model(
             }
         )
 
-    return ScriptedChatModel(replies=reply)
+    return ScriptedChatModel(respond=reply)
 
 
 def agent_model(*, tool: str = "lookup", calls_per_turn: int = 1) -> ScriptedChatModel:
@@ -78,7 +78,7 @@ def agent_model(*, tool: str = "lookup", calls_per_turn: int = 1) -> ScriptedCha
             return tool_reply(tool, {"key": f"k{done}"})
         return f"Answer to: {user[:40]}"
 
-    return ScriptedChatModel(replies=reply)
+    return ScriptedChatModel(respond=reply)
 
 
 def ids(messages: Iterable[BaseMessage]) -> list[str]:

@@ -23,9 +23,10 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 
-from tests.fakes import ScriptedChatModel
+from tests.common import thread_config
 from tests.integrations.helpers import agent_model, ids, wm_model
 from wm_langgraph import WorkingMemoryConfig, WorkingMemoryMiddleware, aopen_sqlite
+from wm_langgraph.testing import ScriptedChatModel
 
 BACKGROUND = WorkingMemoryConfig(
     token_budget=6_000,
@@ -44,10 +45,6 @@ async def remember(note: str, runtime: ToolRuntime) -> str:
     return f"kept {item.value['note'] if item else None}"
 
 
-def _cfg(thread: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread}}
-
-
 def _agent(mw: WorkingMemoryMiddleware, saver: Any, store: Any) -> Any:
     model = agent_model(tool="remember")
     return create_agent(model, [remember], middleware=[mw], checkpointer=saver, store=store)
@@ -59,7 +56,7 @@ async def _play(path: Path, thread: str, turns: list[str], writer: Any = None) -
         assert isinstance(store, AsyncSqliteStore)
         mw = WorkingMemoryMiddleware(writer or wm_model(), config=BACKGROUND)
         agent = _agent(mw, saver, store)
-        config = _cfg(thread)
+        config = thread_config(thread)
         for text in turns:
             await agent.ainvoke({"messages": [HumanMessage(text)]}, config)
         assert await mw.memory.await_phase2(config, timeout=60)
@@ -90,13 +87,13 @@ def test_an_async_agent_on_aopen_sqlite_end_to_end_and_after_a_restart(tmp_path)
 
 
 def _gated_writer(gate: threading.Event) -> ScriptedChatModel:
-    inner = wm_model().replies
+    inner = wm_model().respond
 
     def reply(messages: Any, tools: Any, tool_choice: Any) -> Any:
         gate.wait(30)
         return inner(messages, tools, tool_choice)
 
-    return ScriptedChatModel(replies=reply)
+    return ScriptedChatModel(respond=reply)
 
 
 def test_wait_on_the_event_loop_raises_instead_of_deadlocking(tmp_path):
@@ -106,7 +103,7 @@ def test_wait_on_the_event_loop_raises_instead_of_deadlocking(tmp_path):
         async with aopen_sqlite(tmp_path / "wait.sqlite") as (saver, store):
             mw = WorkingMemoryMiddleware(_gated_writer(gate), config=BACKGROUND)
             agent = _agent(mw, saver, store)
-            config = _cfg("w1")
+            config = thread_config("w1")
             for n in range(1, 4):
                 await agent.ainvoke({"messages": [HumanMessage(f"note FACT-{n}")]}, config)
             with pytest.raises(RuntimeError, match="await_phase2"):
@@ -137,7 +134,7 @@ def test_an_async_agent_on_async_postgres_end_to_end():
             await store.setup()
             mw = WorkingMemoryMiddleware(wm_model(), config=BACKGROUND)
             agent = _agent(mw, saver, store)
-            config = _cfg(f"apg-{os.getpid()}-{threading.get_ident()}")
+            config = thread_config(f"apg-{os.getpid()}-{threading.get_ident()}")
             await agent.ainvoke(
                 {"messages": [HumanMessage('call remember {"note": "PG-1"}')]}, config
             )

@@ -9,19 +9,17 @@ drop the archive tools silently.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import LLMToolSelectorMiddleware, SummarizationMiddleware
 from langchain_core.messages import HumanMessage, RemoveMessage
-from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from tests.fakes import ScriptedChatModel, tool_reply
+from tests.common import thread_config
 from tests.integrations.helpers import agent_model, ids, wm_model
 from wm_langgraph import ConflictingMiddlewareError, WorkingMemoryConfig, WorkingMemoryMiddleware
+from wm_langgraph.testing import ScriptedChatModel, tool_reply
 
 CONFIG = WorkingMemoryConfig(
     token_budget=6_000,
@@ -31,18 +29,8 @@ CONFIG = WorkingMemoryConfig(
 )
 
 
-@tool
-def lookup(key: str) -> str:
-    """Look a key up in the team wiki."""
-    return f"wiki entry for {key}"
-
-
-def _cfg(thread: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread}}
-
-
 @pytest.mark.parametrize("summariser_first", [True, False])
-def test_summarization_middleware_beside_the_memory_fails_at_once(summariser_first):
+def test_summarization_middleware_beside_the_memory_fails_at_once(summariser_first, lookup):
     summariser = SummarizationMiddleware(
         model=ScriptedChatModel(replies=["Earlier: some notes."], repeat_last=True),
         trigger=("messages", 6),
@@ -57,7 +45,7 @@ def test_summarization_middleware_beside_the_memory_fails_at_once(summariser_fir
         checkpointer=InMemorySaver(),
         store=InMemoryStore(),
     )
-    config = _cfg(f"summ-{summariser_first}")
+    config = thread_config(f"summ-{summariser_first}")
     errors: list[str] = []
     turns = 0
     for n in range(1, 13):
@@ -72,7 +60,7 @@ def test_summarization_middleware_beside_the_memory_fails_at_once(summariser_fir
     assert turns <= 4  # six messages trigger the summariser: at the latest the fourth turn
 
 
-def test_a_users_own_remove_message_stays_a_normal_operation():
+def test_a_users_own_remove_message_stays_a_normal_operation(lookup):
     every_turn = CONFIG.replace(commit_keep_recent_count=2, commit_token_threshold_ratio=0.0)
     mw = WorkingMemoryMiddleware(wm_model(), config=every_turn)
     agent = create_agent(
@@ -82,7 +70,7 @@ def test_a_users_own_remove_message_stays_a_normal_operation():
         checkpointer=InMemorySaver(),
         store=InMemoryStore(),
     )
-    config = _cfg("user-remove")
+    config = thread_config("user-remove")
     agent.invoke({"messages": [HumanMessage("note FACT-1")]}, config)
     agent.invoke({"messages": [HumanMessage("note FACT-2 (wrong, delete me)")]}, config)
     wrong = [m for m in agent.get_state(config).values["messages"] if "delete me" in m.text]
@@ -95,7 +83,7 @@ def test_a_users_own_remove_message_stays_a_normal_operation():
     assert "FACT-1" in " ".join(str(m.text) for m in archived)
 
 
-def test_a_tool_selector_listed_first_does_not_take_the_archive_tools_away():
+def test_a_tool_selector_listed_first_does_not_take_the_archive_tools_away(lookup):
     selector_model = ScriptedChatModel(
         replies=[tool_reply("ToolSelectionResponse", {"tools": ["lookup"]})], repeat_last=True
     )
@@ -108,6 +96,6 @@ def test_a_tool_selector_listed_first_does_not_take_the_archive_tools_away():
         checkpointer=InMemorySaver(),
         store=InMemoryStore(),
     )
-    agent.invoke({"messages": [HumanMessage("hello")]}, _cfg("selector"))
+    agent.invoke({"messages": [HumanMessage("hello")]}, thread_config("selector"))
     bound = {t["function"]["name"] for t in model.bound[-1]["tools"]}
     assert {"archive_expand", "archive_search"} <= bound

@@ -16,7 +16,6 @@ from typing import Any
 from langchain.agents import create_agent
 from langchain.agents.middleware.internal_call_transformer import INTERNAL_CALL_METADATA_KEY
 from langchain_core.messages import HumanMessage
-from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
@@ -29,13 +28,7 @@ EVERY_TURN = WorkingMemoryConfig(
 )
 
 
-@tool
-def lookup(key: str) -> str:
-    """Look a key up in the team wiki."""
-    return f"wiki entry for {key}"
-
-
-def test_background_commits_keep_the_callers_tags_and_metadata_and_the_internal_marker():
+def test_background_commits_keep_the_callers_tags_and_metadata_and_the_internal_marker(lookup):
     mw = WorkingMemoryMiddleware(wm_model(), config=EVERY_TURN)  # background Phase 2
     agent = create_agent(
         agent_model(),
@@ -68,7 +61,7 @@ def test_background_commits_keep_the_callers_tags_and_metadata_and_the_internal_
     assert all(INTERNAL_CALL_METADATA_KEY in r.metadata for r in writer_calls)
 
 
-def test_an_indexed_store_embeds_none_of_the_memorys_records():
+def test_an_indexed_store_embeds_none_of_the_memorys_records(lookup):
     embedded: list[str] = []
 
     def embed(texts: list[str]) -> list[list[float]]:

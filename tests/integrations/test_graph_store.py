@@ -14,11 +14,11 @@ from typing import Any, TypedDict
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.memory import InMemoryStore
 
+from tests.common import lookup, thread_config
 from tests.integrations.helpers import agent_model, ids, wm_model
 from wm_langgraph import NoStoreError, WorkingMemory, WorkingMemoryConfig, WorkingMemoryMiddleware
 from wm_langgraph.recall.tools import archive_search_text
@@ -29,16 +29,6 @@ EVERY_TURN = WorkingMemoryConfig(
     commit_keep_recent_count=2,
     background=False,
 )
-
-
-@tool
-def lookup(key: str) -> str:
-    """Look a key up in the team wiki."""
-    return f"wiki entry for {key}"
-
-
-def _cfg(thread: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread}}
 
 
 def _agent(mw: WorkingMemoryMiddleware, checkpointer: Any, store: Any) -> Any:
@@ -53,7 +43,7 @@ def _namespaces(store: InMemoryStore) -> list[tuple[str, ...]]:
 
 def test_without_store_the_middleware_uses_the_graph_store_and_survives_a_restart():
     store, saver = InMemoryStore(), InMemorySaver()
-    config = _cfg("platform")
+    config = thread_config("platform")
     agent = _agent(WorkingMemoryMiddleware(wm_model(), config=EVERY_TURN), saver, store)
     for n in range(1, 5):
         agent.invoke({"messages": [HumanMessage(f"note FACT-{n}")]}, config)
@@ -74,10 +64,10 @@ def test_without_store_the_middleware_uses_the_graph_store_and_survives_a_restar
 def test_a_graph_without_any_store_fails_at_once_with_a_clear_error():
     agent = _agent(WorkingMemoryMiddleware(wm_model(), config=EVERY_TURN), InMemorySaver(), None)
     with pytest.raises(NoStoreError, match=r"store="):
-        agent.invoke({"messages": [HumanMessage("hello")]}, _cfg("nostore"))
+        agent.invoke({"messages": [HumanMessage("hello")]}, thread_config("nostore"))
     memory = WorkingMemory(wm_model())
     with pytest.raises(NoStoreError):
-        memory.get_working_memory(_cfg("nostore"))
+        memory.get_working_memory(thread_config("nostore"))
 
 
 def test_an_explicit_store_still_wins_over_the_graph_store():
@@ -85,7 +75,7 @@ def test_an_explicit_store_still_wins_over_the_graph_store():
     mw = WorkingMemoryMiddleware(wm_model(), config=EVERY_TURN, store=mine)
     agent = _agent(mw, InMemorySaver(), graphs)
     for n in range(1, 4):
-        agent.invoke({"messages": [HumanMessage(f"note FACT-{n}")]}, _cfg("explicit"))
+        agent.invoke({"messages": [HumanMessage(f"note FACT-{n}")]}, thread_config("explicit"))
     assert _namespaces(mine)
     assert not _namespaces(graphs)
 
@@ -96,7 +86,7 @@ def test_two_named_agents_on_one_thread_and_store_never_see_each_other():
     beta = WorkingMemoryMiddleware(wm_model(), config=EVERY_TURN, store=store, name="beta")
     agent_a = _agent(alpha, InMemorySaver(), store)
     agent_b = _agent(beta, InMemorySaver(), store)
-    config = _cfg("shared-thread")
+    config = thread_config("shared-thread")
     for n in range(1, 5):
         agent_a.invoke({"messages": [HumanMessage(f"alpha says ALPHA-{n}")]}, config)
         agent_b.invoke({"messages": [HumanMessage(f"beta says BETA-{n}")]}, config)
@@ -140,7 +130,7 @@ def test_subgraph_agents_with_the_default_name_have_separate_memories():
     builder.add_edge("ask_researcher", "ask_writer")
     builder.add_edge("ask_writer", END)
     graph = builder.compile(checkpointer=InMemorySaver(), store=store)
-    config = _cfg("team")
+    config = thread_config("team")
     for n in range(1, 5):
         graph.invoke({"messages": [HumanMessage(f"topic TOPIC-{n}")]}, config)
 
@@ -161,7 +151,7 @@ def test_a_named_memory_written_in_the_old_layout_is_adopted_not_lost():
     """Before scopes, every memory of a thread lived in ("wm_langgraph", <thread>, kind). A
     named middleware finds its archives there (the ones its checkpoint lists) and copies them."""
     store, saver = InMemoryStore(), InMemorySaver()
-    config = _cfg("upgraded")
+    config = thread_config("upgraded")
     old = WorkingMemoryMiddleware(wm_model(), config=EVERY_TURN, store=store)  # old layout
     agent = _agent(old, saver, store)
     for n in range(1, 5):

@@ -7,12 +7,12 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.store.memory import InMemoryStore
 
+from tests.common import lookup_tool, thread_config
 from tests.integrations.helpers import (
     agent_model,
     all_message_ids,
@@ -25,15 +25,7 @@ from wm_langgraph.context.assemble import SUMMARY_HEADER
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.state import WorkingMemoryState
 
-
-@tool
-def lookup(key: str) -> str:
-    """Look a key up in the team wiki."""
-    return f"wiki entry for {key}: " + "details " * 20
-
-
-def cfg(thread: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread}}
+lookup = lookup_tool(details=20)  # results large enough to move the counts
 
 
 def check_nothing_lost(graph: Any, wm: WorkingMemory, config: RunnableConfig) -> None:
@@ -72,7 +64,7 @@ def test_create_react_agent_with_pre_and_post_model_hooks():
             store=store,
             version="v2",
         )
-    thread = cfg("react")
+    thread = thread_config("react")
     for turn in range(7):
         out = agent.invoke(
             {"messages": [HumanMessage(f"turn {turn}: FACT-{turn}; use lookup")]}, thread
@@ -120,7 +112,7 @@ def test_state_graph_with_assemble_and_after_turn_nodes_then_compact():
     )
     model = agent_model()
     graph = _state_graph(wm, model, store)
-    thread = cfg("graph")
+    thread = thread_config("graph")
     for turn in range(6):
         graph.invoke({"messages": [HumanMessage(f"turn {turn}: FACT-{turn}; use lookup")]}, thread)
         assert wm.wait(thread, timeout=30)
@@ -154,7 +146,7 @@ def test_state_graph_async_invocations():
         store, commit_token_threshold_ratio=0.0, background=False, commit_keep_recent_count=2
     )
     graph = _state_graph(wm, agent_model(), store)
-    thread = cfg("graph-async")
+    thread = thread_config("graph-async")
 
     async def run() -> None:
         for turn in range(3):
@@ -173,15 +165,15 @@ def test_tools_in_a_graph_only_see_their_own_thread():
     )
     graph = _state_graph(wm, agent_model(), store)
     for n in range(3):
-        graph.invoke({"messages": [HumanMessage(f"B secret FACT-10{n}")]}, cfg("B"))
-    graph.invoke({"messages": [HumanMessage("A note FACT-1")]}, cfg("A"))
-    assert len(wm.list_archives(cfg("B"))) == 3
-    assert len(wm.list_archives(cfg("A"))) == 1
+        graph.invoke({"messages": [HumanMessage(f"B secret FACT-10{n}")]}, thread_config("B"))
+    graph.invoke({"messages": [HumanMessage("A note FACT-1")]}, thread_config("A"))
+    assert len(wm.list_archives(thread_config("B"))) == 3
+    assert len(wm.list_archives(thread_config("A"))) == 1
 
     def ask(thread: str, text: str) -> ToolMessage:
-        graph.invoke({"messages": [HumanMessage(text)]}, cfg(thread))
+        graph.invoke({"messages": [HumanMessage(text)]}, thread_config(thread))
         # the turn was archived at its end (keep 0): read the tool result from there
-        newest = wm.list_archives(cfg(thread))[-1]
+        newest = wm.list_archives(thread_config(thread))[-1]
         (result,) = [m for m in newest.messages if isinstance(m, ToolMessage)]
         return result
 

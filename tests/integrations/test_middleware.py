@@ -13,6 +13,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
+from tests.common import lookup_tool, thread_config
 from tests.integrations.helpers import (
     agent_model,
     all_message_ids,
@@ -24,21 +25,13 @@ from wm_langgraph import WorkingMemoryMiddleware
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import SUMMARY_HEADER, compute_budgets
 
-
-@tool
-def lookup(key: str) -> str:
-    """Look a key up in the team wiki."""
-    return f"wiki entry for {key}: " + "details " * 20
+lookup = lookup_tool(details=20)  # results large enough to move the counts
 
 
 @tool
 def fetch(key: str) -> str:
     """Fetch a large report."""
     return f"report {key}: " + " ".join(f"row{i}" for i in range(240))
-
-
-def cfg(thread: str, **extra: Any) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread}, **extra}
 
 
 def build(config: WorkingMemoryConfig, *, tools: list[Any], calls_per_turn: int = 1, **mw: Any):
@@ -68,7 +61,7 @@ def test_many_turns_commit_fold_and_assemble_without_touching_state():
         background=False,
     )
     agent, mw, model, writer = build(config, tools=[lookup])
-    thread = cfg("t-many")
+    thread = thread_config("t-many")
     for turn in range(8):
         out = agent.invoke(
             {"messages": [HumanMessage(f"turn {turn}: remember FACT-{turn}; use lookup")]},
@@ -136,7 +129,7 @@ def test_user_system_prompt_is_kept_after_the_addition():
         checkpointer=InMemorySaver(),
         store=store,
     )
-    thread = cfg("t-sys")
+    thread = thread_config("t-sys")
     agent.invoke({"messages": [HumanMessage("hello FACT-1")]}, thread)
     agent.invoke({"messages": [HumanMessage("again FACT-2")]}, thread)
     system = model.calls[-1].messages[0]
@@ -154,7 +147,7 @@ def test_mid_turn_overflow_commits_inline_keeping_the_newest_turn(mode):
         background=True,  # the overflow commit is inline regardless
     )
     agent, mw, model, _ = build(config, tools=[fetch], calls_per_turn=4)
-    thread = cfg("t-overflow")
+    thread = thread_config("t-overflow")
 
     def run(text: str) -> None:
         payload = {"messages": [HumanMessage(text)]}
@@ -200,7 +193,7 @@ def test_async_agent_with_background_commits():
         background=True,
     )
     agent, mw, _, _ = build(config, tools=[lookup])
-    thread = cfg("t-async")
+    thread = thread_config("t-async")
 
     async def run() -> None:
         for turn in range(5):
@@ -226,11 +219,11 @@ def test_threads_are_separate():
         commit_keep_recent_count=0,
     )
     agent, mw, _, _ = build(config, tools=[lookup])
-    agent.invoke({"messages": [HumanMessage("alpha FACT-1")]}, cfg("a"))
-    agent.invoke({"messages": [HumanMessage("beta FACT-2")]}, cfg("b"))
-    assert "FACT-1" in mw.memory.get_working_memory(cfg("a"))
-    assert "FACT-2" not in mw.memory.get_working_memory(cfg("a"))
-    assert "FACT-2" in mw.memory.get_working_memory(cfg("b"))
+    agent.invoke({"messages": [HumanMessage("alpha FACT-1")]}, thread_config("a"))
+    agent.invoke({"messages": [HumanMessage("beta FACT-2")]}, thread_config("b"))
+    assert "FACT-1" in mw.memory.get_working_memory(thread_config("a"))
+    assert "FACT-2" not in mw.memory.get_working_memory(thread_config("a"))
+    assert "FACT-2" in mw.memory.get_working_memory(thread_config("b"))
 
 
 def test_names_are_configurable_and_must_differ():
@@ -275,7 +268,7 @@ def test_a_fork_sees_its_own_branch_memory_not_the_abandoned_one():
         commit_token_threshold_ratio=0.0, commit_keep_recent_count=0, background=False
     )
     agent, mw, model, _ = build(config, tools=[lookup])
-    thread = cfg("t-fork")
+    thread = thread_config("t-fork")
     for n in range(3):
         agent.invoke({"messages": [HumanMessage(f"turn FACT-{n}")]}, thread)
     assert "FACT-2" in mw.memory.get_working_memory(thread)
@@ -303,9 +296,9 @@ def test_archive_tools_through_create_agent_stay_in_their_thread(mode):
     def run(text: str, thread: str) -> None:
         payload = {"messages": [HumanMessage(text)]}
         if mode == "sync":
-            agent.invoke(payload, cfg(thread))
+            agent.invoke(payload, thread_config(thread))
         else:
-            asyncio.run(agent.ainvoke(payload, cfg(thread)))
+            asyncio.run(agent.ainvoke(payload, thread_config(thread)))
 
     for n in range(2):
         run(f"B private FACT-20{n}", "B")
@@ -313,7 +306,7 @@ def test_archive_tools_through_create_agent_stay_in_their_thread(mode):
 
     def tool_result(thread: str, text: str) -> str:
         run(text, thread)
-        newest = mw.memory.list_archives(cfg(thread))[-1]  # keep 0: the turn is archived
+        newest = mw.memory.list_archives(thread_config(thread))[-1]  # keep 0: the turn is archived
         (result,) = [m for m in newest.messages if isinstance(m, ToolMessage)]
         return str(result.text)
 

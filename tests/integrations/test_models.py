@@ -11,14 +11,12 @@ import logging
 from typing import Any
 
 import pytest
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableBinding
 from langchain_openai import AzureChatOpenAI, ChatOpenAI
 
-from tests.fakes import ScriptedChatModel, tool_reply
 from wm_langgraph.document.protocol import UPDATE_TOOL_NAME
+from wm_langgraph.testing import ScriptedChatModel, tool_reply
 from wm_langgraph.writer.binding import (
     ToolCallingNotSupportedError,
     bind_update_tool,
@@ -254,47 +252,27 @@ def test_anthropic_payload_forces_the_tool_by_name():
     assert "oneOf" in json.dumps(tool["input_schema"])
 
 
-class _PickyChoiceModel(ScriptedChatModel):
-    """Accepts only the tool choices in ``accepted``; anything else is a ValueError."""
-
-    accepted: tuple[str, ...] = ("any",)
-
-    def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
-        if tool_choice is not None and tool_choice not in self.accepted:
-            raise ValueError(f"unsupported tool_choice {tool_choice!r}")
-        return super().bind_tools(tools, tool_choice=tool_choice, **kwargs)
-
-
 def test_falls_back_to_any_when_a_tool_name_is_rejected():
-    model = _PickyChoiceModel(replies=[])
+    model = ScriptedChatModel(accepted_tool_choices=("any",))
     bind_update_tool(model)
     assert [r["tool_choice"] for r in model.bound] == ["any"]
 
 
 def test_falls_back_to_required_after_any():
-    model = _PickyChoiceModel(replies=[], accepted=("required",))
+    model = ScriptedChatModel(accepted_tool_choices=("required",))
     bind_update_tool(model)
     assert [r["tool_choice"] for r in model.bound] == ["required"]
 
 
 def test_binds_unforced_with_a_warning_when_no_choice_is_accepted(caplog):
-    model = _PickyChoiceModel(replies=[], accepted=())
+    model = ScriptedChatModel(accepted_tool_choices=())
     with caplog.at_level(logging.WARNING, logger="wm_langgraph"):
         bind_update_tool(model)
     assert [r["tool_choice"] for r in model.bound] == [None]
     assert "unforced" in caplog.text
 
 
-class _NoToolsModel(BaseChatModel):
-    @property
-    def _llm_type(self) -> str:
-        return "no-tools"
-
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, **kwargs: Any) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=AIMessage("x"))])
-
-
 def test_model_without_tool_calling_is_a_clear_error():
     with pytest.raises(ToolCallingNotSupportedError, match="must support tool calling"):
-        bind_update_tool(_NoToolsModel())
+        bind_update_tool(ScriptedChatModel(replies=["x"], tool_calling=False))
     assert issubclass(ToolCallingNotSupportedError, TypeError)

@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.store.memory import InMemoryStore
 
-from tests.fakes import ScriptedChatModel, tool_reply
+from tests.common import thread_config
 from tests.integrations.helpers import wm_model
 from wm_langgraph import WorkingMemoryConfig, WorkingMemoryMiddleware
+from wm_langgraph.testing import ScriptedChatModel, tool_reply
 
 TURNS = 30
 CONFIG = WorkingMemoryConfig(
@@ -32,12 +32,6 @@ CONFIG = WorkingMemoryConfig(
     reserve_tokens=0,
     background=False,
 )
-
-
-@tool
-def lookup(key: str) -> str:
-    """Look a key up in the team wiki."""
-    return f"wiki entry for {key}"
 
 
 def _newest_human(messages: list[BaseMessage]) -> tuple[int, str]:
@@ -57,7 +51,7 @@ def _answerer(label: str, handoffs: Callable[[str], str | None] | None = None) -
             return tool_reply(target, {})
         return f"{label} answers: {text} — recorded with details " + "x " * 20
 
-    return ScriptedChatModel(replies=reply)
+    return ScriptedChatModel(respond=reply)
 
 
 def _turn_text(n: int) -> str:
@@ -85,12 +79,8 @@ def _assert_archived_once(mw: WorkingMemoryMiddleware, config: dict[str, Any]) -
     assert len(archived) == len(set(archived)), "a message was archived twice"
 
 
-def _scoped(thread: str, node: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread, "checkpoint_ns": node}}
-
-
 @pytest.mark.parametrize("own_checkpointer", [False, True], ids=["inherited", "own"])
-def test_a_create_agent_subgraph_node_stays_bounded_and_archives_once(own_checkpointer):
+def test_a_create_agent_subgraph_node_stays_bounded_and_archives_once(own_checkpointer, lookup):
     mw = WorkingMemoryMiddleware(wm_model(), config=CONFIG)
     model = _answerer("worker")
     worker = create_agent(
@@ -104,13 +94,15 @@ def test_a_create_agent_subgraph_node_stays_bounded_and_archives_once(own_checkp
     for n in range(1, TURNS + 1):
         graph.invoke({"messages": [HumanMessage(_turn_text(n))]}, config)
     _assert_bounded(_input_sizes(model, mw), "subgraph")
-    _assert_archived_once(mw, _scoped(config["configurable"]["thread_id"], "worker"))
+    _assert_archived_once(
+        mw, thread_config(config["configurable"]["thread_id"], checkpoint_ns="worker")
+    )
     assert "FACT-1" in mw.memory.get_working_memory(
-        _scoped(config["configurable"]["thread_id"], "worker")
+        thread_config(config["configurable"]["thread_id"], checkpoint_ns="worker")
     )
 
 
-def test_under_langgraph_supervisor_the_research_agent_stays_bounded():
+def test_under_langgraph_supervisor_the_research_agent_stays_bounded(lookup):
     from langgraph_supervisor import create_supervisor
 
     mw = WorkingMemoryMiddleware(wm_model(), config=CONFIG)
@@ -126,17 +118,17 @@ def test_under_langgraph_supervisor_the_research_agent_stays_bounded():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the supervisor builds on create_react_agent
         workflow = create_supervisor(
-            [research], model=ScriptedChatModel(replies=supervise), output_mode="full_history"
+            [research], model=ScriptedChatModel(respond=supervise), output_mode="full_history"
         )
         graph = workflow.compile(checkpointer=InMemorySaver(), store=InMemoryStore())
     config: Any = {"configurable": {"thread_id": "supervised"}}
     for n in range(1, TURNS + 1):
         graph.invoke({"messages": [HumanMessage(_turn_text(n))]}, config)
     _assert_bounded(_input_sizes(research_model, mw), "supervisor's research agent")
-    _assert_archived_once(mw, _scoped("supervised", "research_expert"))
+    _assert_archived_once(mw, thread_config("supervised", checkpoint_ns="research_expert"))
 
 
-def test_under_langgraph_swarm_each_agent_stays_bounded_and_has_its_own_memory():
+def test_under_langgraph_swarm_each_agent_stays_bounded_and_has_its_own_memory(lookup):
     from langgraph_swarm import create_handoff_tool, create_swarm
 
     def hands_to(other: str) -> Callable[[str], str | None]:
@@ -167,12 +159,14 @@ def test_under_langgraph_swarm_each_agent_stays_bounded_and_has_its_own_memory()
         graph.invoke({"messages": [HumanMessage(f"{_turn_text(n)} (for {target})")]}, config)
     for name in ("alice", "bob"):
         _assert_bounded(_input_sizes(models[name], memories[name]), f"swarm agent {name}")
-        _assert_archived_once(memories[name], _scoped("swarm", name))
+        _assert_archived_once(memories[name], thread_config("swarm", checkpoint_ns=name))
     alice_ids = {
         str(m.id)
-        for r in memories["alice"].memory.list_archives(_scoped("swarm", "alice"))
+        for r in memories["alice"].memory.list_archives(
+            thread_config("swarm", checkpoint_ns="alice")
+        )
         for m in r.messages
     }
-    bob_records = memories["bob"].memory.list_archives(_scoped("swarm", "bob"))
+    bob_records = memories["bob"].memory.list_archives(thread_config("swarm", checkpoint_ns="bob"))
     assert alice_ids
     assert bob_records  # each agent reads its own memory (namespaces by graph)

@@ -15,6 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
+from tests.common import thread_config
 from wm_langgraph.recall.tools import (
     MAX_HIT_CHARS,
     MAX_SEARCH_HITS,
@@ -42,10 +43,6 @@ class Source:
         if thread is None:
             raise ValueError("thread_id missing")
         return list(self.threads.get(str(thread), []))
-
-
-def cfg(thread: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread}}
 
 
 @pytest.fixture
@@ -91,7 +88,7 @@ def test_tool_names_and_argument_schemas(source):
 
 def test_expand_shows_abstract_count_and_verbatim_messages(source):
     expand, _ = make_archive_tools(source)
-    out = expand.invoke({"archive_id": "archive_001"}, config=cfg("A"))
+    out = expand.invoke({"archive_id": "archive_001"}, config=thread_config("A"))
     assert "Created the billing database." in out
     assert "4 messages" in out
     assert "set up the Postgres database" in out
@@ -105,14 +102,16 @@ def test_expand_pages_long_archives_and_says_how_to_continue():
     long = [HumanMessage(f"message number {i} " + "x" * 50) for i in range(PAGE_MESSAGES * 2 + 5)]
     source = Source({"A": [Record("archive_001", 1, "done", long, "long one")]})
     expand, _ = make_archive_tools(source)
-    first = expand.invoke({"archive_id": "archive_001"}, config=cfg("A"))
+    first = expand.invoke({"archive_id": "archive_001"}, config=thread_config("A"))
     assert "message number 0 " in first
     assert f"message number {PAGE_MESSAGES} " not in first
     assert f"offset={PAGE_MESSAGES})" in first
     seen = []
     offset = 0
     while True:
-        page = expand.invoke({"archive_id": "archive_001", "offset": offset}, config=cfg("A"))
+        page = expand.invoke(
+            {"archive_id": "archive_001", "offset": offset}, config=thread_config("A")
+        )
         seen += [i for i in range(len(long)) if f"message number {i} " in page]
         if "[End of archive.]" in page:
             break
@@ -124,7 +123,7 @@ def test_expand_page_stays_bounded_with_huge_messages():
     huge = [HumanMessage("A" * (PAGE_CHARS * 3)), HumanMessage("second")]
     source = Source({"A": [Record("archive_001", 1, "done", huge)]})
     expand, _ = make_archive_tools(source)
-    out = expand.invoke({"archive_id": "archive_001"}, config=cfg("A"))
+    out = expand.invoke({"archive_id": "archive_001"}, config=thread_config("A"))
     assert len(out) < PAGE_CHARS + 1000
     assert "more characters of this message not shown" in out
     assert "offset=1)" in out
@@ -132,8 +131,12 @@ def test_expand_page_stays_bounded_with_huge_messages():
 
 def test_expand_refuses_bad_offsets(source):
     expand, _ = make_archive_tools(source)
-    assert "past the end" in expand.invoke({"archive_id": "archive_001", "offset": 9}, cfg("A"))
-    assert "Refused" in expand.invoke({"archive_id": "archive_001", "offset": -1}, cfg("A"))
+    assert "past the end" in expand.invoke(
+        {"archive_id": "archive_001", "offset": 9}, thread_config("A")
+    )
+    assert "Refused" in expand.invoke(
+        {"archive_id": "archive_001", "offset": -1}, thread_config("A")
+    )
 
 
 @pytest.mark.parametrize(
@@ -147,7 +150,7 @@ def test_path_like_ids_are_refused_as_text(source, bad):
             if tool.name == "archive_expand"
             else {"query": "x", "archive_id": bad}
         )
-        out = tool.invoke(args, config=cfg("A"))
+        out = tool.invoke(args, config=thread_config("A"))
         assert out.startswith("Refused"), out
         assert "path" in out
 
@@ -155,23 +158,25 @@ def test_path_like_ids_are_refused_as_text(source, bad):
 @pytest.mark.parametrize("bad", ["", " ", "archive 001", "archive_001;rm", "ä" * 3, "x" * 500])
 def test_malformed_ids_are_refused_as_text(source, bad):
     expand, _ = make_archive_tools(source)
-    out = expand.invoke({"archive_id": bad}, config=cfg("A"))
+    out = expand.invoke({"archive_id": bad}, config=thread_config("A"))
     assert out.startswith("Refused")
     assert len(out) < 400
 
 
 def test_other_threads_archives_are_refused(source):
     expand, search = make_archive_tools(source)
-    out = expand.invoke({"archive_id": "archive_003"}, config=cfg("A"))
+    out = expand.invoke({"archive_id": "archive_003"}, config=thread_config("A"))
     assert out.startswith("Refused")
     assert "archive_001, archive_002" in out
     assert "thread B only" not in out
     # the same id in another thread names that thread's archive, never ours
-    out_b = expand.invoke({"archive_id": "archive_001"}, config=cfg("B"))
+    out_b = expand.invoke({"archive_id": "archive_001"}, config=thread_config("B"))
     assert "secret plans" in out_b
     assert "billing" not in out_b
-    assert search.invoke({"query": "billing"}, config=cfg("B")).startswith("No match")
-    assert "Refused" in search.invoke({"query": "x", "archive_id": "archive_003"}, cfg("A"))
+    assert search.invoke({"query": "billing"}, config=thread_config("B")).startswith("No match")
+    assert "Refused" in search.invoke(
+        {"query": "x", "archive_id": "archive_003"}, thread_config("A")
+    )
 
 
 def test_no_thread_in_config_is_a_refusal_not_an_exception(source):
@@ -182,24 +187,26 @@ def test_no_thread_in_config_is_a_refusal_not_an_exception(source):
 
 def test_search_is_literal_case_insensitive_newest_first(source):
     _, search = make_archive_tools(source)
-    out = search.invoke({"query": "BILLING"}, config=cfg("A"))
+    out = search.invoke({"query": "BILLING"}, config=thread_config("A"))
     assert out.index("[archive_002") < out.index("[archive_001")
     assert "BILLING_v2" in out
     assert "message 1/4 · user" in out
-    tool_hit = search.invoke({"query": "create database"}, config=cfg("A"))
+    tool_hit = search.invoke({"query": "create database"}, config=thread_config("A"))
     assert "[archive_001 · message 3/4 · tool result (run)]" in tool_hit
     assert "secret" not in out
     # literal: regex metacharacters are plain text
-    assert search.invoke({"query": "billing.*x"}, config=cfg("A")).startswith("No match")
+    assert search.invoke({"query": "billing.*x"}, config=thread_config("A")).startswith("No match")
     # tool-call arguments are searchable too
     assert "[archive_001 · message 2/4 · assistant]" in search.invoke(
-        {"query": "createdb"}, cfg("A")
+        {"query": "createdb"}, thread_config("A")
     )
 
 
 def test_search_in_one_archive(source):
     _, search = make_archive_tools(source)
-    out = search.invoke({"query": "billing", "archive_id": "archive_001"}, config=cfg("A"))
+    out = search.invoke(
+        {"query": "billing", "archive_id": "archive_001"}, config=thread_config("A")
+    )
     assert "[archive_001" in out
     assert "[archive_002" not in out
 
@@ -221,7 +228,7 @@ def test_search_caps_hits_and_hit_size():
         }
     )
     _, search = make_archive_tools(source)
-    out = search.invoke({"query": "needle"}, config=cfg("A"))
+    out = search.invoke({"query": "needle"}, config=thread_config("A"))
     hits = out.split("\n\n")[1:]
     assert len(hits) == MAX_SEARCH_HITS
     assert all(h.startswith("[archive_002") for h in hits)
@@ -234,7 +241,7 @@ def test_search_caps_hits_and_hit_size():
 
 def test_search_refuses_empty_query(source):
     _, search = make_archive_tools(source)
-    assert search.invoke({"query": "  "}, config=cfg("A")).startswith("Refused")
+    assert search.invoke({"query": "  "}, config=thread_config("A")).startswith("Refused")
 
 
 def test_tools_read_the_thread_under_tool_node_in_a_graph(source):
@@ -251,8 +258,8 @@ def test_tools_read_the_thread_under_tool_node_in_a_graph(source):
     builder.add_edge("agent", "tools")
     builder.add_edge("tools", END)
     graph = builder.compile(checkpointer=InMemorySaver())
-    out_a = graph.invoke({"messages": [HumanMessage("go")]}, cfg("A"))["messages"][-1]
-    out_b = graph.invoke({"messages": [HumanMessage("go")]}, cfg("B"))["messages"][-1]
+    out_a = graph.invoke({"messages": [HumanMessage("go")]}, thread_config("A"))["messages"][-1]
+    out_b = graph.invoke({"messages": [HumanMessage("go")]}, thread_config("B"))["messages"][-1]
     assert isinstance(out_a, ToolMessage)
     assert out_a.content.startswith("No match")
     assert "secret plans of thread B" in out_b.content
@@ -262,7 +269,7 @@ def test_search_excerpt_is_centred_on_the_match_even_after_case_changing_text():
     text = "ß" * 3000 + " Straße NEEDLE here " + "x" * 3000
     source = Source({"A": [Record("archive_001", 1, "done", [HumanMessage(text)])]})
     _, search = make_archive_tools(source)
-    out = search.invoke({"query": "needle"}, config=cfg("A"))
+    out = search.invoke({"query": "needle"}, config=thread_config("A"))
     body = out.split("\n\n")[1].split("\n", 1)[1]
     assert "NEEDLE" in body
     assert len(body) <= MAX_HIT_CHARS

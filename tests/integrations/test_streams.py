@@ -11,64 +11,27 @@ addition, ``[Session History Summary]``) was streamed as messages. Tracers in
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 from langgraph.store.memory import InMemoryStore
 
-from tests.fakes import ScriptedChatModel
 from tests.integrations.helpers import CollectingTracer, agent_model, wm_model
 from wm_langgraph import WorkingMemory, WorkingMemoryConfig, WorkingMemoryMiddleware
 from wm_langgraph.context.assemble import SUMMARY_HEADER
+from wm_langgraph.testing import ScriptedChatModel
 
 WRITER_MARK = "# Working Memory"
 
 
-class StreamingWriter(ScriptedChatModel):
-    """The WM writer of ``wm_model`` that streams its reply word by word (like a real model)."""
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        message = self._generate(messages, stop, None, **kwargs).generations[0].message
-        words = str(message.content).split(" ")
-        for i, word in enumerate(words):
-            text = word if i == len(words) - 1 else word + " "
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content=text))
-            if run_manager is not None:
-                run_manager.on_llm_new_token(text, chunk=chunk)
-            yield chunk
-        for call in getattr(message, "tool_calls", []) or []:
-            yield ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content="",
-                    tool_call_chunks=[
-                        {
-                            "name": call["name"],
-                            "args": json.dumps(call["args"]),
-                            "id": call["id"],
-                            "index": 0,
-                        }
-                    ],
-                )
-            )
-
-
-def streaming_writer() -> StreamingWriter:
-    return StreamingWriter(replies=wm_model().replies)
+def streaming_writer() -> ScriptedChatModel:
+    """The WM writer of ``wm_model`` streaming its reply word by word (like a real model)."""
+    return ScriptedChatModel(respond=wm_model().respond, disable_streaming=False)
 
 
 @tool

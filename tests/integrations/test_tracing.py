@@ -10,22 +10,16 @@ from typing import Any
 
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.tools import tool
 from langchain_core.tracers.schemas import Run
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
+from tests.common import lookup
 from tests.integrations.helpers import CollectingTracer, agent_model, wm_model
 from wm_langgraph import WorkingMemoryMiddleware
 from wm_langgraph.config import WorkingMemoryConfig
 
 UNRELATED_TITLE = "Gardening tips for tomatoes"
-
-
-@tool
-def lookup(key: str) -> str:
-    """Look a key up in the team wiki."""
-    return f"wiki entry for {key}"
 
 
 def _agent(background: bool) -> tuple[Any, WorkingMemoryMiddleware]:

@@ -19,7 +19,6 @@ import re
 from typing import Any
 
 from _rm_session import session_messages, session_tools
-from fakes import ScriptedChatModel
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
@@ -36,6 +35,7 @@ from wm_langgraph import (
 )
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import item_key, section_items
+from wm_langgraph.testing import ScriptedChatModel
 
 __all__ = ["check_invariants", "fingerprint", "play_checked"]
 

@@ -30,7 +30,6 @@ from _rel_checks import assert_seven_sections
 from _rel_faults import Crasher, crashing_sqlite
 from _rel_harness import Conversation, check_thread, markers_in
 from _rel_stats import add
-from fakes import ModelCall, ScriptedChatModel, tool_reply
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
@@ -44,6 +43,7 @@ from wm_langgraph.context.assemble import SUMMARY_HEADER, compute_budgets
 from wm_langgraph.document.sections import item_key, section_items
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.storage.archives import ArchiveStore
+from wm_langgraph.testing import ModelCall, ScriptedChatModel, tool_reply
 
 __all__ = [
     "BASE",
@@ -87,6 +87,7 @@ def turn_ids(thread_id: str, n: int, calls: int) -> list[str]:
 
 
 def _agent_reply(messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
+    """The agent's script; every message it writes has its marker as id (exact checks)."""
     start = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
     found = _USER_RE.search(messages[start].text)
     assert found, "the newest user message did not reach the agent model"
@@ -96,18 +97,9 @@ def _agent_reply(messages: list[BaseMessage], tools: Any, tool_choice: Any) -> A
         suffix = f"x{done}" if done else ""
         args = {"path": f"src/mod_{n}_{done}.py", "mark": f"{t}-r{n}{suffix}"}
         args["size"] = int(found["size"])
-        return tool_reply("read_file", args, content=f"reading a file MARK[{t}-c{n}{suffix}]")
-    return f"answer {n} MARK[{t}-a{n}]"
-
-
-class _AgentModel(ScriptedChatModel):
-    """The agent's model: its messages get their marker as id (exact nothing-lost checks)."""
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
-        result = super()._generate(messages, *args, **kwargs)
-        message = result.generations[0].message
-        message.id = markers_in(message.text)[0]
-        return result
+        mark = f"{t}-c{n}{suffix}"
+        return {**tool_reply("read_file", args, content=f"reading a file MARK[{mark}]"), "id": mark}
+    return {"content": f"answer {n} MARK[{t}-a{n}]", "id": f"{t}-a{n}"}
 
 
 @tool
@@ -151,7 +143,7 @@ class Agent:
     wm: WorkingMemory
     graph: Any
     archives: ArchiveStore
-    model: _AgentModel
+    model: ScriptedChatModel
 
 
 @contextmanager
@@ -166,7 +158,7 @@ def agent(
         opened = crashing_sqlite(str(path), crasher)
     else:
         opened = open_sqlite(path)
-    model = _AgentModel(replies=_agent_reply)
+    model = ScriptedChatModel(respond=_agent_reply, keep_ids=True)
     with opened as (checkpointer, store):
         config = BASE.replace(**changes)
         archives = ArchiveStore(store)

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from _rel_stats import add
-from fakes import ScriptedChatModel, tool_reply
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -34,10 +33,12 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from lineage import fold_order
 
+from tests.common import thread_config
 from wm_langgraph import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.phase2.graph import unfolded_archive_ids
 from wm_langgraph.state import WorkingMemoryState
 from wm_langgraph.storage.archives import ArchiveStore
+from wm_langgraph.testing import ScriptedChatModel, tool_reply
 
 __all__ = [
     "ERRORS",
@@ -48,7 +49,6 @@ __all__ = [
     "check_thread",
     "expected_turn_ids",
     "markers_in",
-    "thread_config",
     "wm_markers",
 ]
 
@@ -83,7 +83,7 @@ class MarkerModel:
         self.fault = fault
         self.calls: list[tuple[str, list[str]]] = []  # (kind, markers folded)
         self._lock = threading.Lock()
-        self.model = ScriptedChatModel(replies=self._reply)
+        self.model = ScriptedChatModel(respond=self._reply)
 
     def _reply(self, messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
         prompt = "\n".join(m.text for m in messages)
@@ -116,11 +116,6 @@ class MarkerModel:
         new_lines = "\n".join(f"- {item}" for item in items)
         bodies[ERRORS] = "\n".join(part for part in (old_errors, new_lines) if part)
         return render_working_memory(bodies)
-
-
-def thread_config(thread_id: str) -> RunnableConfig:
-    """The run config of a thread."""
-    return {"configurable": {"thread_id": thread_id}}
 
 
 def build_agent(wm: Any, *, checkpointer: Any, store: Any) -> Any:

@@ -51,6 +51,7 @@ def _drive(graph: Any, conv: Conversation, turns: int) -> None:
         conv.turn(graph, filler="some words " * 5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("threads", "turns"), [(16, 15)])
 def test_parallel_threads_on_one_sqlite_file_keep_order_and_lose_nothing(tmp_path, threads, turns):
     model = _SlowModel()

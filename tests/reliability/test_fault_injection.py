@@ -27,7 +27,6 @@ from _rel_harness import (
     expected_turn_ids,
 )
 from _rel_stats import add
-from fakes import tool_reply
 
 from wm_langgraph import parse_working_memory, render_working_memory
 from wm_langgraph.config import WorkingMemoryConfig
@@ -36,6 +35,7 @@ from wm_langgraph.phase2 import batching as batching_module
 from wm_langgraph.phase2 import nodes as commit_module
 from wm_langgraph.storage.archives import ArchiveStore
 from wm_langgraph.storage.sqlite import open_sqlite
+from wm_langgraph.testing import tool_reply
 
 BASE = WorkingMemoryConfig(
     token_budget=4_000,
@@ -314,6 +314,7 @@ def _count_ops(tmp_path: Path, background: bool, *, writes_only: bool) -> int:
         return (crasher.writes if writes_only else crasher.ops) - start
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("background", [False, True], ids=["inline", "background"])
 def test_a_transient_database_error_at_any_operation_loses_nothing(tmp_path, background):
     total = _count_ops(tmp_path, background, writes_only=False)
@@ -355,6 +356,7 @@ def test_a_transient_database_error_at_any_operation_loses_nothing(tmp_path, bac
 # -- 4. a crash between any two writes, and a restart on the same SQLite file ----------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("background", [False, True], ids=["inline", "background"])
 def test_a_crash_at_any_write_then_a_restart_loses_nothing(tmp_path, background):
     total = _count_ops(tmp_path, background, writes_only=True)

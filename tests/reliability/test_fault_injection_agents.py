@@ -30,10 +30,10 @@ from _rel_agents import (
 from _rel_faults import Crash, Crasher
 from _rel_harness import ERRORS, MarkerModel
 from _rel_stats import add
-from fakes import tool_reply
 
 from wm_langgraph import parse_working_memory, render_working_memory
 from wm_langgraph.phase1.session import Session
+from wm_langgraph.testing import tool_reply
 
 # -- the WM model: healthy marker log, faults on cue ---------------------------------------------
 

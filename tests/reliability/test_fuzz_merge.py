@@ -180,6 +180,7 @@ def test_many_append_items_and_enormous_single_item():
     assert "x" * 1_000_000 in errors
 
 
+@pytest.mark.slow
 @fuzz_settings
 @given(
     doc=_protected_document(),

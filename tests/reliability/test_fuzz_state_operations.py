@@ -248,6 +248,7 @@ def _run(kind: str, steps: list[tuple[str, Any]]) -> None:
     driver.wm.close()
 
 
+@pytest.mark.slow
 @settings(fuzz_settings, max_examples=max(5, FUZZ_EXAMPLES // 6))
 @given(steps=actions)
 @pytest.mark.parametrize("kind", PATHS)

@@ -88,6 +88,7 @@ def _writes_of_a_committing_turn(tmp_path: Any) -> int:
         return crasher.writes - start
 
 
+@pytest.mark.slow
 def test_a_crash_at_any_write_of_an_inline_commit_leaves_no_orphan_behind(tmp_path):
     total = _writes_of_a_committing_turn(tmp_path)
     assert total > 3
@@ -125,6 +126,7 @@ def test_a_crash_at_any_write_of_an_inline_commit_leaves_no_orphan_behind(tmp_pa
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path_kind", ["middleware", "react"])
 def test_a_crash_through_the_agents_leaves_no_orphan_behind(tmp_path, path_kind):
     failures: list[str] = []

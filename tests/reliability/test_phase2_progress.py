@@ -29,15 +29,16 @@ from typing import Any
 import pytest
 from _rel_stats import add, record
 from fake_openai import Answer, FakeOpenAIServer, chat_openai, prompt_of
-from fakes import ScriptedChatModel
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
+from tests.common import thread_config
 from wm_langgraph import SECTIONS, WorkingMemoryMiddleware, count_tokens, render_working_memory
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.memory import WorkingMemory
+from wm_langgraph.testing import ScriptedChatModel
 
 WAIT_S = 60.0
 MARK_RE = re.compile(r"(?:BLOCK|PASTE)-[A-Z0-9]+")
@@ -80,7 +81,7 @@ class _Agent:
     """create_agent + WorkingMemoryMiddleware over an in-memory saver and store."""
 
     def __init__(self, writer: Any, config: WorkingMemoryConfig) -> None:
-        self.model = ScriptedChatModel(replies=lambda m, t, c: "noted", repeat_last=True)
+        self.model = ScriptedChatModel(respond=lambda m, t, c: "noted", repeat_last=True)
         self.store = InMemoryStore()
         self.middleware = WorkingMemoryMiddleware(writer, config=config, store=self.store)
         self.memory: WorkingMemory = self.middleware.memory
@@ -93,7 +94,7 @@ class _Agent:
         )
 
     def say(self, thread: str, text: str) -> None:
-        self.graph.invoke({"messages": [HumanMessage(text)]}, _cfg(thread))
+        self.graph.invoke({"messages": [HumanMessage(text)]}, thread_config(thread))
 
     def seen_by_agent(self) -> str:
         """What the agent's model received in its latest call."""
@@ -110,12 +111,8 @@ def _agent(writer: Any, config: WorkingMemoryConfig) -> Iterator[_Agent]:
         a.memory.close()
 
 
-def _cfg(thread: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread}}
-
-
 def _backlog(memory: WorkingMemory, thread: str) -> int:
-    return sum(1 for a in memory.list_archives(_cfg(thread)) if a.status != "done")
+    return sum(1 for a in memory.list_archives(thread_config(thread)) if a.status != "done")
 
 
 # -- 1. a 40k-token paste and a writer whose context is 32k --------------------------------------
@@ -167,7 +164,7 @@ def test_a_40k_paste_with_a_32k_writer_blocks_no_archive_behind_it(flow, message
         commit_keep_recent_count=2,
         max_message_tokens=message_cap,
     )
-    cfg = _cfg("paste")
+    cfg = thread_config("paste")
     with _agent(chat_openai(server), config) as a:
         a.say("paste", _log(39_300, "P"))
         for n in range(1, 7):
@@ -207,7 +204,7 @@ class _HangingWriter:
 
     def __init__(self) -> None:
         self.release = threading.Event()
-        self.model = ScriptedChatModel(replies=self._reply)
+        self.model = ScriptedChatModel(respond=self._reply)
 
     def _reply(self, messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
         prompt = messages[-1].text
@@ -239,13 +236,13 @@ def test_four_hung_threads_do_not_starve_a_healthy_one():
                 a.say(f"hung-{n}", "HANG please")
             started = time.monotonic()
             a.say("healthy", "BLOCK-OK the healthy thread")
-            assert a.memory.wait(_cfg("healthy"), timeout=20)
+            assert a.memory.wait(thread_config("healthy"), timeout=20)
             record(
                 "healthy thread Phase 2 latency with 4 hung threads, ms (stall 0.2 s)",
                 round((time.monotonic() - started) * 1000),
             )
-            assert "BLOCK-OK" in a.memory.get_working_memory(_cfg("healthy"))
-            assert not a.memory.wait(_cfg("hung-0"), timeout=0.01)  # still hung
+            assert "BLOCK-OK" in a.memory.get_working_memory(thread_config("healthy"))
+            assert not a.memory.wait(thread_config("hung-0"), timeout=0.01)  # still hung
             writer.release.set()
     finally:
         writer.release.set()
@@ -316,10 +313,10 @@ def test_a_truncated_reply_s_open_issue_reaches_the_agent_through_the_wm():
     config = WorkingMemoryConfig(commit_token_threshold_ratio=0.0, commit_keep_recent_count=0)
     with _agent(chat_openai(server), config) as a:
         a.say("cut", "BLOCK-A1 start")
-        assert a.memory.wait(_cfg("cut"), timeout=WAIT_S)
+        assert a.memory.wait(thread_config("cut"), timeout=WAIT_S)
         a.say("cut", f"BLOCK-A2 and {TODO}.")
-        assert a.memory.wait(_cfg("cut"), timeout=WAIT_S)
-        assert TODO in a.memory.get_working_memory(_cfg("cut"))
+        assert a.memory.wait(thread_config("cut"), timeout=WAIT_S)
+        assert TODO in a.memory.get_working_memory(thread_config("cut"))
         assert _backlog(a.memory, "cut") == 0
         a.say("cut", "BLOCK-A3 what is left?")
         assert TODO in a.seen_by_agent()
@@ -331,10 +328,10 @@ def test_a_reply_that_stays_unreadable_leaves_its_messages_visible_not_done():
     config = WorkingMemoryConfig(commit_token_threshold_ratio=0.0, commit_keep_recent_count=0)
     with _agent(chat_openai(server), config) as a:
         a.say("stays-cut", "BLOCK-B1 start")
-        assert a.memory.wait(_cfg("stays-cut"), timeout=WAIT_S)
+        assert a.memory.wait(thread_config("stays-cut"), timeout=WAIT_S)
         a.say("stays-cut", f"BLOCK-B2 and {TODO}.")
-        assert a.memory.wait(_cfg("stays-cut"), timeout=WAIT_S)
-        statuses = [r.status for r in a.memory.list_archives(_cfg("stays-cut"))]
+        assert a.memory.wait(thread_config("stays-cut"), timeout=WAIT_S)
+        statuses = [r.status for r in a.memory.list_archives(thread_config("stays-cut"))]
         assert statuses == ["done", "failed"]  # never done while its content is unread
         a.say("stays-cut", "BLOCK-B3 what is left?")
         assert TODO in a.seen_by_agent()  # the archive's own messages, in layer 2
@@ -356,14 +353,14 @@ def test_an_archive_the_writer_always_rejects_is_deferred_and_the_rest_fold():
     with _agent(chat_openai(server), config) as a:
         for text in ["BLOCK-C1 start", "BLOCK-C2 POISON here", "BLOCK-C3", "BLOCK-C4", "BLOCK-C5"]:
             a.say("poison", text)
-            assert a.memory.wait(_cfg("poison"), timeout=WAIT_S)
-        archives = a.memory.list_archives(_cfg("poison"))
+            assert a.memory.wait(thread_config("poison"), timeout=WAIT_S)
+        archives = a.memory.list_archives(thread_config("poison"))
         assert [r.status for r in archives] == ["done", "failed", "done", "done", "done"]
         assert archives[1].metadata["deferred"] is True
         assert {"BLOCK-C1", "BLOCK-C3", "BLOCK-C4", "BLOCK-C5"} <= set(
-            _marks(a.memory.get_working_memory(_cfg("poison")))
+            _marks(a.memory.get_working_memory(thread_config("poison")))
         )
-        assert not a.memory.phase2_status(_cfg("poison"))["paused"]
+        assert not a.memory.phase2_status(thread_config("poison"))["paused"]
         a.say("poison", "BLOCK-C6 still there?")
         assert "BLOCK-C2 POISON here" in a.seen_by_agent()  # deferred: visible, verbatim
         attempts = archives[1].metadata["attempts"]
@@ -376,14 +373,14 @@ def test_a_rejected_multi_archive_batch_is_split_to_isolate_the_archive_at_fault
     config = WorkingMemoryConfig(commit_token_threshold_ratio=0.0, commit_keep_recent_count=0)
     with _agent(chat_openai(server), config) as a:
         a.say("split", "BLOCK-D1 start")
-        assert a.memory.wait(_cfg("split"), timeout=WAIT_S)
+        assert a.memory.wait(thread_config("split"), timeout=WAIT_S)
         server.respond = lambda r: Answer(status=503, error={"message": "down"})
         for text in ["BLOCK-D2", "BLOCK-D3 POISON", "BLOCK-D4", "BLOCK-D5"]:
             a.say("split", text)
-            assert a.memory.wait(_cfg("split"), timeout=WAIT_S)
+            assert a.memory.wait(thread_config("split"), timeout=WAIT_S)
         server.respond = _poisoned  # back, but one of the four pending archives is poison
-        a.memory.resume(_cfg("split"), wait=True)
-        statuses = [r.status for r in a.memory.list_archives(_cfg("split"))]
+        a.memory.resume(thread_config("split"), wait=True)
+        statuses = [r.status for r in a.memory.list_archives(thread_config("split"))]
         assert statuses == ["done", "done", "failed", "done", "done"]
 
 
@@ -407,7 +404,7 @@ def test_threads_take_turns_round_by_round():
             "tool_calls": [{"name": "update_working_memory", "args": _update_args(marks)}],
         }
 
-    writer = ScriptedChatModel(replies=reply)
+    writer = ScriptedChatModel(respond=reply)
     config = WorkingMemoryConfig(
         commit_token_threshold_ratio=0.0,
         commit_keep_recent_count=0,
@@ -454,20 +451,20 @@ def test_compact_does_not_wait_behind_a_running_job_plus_its_own_call():
         release.wait(WAIT_S)
         return RuntimeError("released")
 
-    writer = ScriptedChatModel(replies=slow)
+    writer = ScriptedChatModel(respond=slow)
     config = WorkingMemoryConfig(
         commit_token_threshold_ratio=0.0, commit_keep_recent_count=0, model_timeout_seconds=timeout
     )
     try:
         with _agent(writer, config) as a:
             a.say("compact", "BLOCK-K1 first")
-            assert a.memory.wait(_cfg("compact"), timeout=WAIT_S)
+            assert a.memory.wait(thread_config("compact"), timeout=WAIT_S)
             calls_before = len(callers)
             a.say("compact", "BLOCK-K2 SLOW")  # its background round: update, then create
             while len(callers) == calls_before:
                 time.sleep(0.01)
-            state = a.graph.get_state(_cfg("compact")).values
-            a.memory.compact(state, _cfg("compact"))
+            state = a.graph.get_state(thread_config("compact")).values
+            a.memory.compact(state, thread_config("compact"))
             # by now only the background round's two calls ran: compact made none of its own
             assert len(callers) - calls_before <= 2, "compact waited, then called the writer"
     finally:
@@ -495,7 +492,7 @@ def test_an_inline_commit_starts_no_writer_call_after_its_timeout():
             "tool_calls": [{"name": "update_working_memory", "args": _update_args(marks)}],
         }
 
-    writer = ScriptedChatModel(replies=slow)
+    writer = ScriptedChatModel(respond=slow)
     timeout = 0.5
     config = WorkingMemoryConfig(
         background=False,
@@ -504,7 +501,7 @@ def test_an_inline_commit_starts_no_writer_call_after_its_timeout():
         max_consecutive_failures=100,
     )
     memory = WorkingMemory(writer, config=config, store=InMemoryStore())
-    cfg = _cfg("inline")
+    cfg = thread_config("inline")
     try:
         memory.compact({"messages": [HumanMessage("BLOCK-I1", id="i1")]}, cfg)
         state["down"] = True
@@ -528,11 +525,11 @@ def test_the_first_commit_after_a_restart_runs_phase2_once(tmp_path):
     add("fault injection: Phase 2 progress scenarios")
     from wm_langgraph import open_sqlite
 
-    failing = ScriptedChatModel(replies=lambda m, t, c: RuntimeError("model down"))
+    failing = ScriptedChatModel(respond=lambda m, t, c: RuntimeError("model down"))
     config = WorkingMemoryConfig(
         commit_token_threshold_ratio=0.0, commit_keep_recent_count=0, background=False
     )
-    cfg = _cfg("restart")
+    cfg = thread_config("restart")
     for process in range(2):  # the second is a restart on the same file
         with open_sqlite(tmp_path / "wm.sqlite") as (_, store):
             memory = WorkingMemory(failing, config=config, store=store)

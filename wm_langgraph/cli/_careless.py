@@ -24,22 +24,20 @@ import random
 import re
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Self
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, InvalidToolCall, ToolCall
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.tools import BaseTool
-from pydantic import ConfigDict, Field, PrivateAttr
+from langchain_core.runnables import RunnableConfig
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from wm_langgraph.document.protocol import UPDATE_TOOL_NAME, parse_update_arguments
 from wm_langgraph.document.sections import SECTIONS, item_key, parse_working_memory, section_items
+from wm_langgraph.testing import ScriptedChatModel
 from wm_langgraph.writer.offline._transcript import extract_block
 from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
-from wm_langgraph.writer.offline.tools import asks_for_update, bind_openai_tools
+from wm_langgraph.writer.offline.tools import asks_for_update
 
 __all__ = ["CarelessWorkingMemoryModel"]
 
@@ -60,7 +58,7 @@ def _prompt_text(messages: Sequence[BaseMessage]) -> str:
     return "\n\n".join(m.text for m in messages)
 
 
-class CarelessWorkingMemoryModel(BaseChatModel):
+class CarelessWorkingMemoryModel(ScriptedChatModel):
     """A fault-injecting wrapper (for demonstration) that damages Working Memory updates.
 
     Wraps a careful Working Memory model and, on every ``update_working_memory`` call, turns
@@ -70,6 +68,9 @@ class CarelessWorkingMemoryModel(BaseChatModel):
     Create calls pass through unchanged. Deterministic: the same ``seed`` and the same sequence
     of prompts give the same damage. Not a model to use for real work: it exists so that
     ``wm-langgraph demo --careless`` can show the guards repairing what it breaks.
+
+    A :class:`~wm_langgraph.testing.ScriptedChatModel` whose script asks ``inner`` (with the
+    bound tools) and damages its answer; it keeps the ids of the inner model's reply.
 
     Attributes:
         inner: The careful model whose update calls are damaged (default: the offline
@@ -93,11 +94,19 @@ class CarelessWorkingMemoryModel(BaseChatModel):
     drop_ratio: float = Field(default=0.3, gt=0.0, lt=1.0)
     title_drift_rate: float = Field(default=0.5, ge=0.0, le=1.0)
     truncate_every: int = Field(default=3, ge=0)
+    keep_ids: bool = True
 
     _update_calls: int = PrivateAttr(default=0)
     _notes: deque[list[str]] = PrivateAttr(default_factory=deque)
     _cut_off: list[str] = PrivateAttr(default_factory=list)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _damage_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @model_validator(mode="after")
+    def _careless_script(self) -> Self:
+        """Answer every call by asking the inner model and damaging its update calls."""
+        if self.respond is None:
+            self.respond = self._careless_reply
+        return self
 
     @property
     def _llm_type(self) -> str:
@@ -116,61 +125,37 @@ class CarelessWorkingMemoryModel(BaseChatModel):
     @property
     def update_calls(self) -> int:
         """Number of update calls answered (and damaged) so far."""
-        with self._lock:
+        with self._damage_lock:
             return self._update_calls
 
     @property
     def cut_off(self) -> list[str]:
         """Per truncated update call, in order: the text of the ops it made unreadable."""
-        with self._lock:
+        with self._damage_lock:
             return list(self._cut_off)
 
     def pop_damage(self) -> list[str]:
         """What the oldest not yet reported update call damaged (``[]`` when none is left)."""
-        with self._lock:
+        with self._damage_lock:
             return self._notes.popleft() if self._notes else []
 
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: str | dict[str, Any] | bool | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Bind tools (OpenAI format) and ``tool_choice``; the inner model gets them per call.
-
-        Args:
-            tools: The tools; with ``update_working_memory`` the reply is damaged.
-            tool_choice: Passed on to the inner model.
-            **kwargs: Further call options, passed on to the inner model's ``bind_tools``.
-        """
-        return bind_openai_tools(self, tools, tool_choice, **kwargs)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _careless_reply(
+        self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None, tool_choice: Any
+    ) -> AIMessage:
+        """The inner model's reply; with ``update_working_memory`` bound, a damaged one."""
         config: RunnableConfig = {"run_name": f"careless.{self.inner.get_name()}"}
-        tools = list(kwargs.pop("tools", None) or [])
-        tool_choice = kwargs.pop("tool_choice", None)
-        update = asks_for_update(tools, tool_choice)
         if not tools:
-            reply = self.inner.invoke(messages, config, stop=stop)
-            return ChatResult(generations=[ChatGeneration(message=reply)])
-        inner = self.inner.bind_tools(tools, tool_choice=tool_choice, **kwargs)
-        reply = inner.invoke(messages, config, stop=stop)
-        if update and isinstance(reply, AIMessage):
+            return self.inner.invoke(messages, config)
+        reply = self.inner.bind_tools(tools, tool_choice=tool_choice).invoke(messages, config)
+        if asks_for_update(tools, tool_choice) and isinstance(reply, AIMessage):
             reply = self._damage(reply, _prompt_text(messages))
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+        return reply
 
     def _damage(self, reply: AIMessage, prompt: str) -> AIMessage:
         call = next((c for c in reply.tool_calls if c["name"] == UPDATE_TOOL_NAME), None)
         if call is None:
             return reply
-        with self._lock:
+        with self._damage_lock:
             self._update_calls += 1
             number = self._update_calls
         rng = random.Random(self.seed * 1_000_003 + number)
@@ -211,7 +196,7 @@ class CarelessWorkingMemoryModel(BaseChatModel):
         return AIMessage(content="", invalid_tool_calls=[bad], response_metadata=meta)
 
     def _record(self, notes: list[str], *, cut_off: str | None = None) -> None:
-        with self._lock:
+        with self._damage_lock:
             self._notes.append(notes)
             if cut_off is not None:
                 self._cut_off.append(cut_off)

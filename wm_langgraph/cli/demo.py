@@ -5,8 +5,9 @@ coding agent adding rate limiting to a service: user requests, file reads and ed
 tests and their fixes, a user correction, decisions with reasons, constraints and open TODOs.
 It is replayed through ``langchain.agents.create_agent`` with :class:`WorkingMemoryMiddleware`:
 
-- the agent's model is :class:`ScriptedAgentModel`, which answers each call with the next
-  recorded assistant message (text and tool calls) and records how large its prompt was;
+- the agent's model is a :class:`~wm_langgraph.testing.ScriptedChatModel` that answers each
+  call with the next recorded assistant message (text and tool calls, with the recorded call
+  ids) and records every prompt, whose size the report shows;
 - the agent's tools are real tools that return the recorded tool results;
 - the Working Memory is written by the offline heuristic summariser (no key, no network),
   unless another model is given;
@@ -26,19 +27,16 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, TextIO, cast
+from typing import Any, TextIO
 
 from langchain.agents import create_agent
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import ConfigDict, PrivateAttr
 
 from wm_langgraph.cli._careless import CarelessWorkingMemoryModel
 from wm_langgraph.cli._chat_jsonl import parse_chat_lines, split_turns
@@ -49,9 +47,10 @@ from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS
 from wm_langgraph.messages import message_tokens
 from wm_langgraph.middleware import WorkingMemoryMiddleware
+from wm_langgraph.testing import ScriptedChatModel
 from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
 
-__all__ = ["DEMO_CONFIG", "DemoResult", "ScriptedAgentModel", "load_demo_session", "run_demo"]
+__all__ = ["DEMO_CONFIG", "DemoResult", "load_demo_session", "run_demo"]
 
 DEMO_CONFIG = WorkingMemoryConfig(
     token_budget=6_000,
@@ -73,68 +72,19 @@ def load_demo_session() -> list[BaseMessage]:
     return transcript.messages
 
 
-class ScriptedAgentModel(BaseChatModel):
-    """The demo agent's model: replays recorded assistant messages, one per call, in order.
+def _agent_model(session: Sequence[BaseMessage]) -> ScriptedChatModel:
+    """The demo agent's model: the session's assistant messages, one per call, in order.
 
-    Every reply is a fresh ``AIMessage`` with the recorded text and tool calls (same call ids,
-    so the tools can return the recorded results). The size of each prompt it receives is
-    recorded in :attr:`prompt_tokens`.
-
-    Attributes:
-        replies: The recorded assistant messages.
+    Every reply is a fresh ``AIMessage`` with the recorded text and tool calls (the recorded
+    call ids are kept). Every call is recorded (:attr:`ScriptedChatModel.calls`), so the
+    report can show the size of each prompt.
     """
-
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    replies: list[AIMessage]
-
-    _cursor: int = PrivateAttr(default=0)
-    _prompt_tokens: list[int] = PrivateAttr(default_factory=list)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-
-    @property
-    def _llm_type(self) -> str:
-        return "wm-demo-scripted-agent"
-
-    @property
-    def prompt_tokens(self) -> list[int]:
-        """Tokens of the prompt (system + messages) of every call so far."""
-        with self._lock:
-            return list(self._prompt_tokens)
-
-    @property
-    def calls(self) -> int:
-        """Number of calls answered so far."""
-        with self._lock:
-            return self._cursor
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: str | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Accept the agent's tools; the recorded replies already name the tools they call."""
-        return cast("Runnable[LanguageModelInput, AIMessage]", self.bind(**kwargs))
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        with self._lock:
-            if self._cursor >= len(self.replies):
-                raise RuntimeError(
-                    f"the scripted agent has no reply left (called {self._cursor + 1} times)"
-                )
-            recorded = self.replies[self._cursor]
-            self._cursor += 1
-            self._prompt_tokens.append(sum(message_tokens(m) for m in messages))
-        reply = AIMessage(content=recorded.content, tool_calls=list(recorded.tool_calls))
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+    replies = [
+        AIMessage(content=m.content, tool_calls=list(m.tool_calls))
+        for m in session
+        if isinstance(m, AIMessage)
+    ]
+    return ScriptedChatModel(replies=replies, keep_ids=True, name="demo-agent")
 
 
 def _recorded_tools(messages: Sequence[BaseMessage]) -> list[BaseTool]:
@@ -234,12 +184,11 @@ def run_demo(
     """
     session = load_demo_session()
     turns = split_turns(session)
-    replies = [m for m in session if isinstance(m, AIMessage)]
     history = [0]
     for message in session:
         history.append(history[-1] + message_tokens(message))
     reply_positions = [i for i, m in enumerate(session) if isinstance(m, AIMessage)]
-    agent_model = ScriptedAgentModel(replies=replies)
+    agent_model = _agent_model(session)
     writer = model if model is not None else OfflineWorkingMemoryModel()
     wrapper = CarelessWorkingMemoryModel(inner=writer, seed=seed) if careless else None
     with persistence(db) as (checkpointer, store):
@@ -274,8 +223,8 @@ def run_demo(
             agent.invoke({"messages": [HumanMessage(content=request.content)]}, run_config)
             middleware.memory.wait(run_config)
             calls = agent_model.calls
-            prompt = agent_model.prompt_tokens[-1] if calls else 0
-            full = history[reply_positions[calls - 1]] if calls else 0
+            prompt = sum(message_tokens(m) for m in calls[-1].messages) if calls else 0
+            full = history[reply_positions[len(calls) - 1]] if calls else 0
             saved = max(0, full - prompt)
             share = f"{saved / full:.0%}" if full else "0%"
             reporter.turn(

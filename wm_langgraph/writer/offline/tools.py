@@ -1,4 +1,4 @@
-"""Tool-binding plumbing shared by the package's own chat models (offline, careless demo)."""
+"""Tool-binding plumbing of the offline writer (OfflineWorkingMemoryModel)."""
 
 from __future__ import annotations
 
