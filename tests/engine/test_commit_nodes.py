@@ -14,7 +14,6 @@ from langgraph.graph import END
 from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import WMWriter, wm_document
-from tests.fakes import ScriptedChatModel
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory
 from wm_langgraph.document.tokens import count_tokens
@@ -42,6 +41,7 @@ from wm_langgraph.phase2.state import (
     WriterStep,
 )
 from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore
+from wm_langgraph.testing import ScriptedChatModel
 from wm_langgraph.writer.provider import ContextOverflow
 
 CONFIG = WorkingMemoryConfig(token_budget=8000, background=False)
