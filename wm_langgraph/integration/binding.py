@@ -28,6 +28,8 @@ from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langgraph.store.base import BaseStore
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 
+from wm_langgraph.errors import ConflictingMiddlewareError
+
 __all__ = [
     "LC_SOURCE",
     "ConflictingMiddlewareError",
@@ -168,10 +170,6 @@ def loop_bound(store: BaseStore | None) -> bool:
     except RuntimeError:
         return False
     return running is getattr(store, "_loop", None)
-
-
-class ConflictingMiddlewareError(RuntimeError):
-    """Another summariser removed messages of the thread before the memory archived them."""
 
 
 _FOREIGN_SUMMARIES = {"summarization": "LangChain's SummarizationMiddleware"}

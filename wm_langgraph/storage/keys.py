@@ -18,6 +18,8 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from wm_langgraph.errors import NoStoreError
+
 __all__ = [
     "ROOT_LABEL",
     "SCOPE_PREFIX",
@@ -102,10 +104,6 @@ def namespace(key: str, kind: str) -> tuple[str, ...]:
     if not scope:
         return (ROOT_LABEL, thread_label(thread_id), kind)
     return (ROOT_LABEL, thread_label(thread_id), SCOPE_PREFIX + thread_label(scope), kind)
-
-
-class NoStoreError(ValueError):
-    """The memory has no store: none given, and no graph store to use."""
 
 
 def thread_id_from_config(config: RunnableConfig | Mapping[str, Any] | None) -> str:
