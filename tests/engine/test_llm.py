@@ -3,14 +3,12 @@ failures and timeouts."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatResult
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
@@ -19,8 +17,6 @@ from wm_langgraph.document.protocol import section_size_warnings
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.writer.generate import (
     GenerationError,
-    agenerate_create,
-    agenerate_update,
     generate_create,
     generate_update,
 )
@@ -305,31 +301,7 @@ def test_update_wraps_model_errors_and_is_traced() -> None:
     assert run.extra["metadata"]["archive"] == "archive_002"
 
 
-# ---------------------------------------------------------------------------- async and timeouts
-
-
-def test_async_twins_behave_like_the_sync_calls() -> None:
-    async def run() -> tuple[str, dict[str, dict[str, Any]] | None]:
-        created = await agenerate_create(
-            ScriptedChatModel(replies=[GOOD_WM]), prior="", messages_text="x"
-        )
-        ops = await agenerate_update(
-            ScriptedChatModel(replies=[_update_reply(UPDATE_ARGS)]),
-            working_memory=created,
-            messages_text="x",
-        )
-        return created, ops
-
-    created, ops = asyncio.run(run())
-    assert created == render_working_memory(parse_working_memory(GOOD_WM))
-    assert ops is not None
-    assert ops["Current State"]["op"] == "UPDATE"
-    with pytest.raises(GenerationError, match="down"):
-        asyncio.run(
-            agenerate_create(
-                ScriptedChatModel(replies=[RuntimeError("down")]), prior="", messages_text="x"
-            )
-        )
+# ---------------------------------------------------------------------------------------- timeouts
 
 
 def _blocking_model(release: threading.Event, reply: Any) -> ScriptedChatModel:
@@ -380,33 +352,6 @@ def test_sync_call_with_a_generous_timeout_returns_normally() -> None:
             messages_text="x",
             timeout=30,
         )
-
-
-class NeverAnswersAsync(ScriptedChatModel):
-    """Its async path waits forever (until cancelled) and records the cancellation."""
-
-    cancelled: bool = False
-
-    async def _agenerate(self, *args: Any, **kwargs: Any) -> ChatResult:
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            self.cancelled = True
-            raise
-        raise AssertionError("unreachable")
-
-
-def test_async_timeout_cancels_the_model_call() -> None:
-    model = NeverAnswersAsync()
-    with pytest.raises(GenerationError, match="did not answer"):
-        asyncio.run(agenerate_create(model, prior="", messages_text="x", timeout=0.05))
-    assert model.cancelled
-    model = NeverAnswersAsync()
-    with pytest.raises(GenerationError, match="did not answer"):
-        asyncio.run(
-            agenerate_update(model, working_memory=GOOD_WM, messages_text="x", timeout=0.05)
-        )
-    assert model.cancelled
 
 
 @pytest.mark.parametrize("timeout", [0, -1.0, float("nan")])

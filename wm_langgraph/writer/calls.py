@@ -21,7 +21,6 @@ So 50 timeouts on one conversation leave at most one thread behind, not 50.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import itertools
 import math
@@ -56,7 +55,6 @@ __all__ = [
     "ContextLengthError",
     "ErrorKindName",
     "GenerationError",
-    "ainvoke",
     "check_max_tokens",
     "check_timeout",
     "invoke_limited",
@@ -249,19 +247,3 @@ def invoke_limited(
         max_tokens = allowed
         reply = _invoke(build(max_tokens), messages, config, timeout, label, call_key=call_key)
     return reply, limited(model, model, max_tokens)[1]
-
-
-async def ainvoke(
-    runnable: Runnable[LanguageModelInput, BaseMessage],
-    messages: list[BaseMessage],
-    config: RunnableConfig | None,
-    timeout: float | None,
-    label: str,
-) -> BaseMessage:
-    """Async :func:`_invoke`; ``timeout`` cancels the call."""
-    try:
-        return await asyncio.wait_for(runnable.ainvoke(messages, config), timeout)
-    except TimeoutError as exc:
-        raise GenerationError(f"wm.{label}: the model did not answer within {timeout} s") from exc
-    except Exception as exc:
-        raise _wrap(exc, label) from exc
