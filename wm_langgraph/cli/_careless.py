@@ -37,9 +37,9 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from wm_langgraph.document.protocol import UPDATE_TOOL_NAME, parse_update_arguments
 from wm_langgraph.document.sections import SECTIONS, item_key, parse_working_memory, section_items
-from wm_langgraph.writer.offline._transcript import extract_block
 from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
 from wm_langgraph.writer.offline.tools import asks_for_update, bind_openai_tools
+from wm_langgraph.writer.prompts import extract_block
 
 __all__ = ["CarelessWorkingMemoryModel"]
 
