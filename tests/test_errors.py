@@ -17,6 +17,7 @@ from wm_langgraph.errors import (
     GenerationError,
     NoStoreError,
     ToolCallingNotSupportedError,
+    WorkingMemoryDeprecationWarning,
     WorkingMemoryError,
 )
 
@@ -50,7 +51,9 @@ def test_every_exception_of_the_module_derives_from_the_base():
     classes = [
         value
         for name in errors.__all__
-        if isinstance(value := getattr(errors, name), type) and issubclass(value, BaseException)
+        if isinstance(value := getattr(errors, name), type)
+        and issubclass(value, BaseException)
+        and not issubclass(value, Warning)
     ]
     assert set(classes) == {WorkingMemoryError, *BUILTIN_BASES}
     for cls in classes:
@@ -81,3 +84,8 @@ def test_generation_error_kinds():
     overflow = ContextOverflow(limit=8192, requested=9000)
     error = ContextLengthError("x", overflow)
     assert (error.kind, error.overflow) == ("overflow", overflow)
+
+
+def test_the_deprecation_warning_is_a_deprecation_warning_not_an_error():
+    assert issubclass(WorkingMemoryDeprecationWarning, DeprecationWarning)
+    assert not issubclass(WorkingMemoryDeprecationWarning, WorkingMemoryError)

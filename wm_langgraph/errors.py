@@ -17,6 +17,9 @@ caller of the writer's functions (``wm_langgraph.writer``): :class:`GenerationEr
 whole document instead), and the call-level :class:`CallTimeoutError` and
 :class:`CallRefusedError` that the writer turns into a ``GenerationError``.
 
+:class:`WorkingMemoryDeprecationWarning` (a ``DeprecationWarning``, not an error) is what a
+name or module path that moved warns with, for one release, naming its new home.
+
 Plain argument checks (a budget out of range, a config without a ``thread_id``) raise the
 builtin ``ValueError`` / ``TypeError`` as Python code does; they are not listed here.
 
@@ -42,6 +45,7 @@ __all__ = [
     "GenerationError",
     "NoStoreError",
     "ToolCallingNotSupportedError",
+    "WorkingMemoryDeprecationWarning",
     "WorkingMemoryError",
 ]
 
@@ -154,3 +158,13 @@ class ContextLengthError(GenerationError):
         """Create the error with the provider's numbers."""
         super().__init__(message)
         self.overflow = overflow
+
+
+class WorkingMemoryDeprecationWarning(DeprecationWarning):
+    """A name or module path of wm_langgraph moved; the message names its new home.
+
+    Emitted when a deprecated top-level name (``wm_langgraph.merge_working_memory``) or an old
+    module path (``wm_langgraph.core.text``) is used. They keep working for this release and
+    are removed in a later one. Its own category, as LangChain's and LangGraph's deprecation
+    warnings have, so it can be filtered (or made an error) on its own.
+    """

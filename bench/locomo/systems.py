@@ -49,12 +49,8 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import PrivateAttr
 
 from bench.locomo.data import Conversation, Exchange
-from wm_langgraph import (
-    OfflineWorkingMemoryModel,
-    WorkingMemoryConfig,
-    WorkingMemoryMiddleware,
-    count_tokens,
-)
+from wm_langgraph import OfflineWorkingMemoryModel, WorkingMemoryConfig, WorkingMemoryMiddleware
+from wm_langgraph.document import count_tokens
 
 __all__ = [
     "SYSTEMS",

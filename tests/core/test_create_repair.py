@@ -14,7 +14,7 @@ from fakes import ScriptedChatModel
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wm_langgraph import SECTIONS, parse_working_memory, render_working_memory
+from wm_langgraph.document import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.document.create_repair import repair_created_document, template_lines
 from wm_langgraph.writer.generate import GenerationError, generate_create, validate_created_document
 from wm_langgraph.writer.prompts import load_prompt

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wm_langgraph import (
+from wm_langgraph.document import (
     SECTIONS,
     merge_working_memory,
     parse_working_memory,

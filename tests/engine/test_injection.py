@@ -20,9 +20,9 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.engine._paths import PATHS, make
 from tests.engine._support import WMWriter, user
-from wm_langgraph import merge_working_memory, parse_working_memory, render_working_memory
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import SUMMARY_HEADER
+from wm_langgraph.document import merge_working_memory, parse_working_memory, render_working_memory
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.writer.prompts import render_create_prompt, render_update_prompt
 

@@ -12,7 +12,8 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import is_update_call, user
 from tests.fakes import ScriptedChatModel
-from wm_langgraph import WorkingMemory, WorkingMemoryConfig, render_working_memory
+from wm_langgraph import WorkingMemory, WorkingMemoryConfig
+from wm_langgraph.document import render_working_memory
 from wm_langgraph.document.compaction import moved_count
 from wm_langgraph.document.sections import SECTIONS
 from wm_langgraph.document.tokens import count_tokens

@@ -32,7 +32,7 @@ from _rel_harness import ERRORS, MarkerModel
 from _rel_stats import add
 from fakes import tool_reply
 
-from wm_langgraph import parse_working_memory, render_working_memory
+from wm_langgraph.document import parse_working_memory, render_working_memory
 from wm_langgraph.phase1.session import Session
 
 # -- the WM model: healthy marker log, faults on cue ---------------------------------------------
