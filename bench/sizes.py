@@ -280,7 +280,7 @@ def _sqlite_cost(session: Session, seed: int, shape: str, saver: str) -> Checkpo
     """Checkpoint bytes (with the per-version channel blobs, if any) and pending writes."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from wm_langgraph import VersionedSqliteSaver
+    from wm_langgraph.storage.sqlite import VersionedSqliteSaver
     from wm_langgraph.storage.versioned_sqlite import BLOBS_TABLE
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wm_langgraph import SECTIONS, render_working_memory
+from wm_langgraph.document import SECTIONS, render_working_memory
 from wm_langgraph.document.protocol import BULLET_THRESHOLD, EMPTY_SECTION_SIZE_WARNINGS
 from wm_langgraph.writer import prompts as prompts_module
 from wm_langgraph.writer.prompts import (

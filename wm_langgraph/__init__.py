@@ -1,24 +1,31 @@
 """wm_langgraph: a structured, loss-guarded Working Memory for LangGraph agents.
 
-Public API only through this module. See README.md.
+The top level holds what a user of an agent needs: the memory (:class:`WorkingMemory`, the
+:class:`WorkingMemoryMiddleware` for ``create_agent``, :class:`WorkingMemoryConfig`), the state
+schemas, the archive record, the SQLite persistence helpers, the default offline writer and
+the errors to catch. The rest has a public module of its own:
+
+- :mod:`wm_langgraph.document`: the Working Memory document (sections, update tool, merge and
+  guards, size warnings, token counts);
+- :mod:`wm_langgraph.storage.sqlite`: the versioned SQLite checkpointers;
+- :mod:`wm_langgraph.testing`: :class:`~wm_langgraph.testing.OfflineAgentModel`, an offline
+  stand-in for the agent's model;
+- :mod:`wm_langgraph.errors`: every exception of the package.
+
+Names that used to be exported here keep working for this release, with a
+:class:`~wm_langgraph.errors.WorkingMemoryDeprecationWarning` naming their new home. See
+README.md.
 """
 
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+from wm_langgraph import _moved
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.document.merge import GuardDecision, MergeResult, merge_working_memory
-from wm_langgraph.document.protocol import (
-    UPDATE_WORKING_MEMORY_TOOL,
-    parse_update_arguments,
-    section_size_warnings,
-    update_tool_schema,
-)
-from wm_langgraph.document.sections import (
-    SECTIONS,
-    is_working_memory,
-    parse_working_memory,
-    render_working_memory,
-)
-from wm_langgraph.document.tokens import count_tokens
-from wm_langgraph.integration.binding import ConflictingMiddlewareError
+from wm_langgraph.errors import ConflictingMiddlewareError, NoStoreError, WorkingMemoryError
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.middleware import WorkingMemoryAgentState, WorkingMemoryMiddleware
 from wm_langgraph.state import (
@@ -27,47 +34,74 @@ from wm_langgraph.state import (
     WorkingMemoryState,
     archive_aware_add_messages,
 )
-from wm_langgraph.storage.archives import ArchiveRecord, NoStoreError
-from wm_langgraph.storage.sqlite import (
-    AsyncVersionedSqliteSaver,
-    VersionedSqliteSaver,
-    aopen_sqlite,
-    open_sqlite,
-)
-from wm_langgraph.testing import OfflineAgentModel
+from wm_langgraph.storage.archives import ArchiveRecord
+from wm_langgraph.storage.sqlite import aopen_sqlite, open_sqlite
 from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "SECTIONS",
-    "UPDATE_WORKING_MEMORY_TOOL",
     "ArchiveRecord",
-    "AsyncVersionedSqliteSaver",
     "ConflictingMiddlewareError",
-    "GuardDecision",
-    "MergeResult",
     "ModelInputMessages",
     "NoStoreError",
-    "OfflineAgentModel",
     "OfflineWorkingMemoryModel",
-    "VersionedSqliteSaver",
     "WorkingMemory",
     "WorkingMemoryAgentState",
     "WorkingMemoryConfig",
+    "WorkingMemoryError",
     "WorkingMemoryMiddleware",
     "WorkingMemoryReactState",
     "WorkingMemoryState",
     "__version__",
     "aopen_sqlite",
     "archive_aware_add_messages",
-    "count_tokens",
-    "is_working_memory",
-    "merge_working_memory",
     "open_sqlite",
-    "parse_update_arguments",
-    "parse_working_memory",
-    "render_working_memory",
-    "section_size_warnings",
-    "update_tool_schema",
 ]
+
+_MOVED_NAMES: dict[str, str] = {
+    "SECTIONS": "wm_langgraph.document",
+    "UPDATE_WORKING_MEMORY_TOOL": "wm_langgraph.document",
+    "GuardDecision": "wm_langgraph.document",
+    "MergeResult": "wm_langgraph.document",
+    "count_tokens": "wm_langgraph.document",
+    "is_working_memory": "wm_langgraph.document",
+    "merge_working_memory": "wm_langgraph.document",
+    "parse_update_arguments": "wm_langgraph.document",
+    "parse_working_memory": "wm_langgraph.document",
+    "render_working_memory": "wm_langgraph.document",
+    "section_size_warnings": "wm_langgraph.document",
+    "update_tool_schema": "wm_langgraph.document",
+    "OfflineAgentModel": "wm_langgraph.testing",
+    "AsyncVersionedSqliteSaver": "wm_langgraph.storage.sqlite",
+    "VersionedSqliteSaver": "wm_langgraph.storage.sqlite",
+}
+"""Names this module exported before 0.2, and the public module each lives in now."""
+
+
+def __getattr__(name: str) -> Any:
+    """A name that moved (warn with its new home, then return it from there), or an old
+    module path of the package (``wm_langgraph.core``: imported through :mod:`._moved`)."""
+    home = _MOVED_NAMES.get(name)
+    if home is not None:
+        _moved.warn_moved(f"{__name__}.{name}", f"{home}.{name}")
+        return getattr(importlib.import_module(home), name)
+    if f"{__name__}.{name}" in _moved.MOVED_MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The current names and the package's public modules; never a name that moved."""
+    modules = {
+        name
+        for name, value in globals().items()
+        if isinstance(value, ModuleType)
+        and value.__name__ == f"{__name__}.{name}"
+        and value.__name__ not in _moved.MOVED_MODULES
+        and not name.startswith("_")
+    }
+    return sorted({*__all__, *modules})
+
+
+_moved.install()

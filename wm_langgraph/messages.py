@@ -52,7 +52,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from wm_langgraph.document.tokens import TokenCounter, count_tokens
+from wm_langgraph.document.tokens import TokenCounter, count_tokens, longest_fitting
 
 __all__ = [
     "IMAGE_TOKENS",
@@ -289,17 +289,7 @@ def _longest_fitting(text: str, budget: int, counter: TokenCounter, *, from_end:
         return 0
     # A token is rarely longer than 64 characters: search a bounded window first, so that a
     # huge output costs a few counts of a small string, not of the whole output.
-    hi = min(len(text), budget * 64)
-    while hi < len(text) and counter(piece(hi)) <= budget:
-        hi = min(len(text), hi * 2)
-    lo = 0
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if counter(piece(mid)) <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return longest_fitting(len(text), budget * 64, lambda n: counter(piece(n)) <= budget)
 
 
 def _role(message: BaseMessage) -> str:

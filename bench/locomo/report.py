@@ -339,7 +339,7 @@ def _definitions() -> list[str]:
         "- **Usable.** What wm_langgraph keeps for the input at budget B (defaults): B minus "
         "max(15% of B, 20,000 when B ≥ 40,000): 3,400 at 4k, 6,800 at 8k, 13,600 at 16k. "
         "Every system gets it; tokens are counted for every system with one counter: "
-        "`wm_langgraph.count_tokens` (cl100k) of the message text + 4 per message, the "
+        "`wm_langgraph.document.count_tokens` (cl100k) of the message text + 4 per message, the "
         "engine's own count for a text message. **Fill** = input tokens / usable, per call.",
         "- **Systems.** `full`: `create_agent`, no memory (the ceiling). `trimming`: "
         "`create_agent` + a `wrap_model_call` middleware applying `trim_messages(strategy="

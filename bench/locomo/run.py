@@ -187,7 +187,7 @@ def run_one(
 
 
 def _count(text: str) -> int:
-    from wm_langgraph import count_tokens
+    from wm_langgraph.document import count_tokens
 
     return count_tokens(text) if text else 0
 

@@ -46,12 +46,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from bench.locomo.data import Conversation, Exchange
-from wm_langgraph import (
-    OfflineWorkingMemoryModel,
-    WorkingMemoryConfig,
-    WorkingMemoryMiddleware,
-    count_tokens,
-)
+from wm_langgraph import OfflineWorkingMemoryModel, WorkingMemoryConfig, WorkingMemoryMiddleware
+from wm_langgraph.document import count_tokens
 from wm_langgraph.testing import ScriptedChatModel
 
 __all__ = [

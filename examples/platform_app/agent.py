@@ -19,7 +19,8 @@ import os
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 
-from wm_langgraph import OfflineAgentModel, WorkingMemoryConfig, WorkingMemoryMiddleware
+from wm_langgraph import WorkingMemoryConfig, WorkingMemoryMiddleware
+from wm_langgraph.testing import OfflineAgentModel
 
 
 def lookup(key: str) -> str:

@@ -4,7 +4,7 @@ paraphrases (heuristic: ``core/_cjk_entities.py``)."""
 
 from __future__ import annotations
 
-from wm_langgraph import merge_working_memory, parse_working_memory, render_working_memory
+from wm_langgraph.document import merge_working_memory, parse_working_memory, render_working_memory
 from wm_langgraph.document.guards import RESTORED_MARKER
 from wm_langgraph.document.text import extract_anchors
 

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from wm_langgraph import merge_working_memory, parse_working_memory, render_working_memory
+from wm_langgraph.document import merge_working_memory, parse_working_memory, render_working_memory
 from wm_langgraph.document.guards import (
     RESTORED_MARKER,
     SectionOp,

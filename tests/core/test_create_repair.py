@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wm_langgraph import SECTIONS, parse_working_memory, render_working_memory
+from wm_langgraph.document import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.document.create_repair import repair_created_document, template_lines
 from wm_langgraph.testing import ScriptedChatModel
 from wm_langgraph.writer.generate import GenerationError, generate_create, validate_created_document

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from wm_langgraph import SECTIONS, parse_update_arguments
+from wm_langgraph.document import SECTIONS, parse_update_arguments
 from wm_langgraph.document.arguments import complete_part, strip_runaway
 from wm_langgraph.document.protocol import read_update_arguments
 

@@ -6,7 +6,7 @@ SPEC §4.6 (open issues leave only by resolution; durable sections).
 
 from __future__ import annotations
 
-from wm_langgraph import merge_working_memory, parse_working_memory, render_working_memory
+from wm_langgraph.document import merge_working_memory, parse_working_memory, render_working_memory
 from wm_langgraph.document.guards import DROPPED_MARKER, RESTORED_MARKER
 from wm_langgraph.document.sections import section_items
 

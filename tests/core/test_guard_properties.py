@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wm_langgraph import SECTIONS, merge_working_memory, parse_working_memory
+from wm_langgraph.document import SECTIONS, merge_working_memory, parse_working_memory
 from wm_langgraph.document.guards import CONSOLIDATION_SENTINEL, DURABLE_SECTIONS
 from wm_langgraph.document.sections import render_working_memory, section_items
 from wm_langgraph.document.text import extract_anchors, missing_anchors

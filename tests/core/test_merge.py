@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from wm_langgraph import (
+from wm_langgraph.document import (
     SECTIONS,
     GuardDecision,
     merge_working_memory,

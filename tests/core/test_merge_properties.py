@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wm_langgraph import (
+from wm_langgraph.document import (
     SECTIONS,
     merge_working_memory,
     parse_working_memory,

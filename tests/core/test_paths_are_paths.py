@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wm_langgraph import merge_working_memory, parse_working_memory, render_working_memory
+from wm_langgraph.document import merge_working_memory, parse_working_memory, render_working_memory
 from wm_langgraph.document.guards import SectionOp, guard_files_context
 from wm_langgraph.document.text import MAX_PATH_CHARS, extract_paths, is_path_like, path_listed
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wm_langgraph import (
+from wm_langgraph.document import (
     SECTIONS,
     UPDATE_WORKING_MEMORY_TOOL,
     parse_update_arguments,

@@ -3,7 +3,7 @@ gets warnings for the sections holding more than their share, even below the fix
 
 from __future__ import annotations
 
-from wm_langgraph import render_working_memory, section_size_warnings
+from wm_langgraph.document import render_working_memory, section_size_warnings
 from wm_langgraph.document.tokens import count_tokens
 
 

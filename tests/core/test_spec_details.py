@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from wm_langgraph import is_working_memory, merge_working_memory, render_working_memory
+from wm_langgraph.document import is_working_memory, merge_working_memory, render_working_memory
 from wm_langgraph.document.guards import CONSOLIDATION_SENTINEL
 from wm_langgraph.document.sections import parse_working_memory, section_items
 from wm_langgraph.document.text import is_path_like

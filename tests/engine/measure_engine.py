@@ -19,8 +19,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import agent_model, build_agent
-from wm_langgraph import OfflineWorkingMemoryModel, WorkingMemory, WorkingMemoryConfig, count_tokens
+from wm_langgraph import OfflineWorkingMemoryModel, WorkingMemory, WorkingMemoryConfig
 from wm_langgraph.context.assemble import compute_budgets
+from wm_langgraph.document import count_tokens
 
 
 def _msgs(start: int, n: int) -> list[Any]:

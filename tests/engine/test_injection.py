@@ -19,9 +19,9 @@ from langchain_core.messages import HumanMessage
 
 from tests.engine._paths import PATHS, make
 from tests.engine._support import user
-from wm_langgraph import merge_working_memory, parse_working_memory, render_working_memory
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import SUMMARY_HEADER
+from wm_langgraph.document import merge_working_memory, parse_working_memory, render_working_memory
 from wm_langgraph.writer.prompts import render_create_prompt, render_update_prompt
 
 HOSTILE = (

@@ -3,7 +3,6 @@ failures and timeouts."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from typing import Any
@@ -18,8 +17,6 @@ from wm_langgraph.document.sections import SECTIONS, parse_working_memory, rende
 from wm_langgraph.testing import ScriptedChatModel
 from wm_langgraph.writer.generate import (
     GenerationError,
-    agenerate_create,
-    agenerate_update,
     generate_create,
     generate_update,
 )
@@ -304,31 +301,7 @@ def test_update_wraps_model_errors_and_is_traced() -> None:
     assert run.extra["metadata"]["archive"] == "archive_002"
 
 
-# ---------------------------------------------------------------------------- async and timeouts
-
-
-def test_async_twins_behave_like_the_sync_calls() -> None:
-    async def run() -> tuple[str, dict[str, dict[str, Any]] | None]:
-        created = await agenerate_create(
-            ScriptedChatModel(replies=[GOOD_WM]), prior="", messages_text="x"
-        )
-        ops = await agenerate_update(
-            ScriptedChatModel(replies=[_update_reply(UPDATE_ARGS)]),
-            working_memory=created,
-            messages_text="x",
-        )
-        return created, ops
-
-    created, ops = asyncio.run(run())
-    assert created == render_working_memory(parse_working_memory(GOOD_WM))
-    assert ops is not None
-    assert ops["Current State"]["op"] == "UPDATE"
-    with pytest.raises(GenerationError, match="down"):
-        asyncio.run(
-            agenerate_create(
-                ScriptedChatModel(replies=[RuntimeError("down")]), prior="", messages_text="x"
-            )
-        )
+# ---------------------------------------------------------------------------------------- timeouts
 
 
 def _blocking_model(release: threading.Event, reply: Any) -> ScriptedChatModel:
@@ -379,37 +352,6 @@ def test_sync_call_with_a_generous_timeout_returns_normally() -> None:
             messages_text="x",
             timeout=30,
         )
-
-
-class NeverAnswersAsync:
-    """An async script that waits forever (until cancelled) and records the cancellation."""
-
-    def __init__(self) -> None:
-        self.cancelled = False
-        self.chat_model = ScriptedChatModel(respond=self._hang)
-
-    async def _hang(self, *args: Any) -> Any:
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            self.cancelled = True
-            raise
-        raise AssertionError("unreachable")
-
-
-def test_async_timeout_cancels_the_model_call() -> None:
-    model = NeverAnswersAsync()
-    with pytest.raises(GenerationError, match="did not answer"):
-        asyncio.run(agenerate_create(model.chat_model, prior="", messages_text="x", timeout=0.05))
-    assert model.cancelled
-    model = NeverAnswersAsync()
-    with pytest.raises(GenerationError, match="did not answer"):
-        asyncio.run(
-            agenerate_update(
-                model.chat_model, working_memory=GOOD_WM, messages_text="x", timeout=0.05
-            )
-        )
-    assert model.cancelled
 
 
 @pytest.mark.parametrize("timeout", [0, -1.0, float("nan")])

@@ -11,7 +11,8 @@ from langchain_core.messages import BaseMessage
 from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import is_update_call, user
-from wm_langgraph import WorkingMemory, WorkingMemoryConfig, render_working_memory
+from wm_langgraph import WorkingMemory, WorkingMemoryConfig
+from wm_langgraph.document import render_working_memory
 from wm_langgraph.document.compaction import moved_count
 from wm_langgraph.document.sections import SECTIONS
 from wm_langgraph.document.tokens import count_tokens

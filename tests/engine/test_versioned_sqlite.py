@@ -20,14 +20,8 @@ from langgraph.types import Command, Interrupt, interrupt
 from typing_extensions import TypedDict
 
 from tests.engine._support import WMWriter, agent_model, build_agent, user
-from wm_langgraph import (
-    AsyncVersionedSqliteSaver,
-    VersionedSqliteSaver,
-    WorkingMemory,
-    WorkingMemoryConfig,
-    aopen_sqlite,
-    open_sqlite,
-)
+from wm_langgraph import WorkingMemory, WorkingMemoryConfig, aopen_sqlite, open_sqlite
+from wm_langgraph.storage.sqlite import AsyncVersionedSqliteSaver, VersionedSqliteSaver
 from wm_langgraph.storage.versioned_sqlite import BLOBS_TABLE
 
 

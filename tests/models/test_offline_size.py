@@ -12,12 +12,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.store.memory import InMemoryStore
 
 from bench.data import Session, generate_session
-from wm_langgraph import (
-    OfflineWorkingMemoryModel,
-    WorkingMemory,
-    WorkingMemoryConfig,
-    parse_working_memory,
-)
+from wm_langgraph import OfflineWorkingMemoryModel, WorkingMemory, WorkingMemoryConfig
+from wm_langgraph.document import parse_working_memory
 from wm_langgraph.document.protocol import TOKEN_THRESHOLD
 from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.phase2.size import contract_for

@@ -26,14 +26,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from lineage import fold_order
 
-from wm_langgraph import (
-    SECTIONS,
-    WorkingMemory,
-    WorkingMemoryMiddleware,
-    parse_working_memory,
-    render_working_memory,
-)
+from wm_langgraph import WorkingMemory, WorkingMemoryMiddleware
 from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.document import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.document.sections import item_key, section_items
 from wm_langgraph.testing import ScriptedChatModel
 

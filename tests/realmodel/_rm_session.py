@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import LLMResult
 from langchain_core.tools import tool
 
-from wm_langgraph import SECTIONS
+from wm_langgraph.document import SECTIONS
 from wm_langgraph.document.protocol import UPDATE_TOOL_NAME
 
 __all__ = [

@@ -29,9 +29,9 @@ from _rm_session import (
 )
 from langchain_openai import ChatOpenAI
 
-from wm_langgraph import parse_working_memory
 from wm_langgraph.cli._report import interventions
 from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.document import parse_working_memory
 
 pytestmark = pytest.mark.realmodel
 

@@ -16,8 +16,8 @@ from _rm_checks import play_checked
 from _rm_session import PATHS, session_messages
 from fake_openai import Answer, FakeOpenAIServer, chat_openai, prompt_of
 
-from wm_langgraph import SECTIONS, render_working_memory
 from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.document import SECTIONS, render_working_memory
 
 CONFIG = WorkingMemoryConfig(
     token_budget=16_000,

@@ -37,9 +37,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 from langgraph.store.memory import InMemoryStore
 
-from wm_langgraph import WorkingMemoryMiddleware, open_sqlite, parse_working_memory
+from wm_langgraph import WorkingMemoryMiddleware, open_sqlite
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import SUMMARY_HEADER, compute_budgets
+from wm_langgraph.document import parse_working_memory
 from wm_langgraph.document.sections import item_key, section_items
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.storage.archives import ArchiveStore

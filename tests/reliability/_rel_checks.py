@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from wm_langgraph import SECTIONS, parse_working_memory, render_working_memory
+from wm_langgraph.document import SECTIONS, parse_working_memory, render_working_memory
 
 __all__ = ["assert_seven_sections", "header_lines"]
 

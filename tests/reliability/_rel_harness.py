@@ -34,7 +34,7 @@ from langgraph.graph import END, START, StateGraph
 from lineage import fold_order
 
 from tests.common import thread_config
-from wm_langgraph import SECTIONS, parse_working_memory, render_working_memory
+from wm_langgraph.document import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.phase2.graph import unfolded_archive_ids
 from wm_langgraph.state import WorkingMemoryState
 from wm_langgraph.storage.archives import ArchiveStore

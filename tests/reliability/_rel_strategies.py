@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from wm_langgraph import SECTIONS, render_working_memory
+from wm_langgraph.document import SECTIONS, render_working_memory
 
 __all__ = [
     "HEADER_LIKE",

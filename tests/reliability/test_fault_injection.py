@@ -28,8 +28,8 @@ from _rel_harness import (
 )
 from _rel_stats import add
 
-from wm_langgraph import parse_working_memory, render_working_memory
 from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.document import parse_working_memory, render_working_memory
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.phase2 import batching as batching_module
 from wm_langgraph.phase2 import nodes as commit_module

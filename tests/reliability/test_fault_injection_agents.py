@@ -31,7 +31,7 @@ from _rel_faults import Crash, Crasher
 from _rel_harness import ERRORS, MarkerModel
 from _rel_stats import add
 
-from wm_langgraph import parse_working_memory, render_working_memory
+from wm_langgraph.document import parse_working_memory, render_working_memory
 from wm_langgraph.phase1.session import Session
 from wm_langgraph.testing import tool_reply
 

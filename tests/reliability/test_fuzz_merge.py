@@ -17,7 +17,7 @@ from _rel_strategies import HEADER_LIKE, body, line, old_document, op, ops
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wm_langgraph import (
+from wm_langgraph.document import (
     SECTIONS,
     merge_working_memory,
     parse_working_memory,

@@ -23,7 +23,7 @@ from _rel_strategies import json_values, old_document, raw_arguments, valid_ops
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wm_langgraph import SECTIONS, merge_working_memory, parse_update_arguments
+from wm_langgraph.document import SECTIONS, merge_working_memory, parse_update_arguments
 from wm_langgraph.document.protocol import read_update_arguments
 
 pytestmark = pytest.mark.fuzz

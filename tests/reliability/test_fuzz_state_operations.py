@@ -40,9 +40,9 @@ from langchain_core.messages import (
 )
 
 from tests.engine._paths import PATHS, Driver, make
-from wm_langgraph import SECTIONS, parse_working_memory
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import SUMMARY_HEADER, compute_budgets
+from wm_langgraph.document import SECTIONS, parse_working_memory
 from wm_langgraph.phase1.window import pending_tokens_of
 
 pytestmark = pytest.mark.fuzz

@@ -35,8 +35,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from tests.common import thread_config
-from wm_langgraph import SECTIONS, WorkingMemoryMiddleware, count_tokens, render_working_memory
+from wm_langgraph import WorkingMemoryMiddleware
 from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.document import SECTIONS, count_tokens, render_working_memory
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.testing import ScriptedChatModel
 

@@ -12,7 +12,7 @@ from _rel_checks import assert_seven_sections
 from _rel_stats import add
 from _rel_strategies import HEADER_LIKE
 
-from wm_langgraph import (
+from wm_langgraph.document import (
     SECTIONS,
     merge_working_memory,
     parse_working_memory,

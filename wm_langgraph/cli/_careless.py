@@ -35,9 +35,9 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from wm_langgraph.document.protocol import UPDATE_TOOL_NAME, parse_update_arguments
 from wm_langgraph.document.sections import SECTIONS, item_key, parse_working_memory, section_items
 from wm_langgraph.testing import ScriptedChatModel
-from wm_langgraph.writer.offline._transcript import extract_block
 from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
 from wm_langgraph.writer.offline.tools import asks_for_update
+from wm_langgraph.writer.prompts import extract_block
 
 __all__ = ["CarelessWorkingMemoryModel"]
 

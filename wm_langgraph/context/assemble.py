@@ -58,6 +58,7 @@ from langchain_core.messages import (
 
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.fit import fit_document
+from wm_langgraph.document.tokens import longest_fitting
 from wm_langgraph.messages import content_text
 from wm_langgraph.storage.archives import ArchiveStore
 
@@ -353,17 +354,8 @@ def _cut_tool_message(message: ToolMessage, limit: int, count: MessageCounter) -
 
     # Search near the proportional guess so that each probe counts a string of about the
     # target size, not the whole output.
-    hi = min(len(text), max(64, 2 * limit * len(text) // max(1, size)))
-    while hi < len(text) and count(cut(hi)) <= limit:
-        hi = min(len(text), hi * 2)
-    lo = 0
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if count(cut(mid)) <= limit:
-            lo = mid
-        else:
-            hi = mid - 1
-    return cut(lo)
+    guess = max(64, 2 * limit * len(text) // max(1, size))
+    return cut(longest_fitting(len(text), guess, lambda keep: count(cut(keep)) <= limit))
 
 
 def _water_level(sizes: Sequence[int], room: int) -> int:

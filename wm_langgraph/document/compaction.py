@@ -47,7 +47,12 @@ from wm_langgraph.document.sections import (
     render_working_memory,
     section_items,
 )
-from wm_langgraph.document.text import extract_anchors, extract_paths, missing_anchors
+from wm_langgraph.document.text import (
+    anchor_wording,
+    extract_anchors,
+    extract_paths,
+    missing_anchors,
+)
 from wm_langgraph.document.tokens import TokenCounter, count_tokens
 
 __all__ = [
@@ -246,23 +251,13 @@ def shorten_files(bodies: Bodies) -> bool:
             others = frozenset(extract_anchors(rest_of_document))
         lost -= others or frozenset()
         if lost:
-            short += f" ({', '.join(_spans(text, sorted(lost)))})"
+            short += f" ({', '.join(anchor_wording(text, sorted(lost)))})"
         if len(short) < len(text):
             lines[index] = _as_line(line, short)
             in_files.subtract(own)
             in_files.update(_anchors(short))
             changed = True
     return changed
-
-
-def _spans(text: str, anchors: list[str]) -> list[str]:
-    """The original wording of each anchor in ``text`` (the anchor itself when not found)."""
-    out: list[str] = []
-    for anchor in anchors:
-        pattern = r"\s+".join(re.escape(part) for part in anchor.split())
-        match = re.search(pattern, text, re.IGNORECASE)
-        out.append(match.group(0) if match else anchor)
-    return list(dict.fromkeys(out))
 
 
 def _move_plan(bodies: Mapping[str, list[str]], ceiling: int) -> list[tuple[str, int]]:

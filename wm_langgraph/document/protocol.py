@@ -102,6 +102,19 @@ def _single(op: str) -> dict[str, Any]:
     return {"type": "string", "enum": [op]}
 
 
+def _tool(section_value: dict[str, Any], *, strict: bool = False) -> dict[str, Any]:
+    """The function tool whose ``sections`` object has one ``section_value`` per section."""
+    sections = _closed({name: copy.deepcopy(section_value) for name in SECTIONS})
+    function: dict[str, Any] = {
+        "name": UPDATE_TOOL_NAME,
+        "description": _TOOL_DESCRIPTION,
+        "parameters": _closed({"sections": sections}),
+    }
+    if strict:
+        function["strict"] = True
+    return {"type": "function", "function": function}
+
+
 def _reference_tool() -> dict[str, Any]:
     section_value = {
         "oneOf": [
@@ -124,15 +137,7 @@ def _reference_tool() -> dict[str, Any]:
             ),
         ]
     }
-    sections = _closed({name: copy.deepcopy(section_value) for name in SECTIONS})
-    return {
-        "type": "function",
-        "function": {
-            "name": UPDATE_TOOL_NAME,
-            "description": _TOOL_DESCRIPTION,
-            "parameters": _closed({"sections": sections}),
-        },
-    }
+    return _tool(section_value)
 
 
 def _strict_tool() -> dict[str, Any]:
@@ -150,16 +155,7 @@ def _strict_tool() -> dict[str, Any]:
             },
         }
     )
-    sections = _closed({name: copy.deepcopy(section_value) for name in SECTIONS})
-    return {
-        "type": "function",
-        "function": {
-            "name": UPDATE_TOOL_NAME,
-            "description": _TOOL_DESCRIPTION,
-            "parameters": _closed({"sections": sections}),
-            "strict": True,
-        },
-    }
+    return _tool(section_value, strict=True)
 
 
 UPDATE_WORKING_MEMORY_TOOL: dict[str, Any] = _reference_tool()

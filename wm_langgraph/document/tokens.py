@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["TokenCounter", "approximate_tokens", "count_tokens"]
+__all__ = ["TokenCounter", "approximate_tokens", "count_tokens", "longest_fitting"]
 
 logger = logging.getLogger("wm_langgraph")
 
@@ -77,3 +77,24 @@ def count_tokens(text: str) -> int:
     if encoding is None:
         return approximate_tokens(text)
     return len(encoding.encode(text, disallowed_special=()))
+
+
+def longest_fitting(length: int, first: int, fits: Callable[[int], bool]) -> int:
+    """The largest ``n`` in ``0..length`` for which ``fits(n)`` holds.
+
+    ``fits`` is true up to some ``n`` and false after it (the size of the first ``n``
+    characters of a text against a budget, say), and ``fits(0)`` is taken as true. The search
+    gallops up from ``first`` (doubling while it fits), then bisects: a few calls of ``fits``,
+    each on a piece of about the size sought, not on the whole text.
+    """
+    hi = min(length, max(1, first))
+    while hi < length and fits(hi):
+        hi = min(length, hi * 2)
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

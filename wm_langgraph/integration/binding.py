@@ -7,8 +7,8 @@ Private helpers of :mod:`wm_langgraph.memory`:
   run's ``Runtime`` in the config, as ``langgraph.config.get_store()`` does.
 - :func:`internal_callbacks`: the callbacks the Working Memory writer's runs get. Tracers
   (LangSmith's, any ``BaseTracer`` in ``config["callbacks"]``) keep seeing them; handlers that
-  feed the user's streams (``astream_events``, ``astream_log``, ``stream_mode="messages"``: every
-  ``_StreamingCallbackHandler``) never do, so no writer token reaches a chat UI.
+  feed the user's streams (``astream_events``, ``astream_log``, ``stream_mode="messages"``:
+  ``_compat.is_streaming_handler``) never do, so no writer token reaches a chat UI.
 - :func:`quiet_node_output`: the messages a hook node returns only for the model's input (the
   system addition, the ``[Session History Summary]``, pending archives) or to remove messages are
   not conversation; ``stream_mode="messages"`` streams node outputs, so they are marked as seen.
@@ -24,9 +24,17 @@ from uuid import uuid4
 
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.messages import BaseMessage
-from langchain_core.tracers._streaming import _StreamingCallbackHandler
 from langgraph.store.base import BaseStore
 from langgraph.store.base.batch import AsyncBatchedBaseStore
+
+from wm_langgraph._compat import (
+    in_graph_run,
+    is_streaming_handler,
+    run_runtime,
+    store_event_loop,
+    stream_seen_ids,
+)
+from wm_langgraph.errors import ConflictingMiddlewareError
 
 __all__ = [
     "LC_SOURCE",
@@ -51,18 +59,14 @@ except ImportError:  # pragma: no cover - older langchain
         return {}
 
 
-_RUNTIME_KEY = "__pregel_runtime"
-_TASK_ID_KEY = "__pregel_task_id"
-
-
 def in_run(configurable: Mapping[str, Any]) -> bool:
     """True when the config is a running graph task's."""
-    return _TASK_ID_KEY in configurable
+    return in_graph_run(configurable)
 
 
 def graph_store(configurable: Mapping[str, Any]) -> BaseStore | None:
     """The running graph's store (None outside a run, or when the graph has none)."""
-    runtime = configurable.get(_RUNTIME_KEY)
+    runtime = run_runtime(configurable)
     store = getattr(runtime, "store", None)
     if isinstance(store, BaseStore):
         return store
@@ -75,10 +79,6 @@ def graph_store(configurable: Mapping[str, Any]) -> BaseStore | None:
             return None
         return found if isinstance(found, BaseStore) else None
     return None
-
-
-def _streaming(handler: BaseCallbackHandler) -> bool:
-    return isinstance(handler, _StreamingCallbackHandler)
 
 
 def _user_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
@@ -107,14 +107,18 @@ def internal_callbacks(
     if isinstance(callbacks, BaseCallbackManager):
         manager = callbacks.copy()
         for handler in [*manager.handlers, *manager.inheritable_handlers]:
-            if _streaming(handler):
+            if is_streaming_handler(handler):
                 manager.remove_handler(handler)
         manager.inheritable_metadata = _user_metadata(manager.inheritable_metadata)
         manager.metadata = _user_metadata(manager.metadata)
         manager.add_metadata(extra, inherit=True)
         return manager
     if isinstance(callbacks, list):
-        kept = [h for h in callbacks if isinstance(h, BaseCallbackHandler) and not _streaming(h)]
+        kept = [
+            h
+            for h in callbacks
+            if isinstance(h, BaseCallbackHandler) and not is_streaming_handler(h)
+        ]
         from langchain_core.callbacks import CallbackManager
 
         manager = CallbackManager(handlers=kept, inheritable_handlers=list(kept))
@@ -148,8 +152,8 @@ def quiet_node_output(update: Any, callbacks: Any) -> None:
     if not messages:
         return
     for handler in _handlers(callbacks):
-        seen = getattr(handler, "seen", None)
-        if not (_streaming(handler) and isinstance(seen, set)):
+        seen = stream_seen_ids(handler)
+        if seen is None:
             continue
         for message in messages:
             if message.id is None:  # the hook's own messages (system addition, summary)
@@ -167,11 +171,7 @@ def loop_bound(store: BaseStore | None) -> bool:
         running = asyncio.get_running_loop()
     except RuntimeError:
         return False
-    return running is getattr(store, "_loop", None)
-
-
-class ConflictingMiddlewareError(RuntimeError):
-    """Another summariser removed messages of the thread before the memory archived them."""
+    return running is store_event_loop(store)
 
 
 _FOREIGN_SUMMARIES = {"summarization": "LangChain's SummarizationMiddleware"}

@@ -36,6 +36,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from wm_langgraph._compat import NS_SEP, in_graph_run, run_checkpointer, run_reader
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import compute_budgets
 from wm_langgraph.phase1.archiving import Phase1Result, archive_oldest
@@ -56,9 +57,6 @@ from wm_langgraph.storage.keys import split_memory_key
 __all__ = ["Session"]
 
 
-_TASK_ID_KEY = "__pregel_task_id"
-_CHECKPOINTER_KEY = "__pregel_checkpointer"
-_READ_KEY = "__pregel_read"
 _MAX_THREADS = 10_000
 
 
@@ -72,8 +70,8 @@ def graph_meta(config: RunnableConfig | None) -> Mapping[str, Any] | None:
     keeps its meta in the store).
     """
     configurable = (config or {}).get("configurable") or {}
-    read = configurable.get(_READ_KEY)
-    if not callable(read):
+    read = run_reader(configurable)
+    if read is None:
         return None
     try:
         values = read([META_KEY])
@@ -82,7 +80,7 @@ def graph_meta(config: RunnableConfig | None) -> Mapping[str, Any] | None:
     value = values.get(META_KEY) if isinstance(values, Mapping) else None
     if isinstance(value, Mapping):
         return value
-    if "|" in str(configurable.get("checkpoint_ns") or ""):
+    if NS_SEP in str(configurable.get("checkpoint_ns") or ""):
         # A subgraph's state may last one parent step only (no checkpointer of its own): an
         # empty channel there says nothing about the lineage; the store keeps the meta.
         return None
@@ -92,7 +90,7 @@ def graph_meta(config: RunnableConfig | None) -> Mapping[str, Any] | None:
 def require_checkpointer(config: RunnableConfig | None) -> None:
     """Inside a graph run, the graph must persist its state between invocations."""
     configurable = (config or {}).get("configurable") or {}
-    if _TASK_ID_KEY in configurable and configurable.get(_CHECKPOINTER_KEY) is None:
+    if in_graph_run(configurable) and run_checkpointer(configurable) is None:
         raise ValueError(
             "Working Memory hooks need a checkpointer: compile the graph (or create_react_agent) "
             "with checkpointer=... (e.g. InMemorySaver() or open_sqlite(path)), otherwise the "
@@ -104,11 +102,11 @@ def graph_checkpointer(config: RunnableConfig | None) -> BaseCheckpointSaver[Any
     """The checkpointer of the root graph a hook runs in (None outside a graph, in a subgraph
     with a checkpoint namespace of its own, or without a checkpointer)."""
     configurable = (config or {}).get("configurable") or {}
-    saver = configurable.get(_CHECKPOINTER_KEY)
+    saver = run_checkpointer(configurable)
     if not isinstance(saver, BaseCheckpointSaver):
         return None
     namespace = str(configurable.get("checkpoint_ns") or "")
-    if "|" in namespace:  # a node of a subgraph: its checkpoints are not the thread's root ones
+    if NS_SEP in namespace:  # a node of a subgraph: its checkpoints are not the thread's root ones
         return None
     return saver
 
@@ -219,7 +217,7 @@ _STORE_META = "state"
 def _in_subgraph(config: RunnableConfig | None) -> bool:
     """True inside a graph that runs as a node (or a call) of a parent graph."""
     configurable = (config or {}).get("configurable") or {}
-    return "|" in str(configurable.get("checkpoint_ns") or "")
+    return NS_SEP in str(configurable.get("checkpoint_ns") or "")
 
 
 @dataclass

@@ -62,11 +62,6 @@ class FairPool:
                 self._ready.append(key)
             self._dispatch()
 
-    def running(self) -> int:
-        """Steps running now (= this pool's threads alive)."""
-        with self._cond:
-            return len(self._running)
-
     def _dispatch(self) -> None:
         """Start steps for ready keys while a slot is free (caller holds the lock)."""
         now = time.monotonic()

@@ -252,12 +252,6 @@ class Phase2Runner:
         if pool is not None:
             pool.shutdown()
 
-    def running_rounds(self) -> int:
-        """Background rounds running now (each in a worker thread of its own)."""
-        with self._cond:
-            pool = self._pool
-        return pool.running() if pool is not None else 0
-
     # -- circuit breaker -------------------------------------------------------------------
     def breaker(self, thread_id: str) -> dict[str, Any]:
         """The thread's breaker record: ``consecutive_failures``, ``paused_at``, ``last_error``."""

@@ -18,6 +18,9 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from wm_langgraph._compat import NS_END, NS_SEP, in_graph_run
+from wm_langgraph.errors import NoStoreError
+
 __all__ = [
     "ROOT_LABEL",
     "SCOPE_PREFIX",
@@ -71,10 +74,10 @@ def graph_namespace(configurable: Mapping[str, Any]) -> str:
     ``{"checkpoint_ns": "research_agent"}``.
     """
     raw = configurable.get("checkpoint_ns") or ""
-    parts = [p for p in str(raw).split("|") if p and not p.isdigit()]
-    if "__pregel_task_id" in configurable and parts:
+    parts = [p for p in str(raw).split(NS_SEP) if p and not p.isdigit()]
+    if in_graph_run(configurable) and parts:
         parts = parts[:-1]
-    return "|".join(p.split(":")[0] for p in parts)
+    return NS_SEP.join(p.split(NS_END)[0] for p in parts)
 
 
 def memory_key(thread_id: str, scope: str = "") -> str:
@@ -102,10 +105,6 @@ def namespace(key: str, kind: str) -> tuple[str, ...]:
     if not scope:
         return (ROOT_LABEL, thread_label(thread_id), kind)
     return (ROOT_LABEL, thread_label(thread_id), SCOPE_PREFIX + thread_label(scope), kind)
-
-
-class NoStoreError(ValueError):
-    """The memory has no store: none given, and no graph store to use."""
 
 
 def thread_id_from_config(config: RunnableConfig | Mapping[str, Any] | None) -> str:

@@ -22,10 +22,11 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, closing, contextmanager
 from os import PathLike, fspath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from langgraph.store.sqlite import SqliteStore
 
+from wm_langgraph._compat import immediate_async_sqlite_store
 from wm_langgraph.storage.versioned_sqlite import AsyncVersionedSqliteSaver, VersionedSqliteSaver
 
 if TYPE_CHECKING:
@@ -87,39 +88,6 @@ def open_sqlite(path: str | PathLike[str]) -> Iterator[tuple[VersionedSqliteSave
         yield checkpointer, store
 
 
-def _immediate_store_class() -> type[AsyncSqliteStore]:
-    """``AsyncSqliteStore`` whose write transactions start with ``BEGIN IMMEDIATE``.
-
-    Its transactions read, then write. Beside the checkpointer's connection on the same file,
-    a ``BEGIN`` (deferred) transaction that read before the checkpointer committed cannot take
-    the write lock (SQLite reports "database is locked" at once, without waiting for the busy
-    timeout); taking the write lock at ``BEGIN`` lets the busy timeout do its job.
-    """
-    from langgraph.store.sqlite.aio import AsyncSqliteStore
-
-    class _ImmediateAsyncSqliteStore(AsyncSqliteStore):
-        @asynccontextmanager
-        async def _cursor(self, *, transaction: bool = True) -> AsyncIterator[Any]:
-            if not self.is_setup:
-                await self.setup()
-            async with self.lock:
-                if transaction:
-                    await self.conn.execute("BEGIN IMMEDIATE")
-                try:
-                    async with self.conn.cursor() as cur:
-                        yield cur
-                except BaseException:
-                    if transaction:
-                        await self.conn.execute("ROLLBACK")
-                    raise
-                if transaction:
-                    await self.conn.execute("COMMIT")
-
-    _ImmediateAsyncSqliteStore.__name__ = "AsyncSqliteStore"
-    _ImmediateAsyncSqliteStore.__qualname__ = "AsyncSqliteStore"
-    return _ImmediateAsyncSqliteStore
-
-
 @asynccontextmanager
 async def aopen_sqlite(
     path: str | PathLike[str],
@@ -147,6 +115,6 @@ async def aopen_sqlite(
             await cursor.fetchall()
         checkpointer = AsyncVersionedSqliteSaver(saver_conn)
         await checkpointer.setup()
-        store = _immediate_store_class()(store_conn)
+        store = immediate_async_sqlite_store()(store_conn)
         await store.setup()
         yield checkpointer, store

@@ -19,6 +19,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
 from wm_langgraph.document.protocol import UPDATE_TOOL_NAME, UPDATE_WORKING_MEMORY_TOOL
+from wm_langgraph.errors import ToolCallingNotSupportedError
 from wm_langgraph.writer.openai import (
     API_KEY_ENV,
     BASE_URL_ENVS,
@@ -38,10 +39,6 @@ LOCAL_SERVER_KEY = "sk-local-no-key-needed"
 # How to force the tool, most specific first: by name, then "some tool" in the two spellings
 # providers use. With a single tool bound, "any"/"required" still forces update_working_memory.
 _TOOL_CHOICES: tuple[str, ...] = (UPDATE_TOOL_NAME, "any", "required")
-
-
-class ToolCallingNotSupportedError(TypeError):
-    """The chat model cannot call tools, which the Working Memory update protocol needs."""
 
 
 def resolve_default_model(*, timeout: float | None = None) -> BaseChatModel:

@@ -21,21 +21,27 @@ So 50 timeouts on one conversation leave at most one thread behind, not 50.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import itertools
 import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from wm_langgraph.writer.provider import (
+from wm_langgraph.errors import (
+    CallRefusedError,
+    CallTimeoutError,
+    ContextLengthError,
     ContextOverflow,
+    ErrorKindName,
+    GenerationError,
+)
+from wm_langgraph.writer.provider import (
     classify_error,
     context_overflow,
     output_limit_kwargs,
@@ -44,10 +50,11 @@ from wm_langgraph.writer.provider import (
 
 __all__ = [
     "TRACE_TAGS",
+    "CallRefusedError",
+    "CallTimeoutError",
     "ContextLengthError",
     "ErrorKindName",
     "GenerationError",
-    "ainvoke",
     "check_max_tokens",
     "check_timeout",
     "invoke_limited",
@@ -63,14 +70,6 @@ _T = TypeVar("_T")
 _lock = threading.Lock()
 _abandoned: dict[object, threading.Thread] = {}
 _anonymous = itertools.count(1)
-
-
-class CallTimeoutError(Exception):
-    """The call did not finish within its timeout (it was abandoned)."""
-
-
-class CallRefusedError(Exception):
-    """The call was not started: an earlier call of the same key, or too many calls, hang."""
 
 
 def _prune() -> None:
@@ -156,41 +155,6 @@ def call_within(call: Callable[[], _T], timeout: float | None, what: str, key: o
 
 TRACE_TAGS: tuple[str, ...] = ("wm_langgraph", "nostream")
 """Tags on both model runs."""
-
-
-ErrorKindName = Literal["overflow", "rejected", "transient", "unusable"]
-
-
-class GenerationError(Exception):
-    """A Working Memory model call failed: the model raised, timed out, or its reply was not
-    usable. The previous Working Memory stays in force (SPEC §4.7).
-
-    Attributes:
-        kind: ``"overflow"``, ``"rejected"``, ``"unusable"`` or ``"transient"`` (module docstring).
-    """
-
-    kind: ErrorKindName = "transient"
-
-    def __init__(self, message: str, *, kind: ErrorKindName | None = None) -> None:
-        """Create the error; ``kind`` defaults to the class's."""
-        super().__init__(message)
-        if kind is not None:
-            self.kind = kind
-
-
-class ContextLengthError(GenerationError):
-    """The prompt exceeded the writer's context (the provider said so).
-
-    Attributes:
-        overflow: The numbers the provider gave (its own tokens), for sizing the next batch.
-    """
-
-    kind: ErrorKindName = "overflow"
-
-    def __init__(self, message: str, overflow: ContextOverflow) -> None:
-        """Create the error with the provider's numbers."""
-        super().__init__(message)
-        self.overflow = overflow
 
 
 def traced(
@@ -283,19 +247,3 @@ def invoke_limited(
         max_tokens = allowed
         reply = _invoke(build(max_tokens), messages, config, timeout, label, call_key=call_key)
     return reply, limited(model, model, max_tokens)[1]
-
-
-async def ainvoke(
-    runnable: Runnable[LanguageModelInput, BaseMessage],
-    messages: list[BaseMessage],
-    config: RunnableConfig | None,
-    timeout: float | None,
-    label: str,
-) -> BaseMessage:
-    """Async :func:`_invoke`; ``timeout`` cancels the call."""
-    try:
-        return await asyncio.wait_for(runnable.ainvoke(messages, config), timeout)
-    except TimeoutError as exc:
-        raise GenerationError(f"wm.{label}: the model did not answer within {timeout} s") from exc
-    except Exception as exc:
-        raise _wrap(exc, label) from exc

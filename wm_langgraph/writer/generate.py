@@ -12,12 +12,10 @@ Both calls run as their own traced runs (``run_name`` ``"wm.create"`` / ``"wm.up
 graph's ``stream_mode="messages"`` output — plus caller metadata), so they show up in LangSmith
 and in any tracer passed through ``config["callbacks"]``.
 
-Timeouts: async twins (:func:`agenerate_create`, :func:`agenerate_update`) enforce ``timeout``
-with ``asyncio.wait_for``, which cancels the model call cleanly. The sync functions cannot
-cancel a blocking call: with a ``timeout`` they run the call in one daemon worker thread (the
-caller's context variables copied, so tracing parents are kept) and raise
-:class:`GenerationError` when it has not finished in time; the abandoned call runs on until
-the model client returns or times out by itself and its result is discarded. At most one
+Timeouts: a blocking model call cannot be cancelled, so with a ``timeout`` both calls run it in
+one daemon worker thread (the caller's context variables copied, so tracing parents are kept)
+and raise :class:`GenerationError` when it has not finished in time; the abandoned call runs on
+until the model client returns or times out by itself and its result is discarded. At most one
 abandoned call per ``call_key`` (the engine passes the thread id) and
 ``writer.calls.MAX_ABANDONED_CALLS`` in all exist; set the client's own timeout (e.g.
 ``ChatOpenAI(timeout=...)``) so they end. Without ``timeout`` no thread is started.
@@ -58,7 +56,6 @@ from wm_langgraph.writer.calls import (
     TRACE_TAGS,
     ContextLengthError,
     GenerationError,
-    ainvoke,
     check_max_tokens,
     check_timeout,
     invoke_limited,
@@ -73,8 +70,6 @@ __all__ = [
     "ContextLengthError",
     "GenerationError",
     "UpdateReply",
-    "agenerate_create",
-    "agenerate_update",
     "generate_create",
     "generate_update",
     "request_update",
@@ -309,26 +304,6 @@ def generate_create(
     return _created(reply, limit, prompt, prior, messages_text)
 
 
-async def agenerate_create(
-    model: BaseChatModel,
-    *,
-    prior: str,
-    messages_text: str,
-    prompt: str | None = None,
-    config: RunnableConfig | None = None,
-    metadata: Mapping[str, Any] | None = None,
-    timeout: float | None = None,
-    max_tokens: int | None = None,
-) -> str:
-    """Async twin of :func:`generate_create`; ``timeout`` cancels the model call."""
-    check_timeout(timeout)
-    check_max_tokens(max_tokens)
-    build, messages = _create_inputs(model, prior, messages_text, prompt, metadata)
-    limit = limited(model, model, max_tokens)[1]
-    reply = await ainvoke(build(max_tokens), messages, config, timeout, "create")
-    return _created(reply, limit, prompt, prior, messages_text)
-
-
 def _update_inputs(
     model: BaseChatModel,
     working_memory: str,
@@ -474,26 +449,3 @@ def generate_update(
         max_tokens=max_tokens,
         size_target=size_target,
     ).ops
-
-
-async def agenerate_update(
-    model: BaseChatModel,
-    *,
-    working_memory: str,
-    messages_text: str,
-    prompt: str | None = None,
-    config: RunnableConfig | None = None,
-    metadata: Mapping[str, Any] | None = None,
-    timeout: float | None = None,
-    max_tokens: int | None = None,
-    size_target: int | None = None,
-) -> dict[str, dict[str, Any]] | None:
-    """Async twin of :func:`generate_update`; ``timeout`` cancels the model call."""
-    check_timeout(timeout)
-    check_max_tokens(max_tokens)
-    build, messages = _update_inputs(
-        model, working_memory, messages_text, prompt, metadata, size_target=size_target
-    )
-    limit = limited(model, model, max_tokens)[1]
-    reply = await ainvoke(build(max_tokens), messages, config, timeout, "update")
-    return read_reply(reply, limit).ops

@@ -7,7 +7,8 @@ source or editable checkout, where that package directory does not exist, the re
 
 Placeholders are written ``{{name}}`` and are replaced literally, in one pass: a value that
 itself contains ``{{messages}}`` is inserted as is, never expanded. Each prompt's inputs are
-wrapped in tags so that a reader of the rendered prompt (e.g. the offline model) can find them:
+wrapped in tags so that a reader of the rendered prompt (e.g. the offline model) can find them
+(:func:`extract_block`):
 
 * ``create``: ``<prior_summary>{{prior_summary}}</prior_summary>`` (the prior WM or legacy
   summary, ``(none)`` when there is none) and ``<messages>{{messages}}</messages>``.
@@ -49,6 +50,7 @@ __all__ = [
     "PROMPT_PLACEHOLDERS",
     "PromptName",
     "check_prompt",
+    "extract_block",
     "load_prompt",
     "neutralise_delimiters",
     "placeholders",
@@ -198,6 +200,33 @@ def render_prompt(template: str, **values: str) -> str:
         if not isinstance(value, str):
             raise TypeError(f"prompt value {key!r} must be a str, got {type(value).__name__}")
     return _PLACEHOLDER_RE.sub(lambda match: values[match.group(1)], template)
+
+
+def extract_block(prompt: str, tag: str) -> str | None:
+    """The text inside ``<tag>…</tag>`` in a rendered ``prompt``; ``None`` when the tag is
+    absent. The inverse of the tags the render functions wrap each input in.
+
+    The prompt's own prose may mention the tag (``the <messages> block``); the block chosen is
+    the longest span from an opening tag to the next closing tag, preferring openings that sit
+    on a line of their own.
+    """
+    opening, closing = f"<{tag}>", f"</{tag}>"
+    best: tuple[bool, int, str] | None = None
+    start = prompt.find(opening)
+    while start != -1:
+        end = prompt.find(closing, start + len(opening))
+        if end == -1:
+            break
+        body = prompt[start + len(opening) : end]
+        line_start = prompt.rfind("\n", 0, start) + 1
+        own_line = not prompt[line_start:start].strip()
+        candidate = (own_line, len(body), body)
+        if best is None or candidate[:2] > best[:2]:
+            best = candidate
+        start = prompt.find(opening, start + len(opening))
+    if best is None:
+        return None
+    return best[2].strip("\n")
 
 
 def render_create_prompt(*, prior_summary: str, messages: str, template: str | None = None) -> str:

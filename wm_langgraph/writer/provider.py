@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
+
+from wm_langgraph.errors import ContextOverflow
 
 __all__ = [
     "ContextOverflow",
@@ -101,23 +102,6 @@ _OUTPUT_LIMIT_RES = _patterns(
 _REJECTED_STATUS = frozenset({400, 413, 415, 422})
 _CONTENT_FILTER_RE = re.compile(r"content[_ ](?:filter|policy|management)|safety system", re.I)
 _CUT_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "model_length"})
-
-
-@dataclass(frozen=True, slots=True)
-class ContextOverflow:
-    """A provider's context-length error, with the numbers it gave (its own tokens).
-
-    Attributes:
-        limit: The context size, when stated.
-        requested: What the request came to (prompt, or prompt + completion), when stated.
-        prompt: The prompt part of ``requested``, when stated.
-        completion: The completion reservation (``max_tokens``) in it, when stated.
-    """
-
-    limit: int | None = None
-    requested: int | None = None
-    prompt: int | None = None
-    completion: int | None = None
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:

@@ -33,6 +33,7 @@ from wm_langgraph.document.text.anchors import (
     ANCHOR_STOPWORDS,
     DECISION_MARKERS,
     anchor_in_text,
+    anchor_wording,
     extract_anchors,
     missing_anchors,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "PATH_EXTENSIONS",
     "TITLE_STOPWORDS",
     "anchor_in_text",
+    "anchor_wording",
     "contains_cjk",
     "extract_anchors",
     "extract_paths",

@@ -393,3 +393,14 @@ def missing_anchors(anchors: Iterable[str], text: str) -> set[str]:
     found = extract_anchors(text)
     collapsed = _collapse(text)
     return {anchor for anchor in anchors if anchor not in found and not term_in(anchor, collapsed)}
+
+
+def anchor_wording(text: str, anchors: Iterable[str]) -> list[str]:
+    """Each anchor as ``text`` writes it (anchors are case-folded: ``alice`` for ``Alice``; the
+    anchor itself when ``text`` does not have it), without repeats, in the order given."""
+    out: list[str] = []
+    for anchor in anchors:
+        pattern = r"\s+".join(re.escape(part) for part in anchor.split())
+        match = re.search(pattern, text, re.IGNORECASE)
+        out.append(match.group(0) if match else anchor)
+    return list(dict.fromkeys(out))

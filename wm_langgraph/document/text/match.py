@@ -25,7 +25,6 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from functools import lru_cache
 
-from wm_langgraph.document.sections import section_items
 from wm_langgraph.document.text.paths import extract_paths, normalise_path
 
 __all__ = [
@@ -112,11 +111,6 @@ def item_present(item: str, candidates: Iterable[str]) -> bool:
     return any(pattern.search(item_core(candidate)) for candidate in candidates)
 
 
-def item_in_body(item: str, body: str) -> bool:
-    """:func:`item_present` against the items of a section body."""
-    return item_present(item, section_items(body))
-
-
 def _listed(path: str, norms: set[str]) -> bool:
     norm = normalise_path(path)
     if not norm:
@@ -133,6 +127,3 @@ def paths_listed(paths: Iterable[str], text: str) -> list[bool]:
 def path_listed(path: str, text: str) -> bool:
     """True when ``text`` names ``path``: the same path, or one that ends with ``/<path>``."""
     return paths_listed([path], text)[0]
-
-
-__all__ += ["item_in_body"]

@@ -32,7 +32,7 @@ import re
 
 from wm_langgraph.document.text.paths import words
 
-__all__ = ["constraint_anchors", "phrase_anchors"]
+__all__ = ["phrase_anchors"]
 
 _NEGATIVE = "never"
 _OBLIGATION = "always"
@@ -190,8 +190,3 @@ def _chinese(text: str) -> set[str]:
 def phrase_anchors(text: str) -> set[str]:
     """The constraint / preference and decision phrase anchors of ``text`` (module docstring)."""
     return _english(text) | _chinese(text)
-
-
-def constraint_anchors(text: str) -> set[str]:
-    """The constraint / preference anchors of ``text`` (no decision phrases)."""
-    return {a for a in phrase_anchors(text) if not a.startswith(("because ", "decided "))}

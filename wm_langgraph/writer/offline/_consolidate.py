@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from wm_langgraph.document.guards.key_facts import held_by
 from wm_langgraph.document.sections import section_items
-from wm_langgraph.document.text import extract_paths, normalise_path
+from wm_langgraph.document.text import anchor_wording, extract_paths, normalise_path
 from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.writer.offline._lang import item_anchors, keywords, lost_anchors, shorten, similar
 
@@ -58,17 +58,7 @@ def compact_item(item: str, max_words: int = 28) -> str:
     if short == item:
         return item
     lost = sorted(lost_anchors(item_anchors(item), short))
-    return f"{short} ({', '.join(_wording(item, lost))})" if lost else short
-
-
-def _wording(item: str, anchors: list[str]) -> list[str]:
-    """Each anchor as the item writes it (anchors are case-folded: ``alice`` for ``Alice``)."""
-    out: list[str] = []
-    for anchor in anchors:
-        pattern = r"\s+".join(re.escape(part) for part in anchor.split())
-        match = re.search(pattern, item, re.IGNORECASE)
-        out.append(match.group(0) if match else anchor)
-    return list(dict.fromkeys(out))
+    return f"{short} ({', '.join(anchor_wording(item, lost))})" if lost else short
 
 
 def _unlabel(item: str) -> str:

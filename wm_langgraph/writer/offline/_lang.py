@@ -141,8 +141,3 @@ def lost_anchors(anchors: frozenset[str] | set[str], text: str) -> set[str]:
         return set()
     found = set(_all_anchors(text))
     return {anchor for anchor in anchors if not anchor_in_text(anchor, text, found)}
-
-
-def overlap(a: str, b: str) -> int:
-    """Number of meaningful keywords two texts share."""
-    return len(set(keywords(a)) & set(keywords(b)))

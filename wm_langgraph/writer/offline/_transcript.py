@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ToolCallRecord", "Turn", "extract_block", "parse_transcript"]
+__all__ = ["ToolCallRecord", "Turn", "parse_transcript"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,37 +61,11 @@ _PLAIN_HEADER_RE = re.compile(
     r"^(?P<role>user|human|assistant|ai|system|tool)(?P<rest>(?:\s*\([^)\n]*\))?)\s*:\s?(?P<inline>.*)$",
     re.IGNORECASE,
 )
-# engine.render's tool call line: 'tool call read_file (id call_1): {"path": "src/app.py"}'.
+# messages.py's tool call line: 'tool call read_file (id call_1): {"path": "src/app.py"}'.
 _TOOL_CALL_RE = re.compile(
     r"^(?:invalid )?tool call (?P<name>\S+?)(?: \(id [^)]*\))?:[ \t]?(?P<args>.*)$"
 )
 _STATUS_RE = re.compile(r"status=(?P<status>[A-Za-z_]+)")
-
-
-def extract_block(prompt: str, tag: str) -> str | None:
-    """The text inside ``<tag>…</tag>`` in ``prompt``; ``None`` when the tag is absent.
-
-    The prompt's own prose may mention the tag (``the <messages> block``); the block chosen is
-    the longest span from an opening tag to the next closing tag, preferring openings that sit
-    on a line of their own.
-    """
-    opening, closing = f"<{tag}>", f"</{tag}>"
-    best: tuple[bool, int, str] | None = None
-    start = prompt.find(opening)
-    while start != -1:
-        end = prompt.find(closing, start + len(opening))
-        if end == -1:
-            break
-        body = prompt[start + len(opening) : end]
-        line_start = prompt.rfind("\n", 0, start) + 1
-        own_line = not prompt[line_start:start].strip()
-        candidate = (own_line, len(body), body)
-        if best is None or candidate[:2] > best[:2]:
-            best = candidate
-        start = prompt.find(opening, start + len(opening))
-    if best is None:
-        return None
-    return best[2].strip("\n")
 
 
 def _parse_args(text: str) -> tuple[dict[str, Any], str]:

@@ -44,8 +44,9 @@ from wm_langgraph.document.sections import (
 )
 from wm_langgraph.writer.offline._extract import Findings, extract_findings
 from wm_langgraph.writer.offline._plan import apply_ops, plan_ops
-from wm_langgraph.writer.offline._transcript import extract_block, parse_transcript
+from wm_langgraph.writer.offline._transcript import parse_transcript
 from wm_langgraph.writer.offline.tools import asks_for_update, bind_openai_tools
+from wm_langgraph.writer.prompts import extract_block
 
 __all__ = ["OfflineWorkingMemoryModel"]
 
