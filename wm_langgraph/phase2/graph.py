@@ -1,4 +1,5 @@
-"""Phase 2 as a LangGraph subgraph: fold pending archives into the Working Memory (SPEC §5-§6).
+"""Phase 2 as a LangGraph subgraph: fold pending archives into the Working Memory (behaviour
+§6.4, §5.4).
 
 ::
 
@@ -40,7 +41,7 @@
   - ``"failed"`` (timeouts, 429/5xx, the model down): the old WM stays, the archives stay pending
     and are marked ``failed``; the runner stops and the circuit breaker counts it.
 
-WM lineage with deferral (DESIGN §3.2): the WM covering archives 1..N is derived from the WM
+WM lineage with deferral (design §3.2): the WM covering archives 1..N is derived from the WM
 covering 1..N-1 plus archive N's messages — or, when N is deferred, is that WM unchanged with N
 named in ``deferred``; a deferred archive's messages are folded later into the newest WM. Phase 2
 of a thread still runs strictly in archive order; only a deferred archive is folded out of it.
@@ -398,7 +399,7 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
         except GenerationError as exc:
             return {**_failure(exc, state), "metrics": _timed(state, "update_ms", started)}
         except ToolCallingNotSupportedError:
-            # A model without tool calling can still write the whole document (SPEC §5's
+            # A model without tool calling can still write the whole document (behaviour §5.4's
             # no-tool-call path); its output goes through the guards like any update.
             return {"ops": None, "fallback": "no_tool_support", **_m(state, "update_ms", started)}
         if reply.ops is None:
@@ -447,7 +448,8 @@ def build_commit_graph(deps: CommitDeps) -> CompiledStateGraph[Any, Any, Any, An
             decisions = []
         files_body = parse_working_memory(text)[FILES_SECTION]
         paths = state.get("paths", [])
-        # Path-boundary matching (issue 14): "src/data.py" does not list "a.py".
+        # Path-boundary matching, never substring: "src/data.py" does not list "a.py" (a
+        # substring test took a.py as listed and the trail never added it).
         missing = [
             p for p, ok in zip(paths, paths_listed(paths, files_body), strict=True) if not ok
         ]

@@ -163,7 +163,7 @@ ErrorKindName = Literal["overflow", "rejected", "transient", "unusable"]
 
 class GenerationError(Exception):
     """A Working Memory model call failed: the model raised, timed out, or its reply was not
-    usable. The previous Working Memory stays in force (SPEC §4.7).
+    usable. The previous Working Memory stays in force (behaviour §4.7, §5.7).
 
     Attributes:
         kind: ``"overflow"``, ``"rejected"``, ``"unusable"`` or ``"transient"`` (module docstring).
