@@ -199,7 +199,7 @@ def write_results(results: dict[str, Any], path: Path) -> None:
         "stale",
     ]
     lines += _table(header, _survival_rows(runs, kinds, at))
-    lines += ["### Targets (issue 6)", "", *_targets(runs, at), ""]
+    lines += ["### Targets (retention)", "", *_targets(runs, at), ""]
     lines += _robustness_section(runs, results.get("robustness", []), at)
     lines += ["### What wm_langgraph lost", ""]
     for r in [*runs, *results["misbehaving"]]:

@@ -81,7 +81,7 @@ def window_section(runs: list[Any], at: int) -> list[str]:
             ],
             rows,
         ),
-        "Targets (issue 11):",
+        "Targets (small windows):",
         "",
     ]
     for r in runs:
@@ -152,7 +152,7 @@ def size_section(runs: list[Any]) -> list[str]:
             ],
             rows,
         ),
-        "Targets (issue 11):",
+        "Targets (size contract):",
         "",
     ]
     for r in runs:

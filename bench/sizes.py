@@ -1,4 +1,4 @@
-"""The size runs (issue 11): small context windows, the stored document's size contract, and
+"""The size runs: small context windows, the stored document's size contract, and
 the checkpoint cost of the assemble node.
 
 * :func:`window_runs` — the retention sessions again inside 8k / 16k / 32k windows, every

@@ -9,7 +9,7 @@ __all__ = ["fold_order"]
 
 def fold_order(records: list[Any]) -> list[Any]:
     """Archives in the order Phase 2 folded them: the timeline order, except that an archive
-    deferred and folded late (issue 12) comes where it was folded — before the first archive
+    deferred and folded late (behaviour §6.6) comes where it was folded — before the first archive
     folded in order after it (by the time each was marked done)."""
     late = sorted(
         (r for r in records if r.status == "done" and (r.metadata or {}).get("late")),

@@ -164,7 +164,7 @@ def test_render_update_prompt_with_and_without_warnings() -> None:
 def test_prompts_carry_no_copyable_example_content(name: str) -> None:
     # A real small model copied the create prompt's example title ("Migrating the billing
     # service ...") into every new WM and the update prompt's example pattern bullet into Task &
-    # Goals (issue 15). The prompts describe what to write; they quote no sample content.
+    # Goals. The prompts describe what to write; they quote no sample content.
     text = load_prompt(name)  # type: ignore[arg-type]
     quoted = re.findall(r"\"([^\"\n]+)\"", text)
     assert [q for q in quoted if len(q.split()) >= 3] == []

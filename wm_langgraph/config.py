@@ -1,4 +1,4 @@
-"""Validated, immutable settings of the session engine (SPEC §6-§8)."""
+"""Validated, immutable settings of the session engine (behaviour §6-§8; all in docs/budgets.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ __all__ = [
 ]
 
 MAX_KEEP_RECENT_COUNT = 10_000
-"""Upper bound of ``keep_recent_count`` (SPEC §6)."""
+"""Upper bound of ``keep_recent_count`` (behaviour §6.1)."""
 
 DEFAULT_MODEL_TIMEOUT_SECONDS = 120.0
 """Default bound of one Working Memory writer call and of one inline Phase 2 run: long enough
@@ -21,8 +21,8 @@ for a hosted model to rewrite a full document, short enough that a hung writer n
 turn or a worker for long. Raise it for slow local writers (CPU-only llama.cpp, Ollama)."""
 
 DEFAULT_WRITER_MAX_TOKENS = 14_000
-"""Default ``max_tokens`` of a writer call: the document budget (about 12,000 tokens, SPEC §2)
-plus room for the tool call's JSON, so a whole rewritten document fits and a looping model
+"""Default ``max_tokens`` of a writer call: the document budget (about 12,000 tokens, behaviour
+§2.6) plus room for the tool call's JSON, so a whole rewritten document fits and a looping model
 stops there instead of at the end of its context."""
 
 

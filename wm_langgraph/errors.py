@@ -77,7 +77,7 @@ class ToolCallingNotSupportedError(WorkingMemoryError, TypeError):
 
     Raised by ``writer.binding.bind_update_tool`` (so by an update call) when the model has no
     working ``bind_tools``. Phase 2 catches it and asks the model for the whole document
-    instead (SPEC §5's no-tool-call path).
+    instead (behaviour §5.4's no-tool-call path).
     """
 
 
@@ -103,7 +103,7 @@ ErrorKindName = Literal["overflow", "rejected", "transient", "unusable"]
 
 class GenerationError(WorkingMemoryError):
     """A Working Memory model call failed: the model raised, timed out, or its reply was not
-    usable. The previous Working Memory stays in force (SPEC §4.7).
+    usable. The previous Working Memory stays in force (behaviour §4.7, §5.7).
 
     Raised by the writer's create and update calls (``writer.generate``); Phase 2 catches it,
     keeps the previous Working Memory and records the failure.

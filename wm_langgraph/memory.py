@@ -1,6 +1,6 @@
-"""``WorkingMemory``: the three hooks of SPEC §6-§7 as LangGraph nodes, plus their plumbing.
+"""``WorkingMemory``: the three hooks of behaviour §6-§7 as LangGraph nodes, plus their plumbing.
 
-Where data lives (DESIGN §2): the live messages and a small JSON-plain meta in the graph state
+Where data lives (design §2): the live messages and a small JSON-plain meta in the graph state
 (``state["working_memory"]``, a channel the hooks' input schema adds to every graph they are
 nodes of, ``create_react_agent`` included, so it follows forks and time travel); archives and
 Working Memory versions in a ``BaseStore``. Hooks called directly (no graph) keep the meta in
@@ -467,7 +467,7 @@ class WorkingMemory:
     def search_long_term(
         self, config: RunnableConfig | None, query: str | None = None, *, limit: int = 10
     ) -> list[dict[str, Any]]:
-        """Search the long-term facts of the config's ``user_id`` (SPEC §8).
+        """Search the long-term facts of the config's ``user_id`` (behaviour §8).
 
         Raises:
             ValueError: The config has no ``configurable.user_id``.

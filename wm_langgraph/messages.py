@@ -1,6 +1,6 @@
 """Messages as text and tokens: the rendering the writer sees, and each message's token size.
 
-The create and update prompts show the model the messages being folded in (SPEC §5): each
+The create and update prompts show the model the messages being folded in (behaviour §5.2): each
 message's role and text, an assistant's tool calls (tool name and JSON arguments — the
 reference never showed tool inputs, so paths that appear only there were invisible to it) and
 each tool result (tool name, status, output). Very long text of any kind — tool outputs and

@@ -1,4 +1,4 @@
-"""The graph state schema and the JSON-plain meta value that travels with it (DESIGN §2).
+"""The graph state schema and the JSON-plain meta value that travels with it (design §2.1).
 
 The meta (``state["working_memory"]``) holds only dicts, lists, str and int so that every
 checkpointer serialises it without warnings:

@@ -1,6 +1,6 @@
 """The size runs of the benchmark on small inputs: a small window shows the whole WM whenever
 it fits, flooding writers stay at the ceiling, the assemble node adds no model input to the
-checkpoints (issue 11)."""
+checkpoints."""
 
 from __future__ import annotations
 

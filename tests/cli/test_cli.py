@@ -228,7 +228,7 @@ def test_replay_into_the_same_database_starts_a_new_thread_unless_one_is_named(t
 
 @pytest.mark.filterwarnings("ignore:A test tried to use socket")
 def test_demo_model_auto_uses_the_configured_server(monkeypatch: pytest.MonkeyPatch):
-    # Issue 15: with OPENAI_BASE_URL set, `demo --model auto` still ran the offline model. Now it
+    # With OPENAI_BASE_URL set, `demo --model auto` still ran the offline model. Now it
     # writes through ChatOpenAI at that server (here nothing listens: every WM call fails, the
     # demo still finishes, and the thread's Phase 2 pauses after the failures).
     for name in ("OPENAI_API_KEY", "OPENAI_API_BASE", "WM_LANGGRAPH_MODEL"):

@@ -136,9 +136,8 @@ def test_careless_demo_keeps_every_recorded_path_and_error(careless_run):
     found = re.search(r"open issues \(Open Issues\): (\d+)/(\d+)", out)
     assert found is not None
     assert int(found.group(2)) == len(todos) >= 2
-    # A truncated reply no longer loses an open issue (issue 12): its unreadable sections get a
-    # targeted retry. (What can still go missing is a restored item dropped a second time —
-    # the Open Issues guard's restore-once, issue 14.)
+    # A truncated reply no longer loses an open issue: its unreadable sections get a targeted
+    # retry.
     missing = [line for line in out.splitlines() if line.strip().startswith("missing: '")]
     assert len(missing) == len(todos) - int(found.group(1))
     assert not any("truncated JSON" in line for line in missing)

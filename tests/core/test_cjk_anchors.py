@@ -1,6 +1,6 @@
-"""CJK entity anchors (issue 14): names and proper nouns in Chinese / Japanese facts are
-protected like their English equivalents, measured on a small corpus of facts and faithful
-paraphrases (heuristic: ``core/_cjk_entities.py``)."""
+"""CJK entity anchors (without them a CJK fact's names gave no anchor): names and proper nouns in
+Chinese / Japanese facts are protected like their English equivalents, measured on a small corpus of
+facts and faithful paraphrases (heuristic: ``document/text/cjk.py``)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def _protected(old_fact: str, new_lines: list[str]) -> bool:
     return intervened and old_fact in facts
 
 
-def test_found4_a_chinese_name_is_protected_like_an_english_one():
+def test_a_chinese_name_is_protected_like_an_english_one():
     assert _protected("The owner is Wang Xiaoming", FILLER)
     assert _protected("负责人是王小明", FILLER)
     many = [*FILLER, "Celery for jobs", "Nginx in front", "Sentry for errors", "Grafana"]

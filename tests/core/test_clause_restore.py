@@ -1,4 +1,4 @@
-"""Issue 11, "Clause-level restore and salvage": restore only the clauses of an old bullet that
+"""Clause-level restore and salvage: restore only the clauses of an old bullet that
 carry the vanished anchors; salvage from a rejected UPDATE only what the section lacks; each
 anchored fact appears once, even under a writer that drops 30% of what it carries."""
 

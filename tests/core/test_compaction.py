@@ -1,4 +1,4 @@
-"""The hard size contract (issue 11): whatever the writer returns, the stored document stays at
+"""The hard size contract: whatever the writer returns, the stored document stays at
 or under the ceiling, and nothing leaves it silently (anchors kept, moved items returned)."""
 
 from __future__ import annotations

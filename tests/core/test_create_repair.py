@@ -1,5 +1,5 @@
 """Create replies of a real small model (Qwen2.5-Coder-0.5B-Instruct under llama.cpp): repaired
-to seven top-level sections or rejected, never accepted in their broken shape (issue 15).
+to seven top-level sections or rejected, never accepted in their broken shape.
 
 The replies below are what the model wrote (shortened where noted). ``create_prompt_v1.md`` is
 the create prompt it was given at the time, so the echo of that prompt's own text is recognised.
@@ -26,7 +26,7 @@ CONVERSATION = (
     "tool run_tests: FAILED tests/test_orders.py::test_total - AssertionError: expected 42.50\n"
 )
 
-# Fenced, the value on the header line, the prompt's own "## Rules" copied (issue 15).
+# Fenced, the value on the header line, the prompt's own "## Rules" copied.
 FENCED_COLON_RULES = """```markdown
 # Working Memory
 

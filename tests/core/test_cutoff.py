@@ -1,5 +1,6 @@
-"""A reply cut off at the output limit (issue 12, issue 14 item 5, issue 15): what is salvaged,
-what is reported unreadable, and that nothing of a cut is silently taken for KEEP."""
+"""A reply cut off at the output limit (small writers reach it often; a cut reply used to lose
+its complete part or be taken for KEEP): what is salvaged, what is reported unreadable, and
+that nothing of a cut is silently taken for KEEP."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ KEEP = {"op": "KEEP"}
 
 
 def test_a_cut_off_paragraph_update_keeps_its_text() -> None:
-    # issue 14 item 5: the complete part used to be dropped whole
+    # the complete part used to be dropped whole
     raw = '{"sections": {"Current State": {"op": "UPDATE", "content": "Partial text'
     assert parse_update_arguments(raw) == {
         "Current State": {"op": "UPDATE", "content": "Partial text"}

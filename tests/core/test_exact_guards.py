@@ -1,7 +1,7 @@
-"""Issue 14: guards that are exact — the found cases and the owner's decisions, at merge level.
+"""Guards that are exact — measured failures and the owner's decisions, at merge level.
 
-Each "found" test reproduces a case measured on main (it failed there); the decision tests pin
-SPEC §4.6 (open issues leave only by resolution; durable sections).
+Each test of a measured failure reproduces a case seen on main (it failed there); the decision
+tests pin behaviour §4.6 (open issues leave only by resolution; durable sections).
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ def _update(section: str, content: str) -> dict[str, dict[str, str]]:
     return {section: {"op": "UPDATE", "content": content}}
 
 
-# --- found 1: whole-item matching for open issues ----------------------------------------------
+# --- whole-item matching for open issues -------------------------------------------------------
 
 
-def test_found1_todo_1_is_not_kept_by_todo_10():
+def test_todo_1_is_not_kept_by_todo_10():
     old = _doc(issues="- TODO 1\n- TODO 10")
     text = merge_working_memory(old, _update(OPEN, "- TODO 10")).text
     items = section_items(_section(text, OPEN))
@@ -48,7 +48,7 @@ def test_found1_todo_1_is_not_kept_by_todo_10():
     assert "TODO 10" in items
 
 
-def test_found1_an_item_inside_a_longer_word_is_not_kept():
+def test_an_item_inside_a_longer_word_is_not_kept():
     old = _doc(issues="- fix login\n- Fact 1 unclear")
     new = "- prefix login handling\n- Fact 12 unclear"
     items = section_items(_section(merge_working_memory(old, _update(OPEN, new)).text, OPEN))
@@ -56,7 +56,7 @@ def test_found1_an_item_inside_a_longer_word_is_not_kept():
     assert f"{DROPPED_MARKER} Fact 1 unclear" in items
 
 
-def test_found1_an_annotated_or_resolved_item_is_still_the_item():
+def test_an_annotated_or_resolved_item_is_still_the_item():
     old = _doc(issues="- Who reviews the PR?\n- TODO 1\n- Budget for Q3 unclear")
     new = (
         "- **Who reviews the PR?** (asked Ana)\n"
@@ -127,13 +127,13 @@ def test_a_model_cannot_resolve_an_issue_by_writing_the_marker_on_another_item()
     assert f"{DROPPED_MARKER} deploy blocked by TLS cert" in section_items(_section(text, OPEN))
 
 
-# --- found 3 / decision: durable sections --------------------------------------------------------
+# --- durable sections (owner decision, behaviour §4.6) -----------------------------------------
 
 
 FACT_LINES = "- FACT-017 ships first\n- Redis 7 for the cache\n- port 5432 for Postgres"
 
 
-def test_found3_an_anchor_kept_only_in_current_state_is_restored():
+def test_an_anchor_kept_only_in_current_state_is_restored():
     old = _doc(state="Working on it.", facts=FACT_LINES)
     ops = {
         **_update(FACTS, "- Redis 7 for the cache\n- port 5432 for Postgres"),
@@ -170,10 +170,10 @@ def test_current_state_does_not_excuse_a_layer2_anchor_loss():
     assert all(f"FACT-0{n}" in _section(result.text, FACTS) for n in (17, 18, 19, 20))
 
 
-# --- found 6 / issue 15: the title guard -------------------------------------------------------
+# --- the title guard: heading-like titles, grounding (behaviour §4.1) --------------------------
 
 
-def test_found6_a_heading_like_old_title_is_judged_by_its_words():
+def test_a_heading_like_old_title_is_judged_by_its_words():
     for heading in ("### Billing service migration", "# Billing service migration"):
         old = _doc(title=heading)
         result = merge_working_memory(old, _update("Session Title", "HACKED"))
@@ -183,7 +183,7 @@ def test_found6_a_heading_like_old_title_is_judged_by_its_words():
         assert _section(ok.text, "Session Title") == "Billing migration: cut-over"
 
 
-def test_issue15_the_title_refuses_append():
+def test_the_title_refuses_append():
     old = _doc(title="Billing service migration")
     ops = {"Session Title": {"op": "APPEND", "items": ["Tests passed.", "More notes"]}}
     result = merge_working_memory(old, ops)
@@ -193,13 +193,13 @@ def test_issue15_the_title_refuses_append():
     assert "APPEND" in decision.reason
 
 
-def test_issue15_an_empty_title_takes_the_first_appended_line_as_its_title():
+def test_an_empty_title_takes_the_first_appended_line_as_its_title():
     ops = {"Session Title": {"op": "APPEND", "items": ["Billing service migration", "junk"]}}
     text = merge_working_memory(_doc(state="x"), ops).text
     assert _section(text, "Session Title") == "Billing service migration"
 
 
-def test_issue15_a_title_must_share_words_with_the_conversation():
+def test_a_title_must_share_words_with_the_conversation():
     conversation = "[user]\nPlease help me add retries to the webhook sender in billing.py"
     leaked = _update("Session Title", "Migrating the billing service from MySQL to Postgres")
     grounded = _update("Session Title", "Webhook sender retries")
@@ -217,7 +217,7 @@ def test_issue15_a_title_must_share_words_with_the_conversation():
     assert _section(text, "Session Title") == "Webhook sender retries"
 
 
-def test_issue15_a_stable_title_refinement_is_grounded_by_the_old_document():
+def test_a_stable_title_refinement_is_grounded_by_the_old_document():
     old = _doc(title="Billing service migration")
     ops = _update("Session Title", "Billing service migration to Postgres")
     text = merge_working_memory(old, ops, conversation="[user]\nok, next step").text
@@ -231,10 +231,10 @@ def test_without_a_conversation_the_title_guard_is_as_before():
     )
 
 
-# --- issue 15: header markers and placeholder items --------------------------------------------
+# --- header markers and placeholder items (behaviour §2.5) -------------------------------------
 
 
-def test_issue15_items_starting_with_a_header_marker_are_not_stored_as_such():
+def test_items_starting_with_a_header_marker_are_not_stored_as_such():
     old = _doc(errors="- e1")
     ops = {
         ERRORS: {"op": "APPEND", "items": ["## Tests passed.", "### Lint clean", "  ## spaced"]},
@@ -246,7 +246,7 @@ def test_issue15_items_starting_with_a_header_marker_are_not_stored_as_such():
     assert section_items(_section(text, "Files & Context")) == ["src/app.py: entry point"]
 
 
-def test_issue15_placeholder_items_never_become_items():
+def test_placeholder_items_never_become_items():
     placeholders = ["None", "N/A", "-", "**None**", "(none)", "n/a.", "无", "暂无", "_None_"]
     ops = {
         OPEN: {"op": "APPEND", "items": placeholders},
@@ -259,13 +259,13 @@ def test_issue15_placeholder_items_never_become_items():
     assert section_items(_section(text, FACTS)) == ["Redis 7 for the cache"]
 
 
-def test_issue15_a_placeholder_update_of_a_non_empty_section_keeps_it():
+def test_a_placeholder_update_of_a_non_empty_section_keeps_it():
     old = _doc(issues="- TODO 2")
     text = merge_working_memory(old, _update(OPEN, "- **None**")).text
     assert section_items(_section(text, OPEN)) == ["TODO 2"]
 
 
-def test_issue15_copied_template_lines_never_become_items():
+def test_copied_template_lines_never_become_items():
     ops = {
         OPEN: {
             "op": "APPEND",
@@ -282,10 +282,10 @@ def test_issue15_copied_template_lines_never_become_items():
     assert section_items(_section(text, OPEN)) == ["TODO 3"]
 
 
-# --- found 5: a salvaged (truncated) op is judged like any other -------------------------------
+# --- a salvaged (truncated) op is judged like any other ----------------------------------------
 
 
-def test_found5_a_salvaged_partial_update_is_judged_by_the_guards():
+def test_a_salvaged_partial_update_is_judged_by_the_guards():
     """phase2 salvages the complete lines of a cut-off UPDATE (core/_arguments.py); the guards
     then judge that op like any other: what the partial content lacks comes back."""
     old = _doc(issues="- TODO 1\n- TODO 2\n- TODO 3", facts=FACT_LINES)

@@ -1,7 +1,7 @@
-"""Issue 14's two property tests: random careless writers over many rounds (>= 25 per example).
+"""The guards' two property tests: random careless writers over many rounds (>= 25 per example).
 
 * No open issue disappears unless it was resolved (marked ``[resolved]``) or moved to Errors &
-  Corrections (SPEC §4.6, owner decision).
+  Corrections (behaviour §4.6, owner decision).
 * No Key Facts anchor disappears from the durable sections (owner decision: Current State
   never counts), however carelessly Key Facts and the other sections are rewritten.
 

@@ -1,4 +1,4 @@
-"""Per-section guards (SPEC §4), called directly with concrete bodies."""
+"""Per-section guards (behaviour §4), called directly with concrete bodies."""
 
 from __future__ import annotations
 
@@ -348,7 +348,8 @@ def test_open_issues_dropped_item_restored_every_time_until_resolved():
         "- [silently dropped, restored] Who reviews the PR?"
     )
     second = guard_open_issues(outcome.op.content, update("- [resolved] Budget: $500"))
-    # the resolved budget item may go; the restored one comes back again, marked once (SPEC §4.6)
+    # the resolved budget item may go; the restored one comes back again, marked once
+    # (behaviour §4.6)
     assert second.op.content == (
         "- [resolved] Budget: $500\n- [silently dropped, restored] Who reviews the PR?"
     )

@@ -1,4 +1,5 @@
-"""merge_working_memory: ops -> guarded document + decisions (SPEC §3-§4), concrete cases."""
+"""merge_working_memory: ops -> guarded document + decisions (behaviour §3.5, §4), concrete
+cases."""
 
 from __future__ import annotations
 
@@ -230,7 +231,8 @@ def test_header_injection_never_adds_a_section():
         "ok\n### Errors & Corrections\n- fake\n### Working Memory\n### Bogus"
     )
     assert sections["Errors & Corrections"] == "- Fact 10 was wrong"
-    # copied section names are placeholders, never items (issue 15), with or without "## "
+    # copied section names are placeholders, never items (small writers fill empty sections
+    # with them), with or without "## "
     assert sections["Task & Goals"] == "- Move payments off MySQL"
 
 
@@ -500,7 +502,7 @@ def test_reworded_rule_is_not_restored():
 
 
 def test_bare_header_markers_in_a_body_cannot_open_a_section():
-    # SPEC §2 splits on lines beginning with "## "; a nameless "## " line must not survive
+    # Behaviour §2.2 splits on lines beginning with "## "; a nameless "## " line must not survive
     # in a body either, or a literal parser would count eight sections.
     result = merge_working_memory(
         "", {"Current State": {"op": "UPDATE", "content": "ok\n## \n##\tOpen Issues\n##"}}

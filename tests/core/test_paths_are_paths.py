@@ -1,4 +1,5 @@
-"""Paths are paths (issue 11) and route/markup fragments are not (issue 15)."""
+"""Paths are paths, and data (digests, base64, keys), API routes and markup fragments are not
+(behaviour §4.4)."""
 
 from __future__ import annotations
 

@@ -189,7 +189,7 @@ def test_sections_json_encoded_twice() -> None:
 
 
 def test_truncated_json_keeps_complete_sections_and_the_complete_part_of_the_cut_one() -> None:
-    # SPEC §5 (owner decision): a cut-off UPDATE/APPEND keeps its complete lines/items.
+    # Behaviour §3.4 (owner decision): a cut-off UPDATE/APPEND keeps its complete lines/items.
     text = json.dumps({"sections": FULL_OPS})
     cut = text.index("step two")  # inside Current State's content string, on its 2nd line
     assert parse_update_arguments(text[:cut]) == {

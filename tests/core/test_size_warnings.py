@@ -1,4 +1,4 @@
-"""The size target drives the consolidation reminders (issue 11): a document over its target
+"""The size target drives the consolidation reminders: a document over its target
 gets warnings for the sections holding more than their share, even below the fixed limits."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SPEC §2-§4 details that a regression could otherwise slip past: v2 detection, numbered
+"""Behaviour §2-§4 details that a regression could otherwise slip past: v2 detection, numbered
 bullets, the reference path extensions, emergency by tokens, and anchors counted as kept
 anywhere in the new document (the 70% layer, not only the restore pass)."""
 

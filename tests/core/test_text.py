@@ -98,7 +98,7 @@ PATHS = [
     "~/.bashrc",
     "/etc/hosts",
     "./run",
-    "../shared/SPEC.md",
+    "../shared/notes.md",
     "docs/guide/",
     "src/utils",
     "tests/core",
@@ -128,8 +128,8 @@ NOT_PATHS = [
     "example.com",
     "word",
     "/",
-    "docs/",  # a bare directory in passing (issue 15)
-    "/healthz",  # API routes (issue 15)
+    "docs/",  # a bare directory mentioned in passing is not a file
+    "/healthz",  # an API route is not a file
     "/orders/1",
 ]
 
@@ -261,7 +261,7 @@ def test_sentence_initial_verbs_and_common_nouns_are_not_proper_nouns():
 
 def test_attribute_chains_are_not_dotfiles():
     text = "r = client.get('/orders/1').status_code; ', '.join(x).strip(); p.read_text()"
-    assert extract_paths(text) == []  # "/orders/1" is an API route (issue 15)
+    assert extract_paths(text) == []  # "/orders/1" is an API route, not a file
     assert extract_paths("call .join(parts)") == []
     assert extract_paths("copy .env.example to .env") == [".env.example", ".env"]
 
@@ -326,14 +326,14 @@ def test_decision_phrase_anchors_name_the_decision():
     assert "decided take" in extract_anchors("Owen decided to take the remote job offer")
     bucket = "For rate limiting: a token bucket, not a fixed window, because it smooths bursts"
     assert "because smooth" in extract_anchors(bucket)
-    # the layer-2 coverage check counts only the SPEC's kinds
+    # the layer-2 coverage check leaves the phrase anchors out (behaviour §4.3)
     assert extract_anchors(bucket, include_phrases=False) == {"because"}
 
 
 def test_identifiers_next_to_cjk_characters():
     # Chinese has no spaces: an id, a version or an issue number touches the characters
     assert extract_anchors("张伟负责FACT-017，修复了#42号问题，升级到v2.3.1版本") == {
-        "张伟",  # a name (document.text.cjk, issue 14)
+        "张伟",  # a name (document.text.cjk)
         "fact-017",
         "#42",
         "v2.3.1",

@@ -1,4 +1,4 @@
-"""Archive records and WM versions over a BaseStore (DESIGN §2)."""
+"""Archive records and WM versions over a BaseStore (design §2.2-§2.3)."""
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage

@@ -1,5 +1,6 @@
-"""The artifact trail (SPEC §5): file paths of the folded tool calls/results that Files & Context
-does not list yet are added — judged at path boundaries (issue 14), never junk (issues 11, 15)."""
+"""The artifact trail (behaviour §5.8): file paths of the folded tool calls/results that Files &
+Context does not list yet are added — judged at path boundaries (a substring test missed "a.py"
+beside "src/data.py"), never data or routes (digests, base64, "/healthz")."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def _files_after(files: str, calls: list[dict], results: list[str]) -> list[str]
     return [line.removeprefix("- ") for line in body.splitlines()]
 
 
-def test_found2_a_path_is_not_listed_by_a_longer_path_that_contains_it():
+def test_a_path_is_not_listed_by_a_longer_path_that_contains_it():
     calls = [
         {"name": "read_file", "args": {"path": "a.py"}, "id": "c1"},
         {"name": "read_file", "args": {"path": "config.yaml"}, "id": "c2"},
@@ -58,7 +59,7 @@ def test_found2_a_path_is_not_listed_by_a_longer_path_that_contains_it():
     assert "src/db.py" not in lines  # app/src/db.py lists it (path boundary)
 
 
-def test_issue15_markup_routes_and_bare_directories_are_not_added():
+def test_markup_routes_and_bare_directories_are_not_added():
     calls = [{"name": "fetch", "args": {"url": "http://127.0.0.1/healthz"}, "id": "c1"}]
     result = (
         "<table><tr><td>ok</td></tr></table> GET /healthz 200, GET /orders/1 404; "
@@ -69,7 +70,7 @@ def test_issue15_markup_routes_and_bare_directories_are_not_added():
     assert added == ["http://127.0.0.1/healthz", "reports/summary.csv"]
 
 
-def test_issue11_junk_is_never_added_and_entries_are_capped():
+def test_junk_is_never_added_and_entries_are_capped():
     blob = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk" * 40
     result = (
         f"data:image/png;base64,{blob}\n"

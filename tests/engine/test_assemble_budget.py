@@ -1,5 +1,6 @@
-"""Budget-aware assemble (issue 11): the WM layer's share is a floor, and a cap only when the
-layers compete; a WM that must be cut loses the oldest items of every section evenly."""
+"""Budget-aware assemble (a WM capped at its share even when everything fitted was cut
+needlessly in small windows): the WM layer's share is a floor, and a cap only when the layers
+compete; a WM that must be cut loses the oldest items of every section evenly."""
 
 from __future__ import annotations
 

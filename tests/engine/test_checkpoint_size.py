@@ -1,5 +1,6 @@
 """The assembled context is model input, not state: it is never written to a checkpoint
-(issue 11). StateGraph agents get it through ``WorkingMemoryState``; ``create_react_agent``
+(a copy of the whole context in every checkpoint made the checkpointer grow by a prompt per
+step). StateGraph agents get it through ``WorkingMemoryState``; ``create_react_agent``
 through ``state_schema=WorkingMemoryReactState``."""
 
 from __future__ import annotations

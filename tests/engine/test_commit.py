@@ -1,4 +1,4 @@
-"""The commit subgraph: branches, the SPEC §5 fallback chain, O(delta) prompts, the artifact
+"""The commit subgraph: branches, the behaviour §5.4 fallback chain, O(delta) prompts, the artifact
 trail, the circuit breaker and tracing."""
 
 from uuid import uuid4
@@ -322,7 +322,7 @@ def test_title_drift_is_kept_by_default_and_applied_with_guards_off():
 
 
 def test_the_wm_version_is_written_before_the_archive_is_marked_done(monkeypatch, writer, memory):
-    # SPEC §6: mark the archive done last, so a crash between the writes never leaves a
+    # Behaviour §6.4: mark the archive done last, so a crash between the writes never leaves a
     # "done" archive that no Working Memory covers.
     from wm_langgraph.storage.archives import ArchiveStore
 
@@ -361,7 +361,7 @@ def test_archive_records_carry_counts_and_timings(writer, memory, run_config):
 
 def test_error_trail_keeps_the_errors_tool_results_reported(run_config):
     # A real small writer folded a failing test run into "the user has encountered several
-    # errors"; the exact error never reached the WM (issue 15). Our code appends it.
+    # errors"; the exact error never reached the WM. Our code appends it.
     def vague(messages, tools, tool_choice):
         return wm_document(["FACT-001"])  # never names an error
 

@@ -1,6 +1,7 @@
-"""Edits and removals of live messages (issue 10, case 4): accounting stays exact.
+"""Edits and removals of live messages (update_state with a live id, RemoveMessage): accounting
+stays exact.
 
-DESIGN §3.5: ``pending_tokens`` always equals a rebuild from the messages. An in-place edit
+Design §3.5: ``pending_tokens`` always equals a rebuild from the messages. An in-place edit
 (a message re-sent with the id of a live one and new content) and a ``RemoveMessage`` of a live
 message change the live messages behind the accounting's back; the next hook sees it and the
 meta equals a rebuild again, while only the changed messages are tokenised (every unchanged one

@@ -1,4 +1,5 @@
-"""Forks, time travel and edits (issue 10, cases 1 and 2) on every integration path.
+"""Forks, time travel and edits on every integration path: state operations a user may apply,
+which must keep the invariants (design §3).
 
 A user forks a thread from an earlier checkpoint (``update_state`` on it, or ``invoke`` with its
 config) and may edit a message there by re-sending its id. Archive records are immutable once

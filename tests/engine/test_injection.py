@@ -1,4 +1,5 @@
-"""Prompt injection through conversation text (issue 10, case 7).
+"""Prompt injection through conversation text: conversation text is data and must not open or
+close the prompts' blocks.
 
 - The create and update prompts wrap their inputs in tags (``<messages>``, ``<working_memory>``,
   ``<prior_summary>``, ``<section_size_warnings>``); a filled-in value never contains one of

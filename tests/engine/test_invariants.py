@@ -1,4 +1,4 @@
-"""DESIGN §3: one test per invariant, driven through the public engine."""
+"""Design §3: one test per invariant, driven through the public engine."""
 
 import random
 import re

@@ -1,4 +1,4 @@
-"""The SQLite helper and long-term memory (SPEC §8)."""
+"""The SQLite helper and long-term memory (behaviour §8; the SQLite helper: design §2.6)."""
 
 import asyncio
 

@@ -1,4 +1,4 @@
-"""Issue 12, unit level: every message kind capped in the writer prompt, an oversized archive
+"""Phase 2 limits, unit level: every message kind capped in the writer prompt, an oversized archive
 folded in slices, the writer's limits learned from its errors, abandoned calls bounded, and the
 settings validated."""
 

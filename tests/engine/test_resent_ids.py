@@ -1,4 +1,4 @@
-"""Re-sent ids of archived messages (issue 10, case 6, first half).
+"""Re-sent ids of archived messages.
 
 A parent graph (a subgraph's caller, a supervisor) or a client that re-sends the whole history
 every turn hands the engine messages whose ids are already archived. They are recognised by id
@@ -49,7 +49,7 @@ def test_a_resent_archived_message_is_recognised_and_never_archived_twice(kind):
         assert prompt.count(f"turn {i}:") == 1
 
 
-# -- RemoveMessage of an archived id (case 6, second half) ----------------------------------------
+# -- RemoveMessage of an archived id -----------------------------------------------------------
 
 
 def _found(driver, cfg, query: str) -> bool:

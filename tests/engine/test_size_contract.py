@@ -1,4 +1,4 @@
-"""The stored document's hard size contract through the commit pipeline (issue 11): a writer
+"""The stored document's hard size contract through the commit pipeline: a writer
 that returns a 200 KB document or 10,000 items never pushes the stored WM over the ceiling,
 the items moved out are counted in the WM and found by ``archive_search``."""
 

@@ -1,4 +1,5 @@
-"""System messages added every turn (issue 10, case 5).
+"""System messages added every turn (agents that add a note per turn must neither lose
+the notes nor outgrow the budget).
 
 Policy: the system message at the head of the live messages is the thread's system prompt (never
 counted, never archived, always in the prompt). Every later system message is conversation:

@@ -1,4 +1,5 @@
-"""SPEC §7: after_turn commits when pending_tokens >= token_budget * ratio (equality commits)."""
+"""Behaviour §7.1: after_turn commits when pending_tokens >= token_budget * ratio (equality
+commits)."""
 
 from __future__ import annotations
 

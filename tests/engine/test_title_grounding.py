@@ -1,4 +1,4 @@
-"""Issue 15 through the engine: the commit passes the folded conversation to the merge, so a
+"""Title grounding through the engine: the commit passes the folded conversation to the merge, so a
 title the writer invents (or copies from a prompt) is refused, a grounded one accepted."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""compact while a tool call is unanswered (issue 10, case 3).
+"""compact while a tool call is unanswered (a graph interrupted before its tools node).
 
 A graph interrupted before its tools node holds an AI message whose tool calls have no results
 yet. A compaction then must not archive that AI message: its results arrive after it, and a

@@ -1,4 +1,4 @@
-"""Window accounting (SPEC §6; DESIGN §3.5) and tool-pair-safe splits (DESIGN §3.4)."""
+"""Window accounting (behaviour §6.2; design §3.5) and tool-pair-safe splits (design §3.4)."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -1,6 +1,7 @@
 """The writer's model calls against a real ChatOpenAI and a fake OpenAI-compatible server
-(issue 15: max_tokens and timeouts by default, cut-off replies detected whatever the finish
-reason, the schema per provider; issue 12: context-length errors recognised, answered smaller)."""
+(what a real writer behind an OpenAI-compatible server needs: max_tokens and timeouts by
+default, cut-off replies detected whatever the finish reason, the schema per provider,
+context-length errors recognised and answered with a smaller prompt)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 13, item 5: async apps — async reads and wait, async stores end to end, aopen_sqlite.
+"""Async apps — async reads and wait, async stores end to end, aopen_sqlite.
 
 An async app runs the agent with ``ainvoke`` on async stores (``AsyncSqliteStore``,
 ``AsyncPostgresStore``) whose sync API only works from threads other than their event loop's.

@@ -1,4 +1,4 @@
-"""Issue 13, items 6 and 8: other middleware in the same agent.
+"""Other middleware in the same agent.
 
 LangChain's ``SummarizationMiddleware`` removes old messages and puts its summary in their place
 before the memory has archived them: they ended in neither the WM, the model input nor an

@@ -1,4 +1,4 @@
-"""Issue 13, item 8: the smaller points.
+"""The smaller points of living beside the ecosystem (tracing, stores, the CLI).
 
 - Background commits are root runs of their own; they used to lose the caller's tags and
   metadata, so LangSmith users could not link them to the thread's trace.

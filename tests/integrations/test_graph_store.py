@@ -1,4 +1,4 @@
-"""Issue 13, items 1 and 3: the memory lives in the graph's store, one memory per agent.
+"""The memory lives in the graph's store, one memory per agent.
 
 Built without ``store=`` (as a ``langgraph.json`` export is: the platform supplies the store) the
 memory must write to the store the graph runs with, so a restart on the same store keeps every

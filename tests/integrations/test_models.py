@@ -129,7 +129,7 @@ def test_no_key_gives_the_offline_model_and_says_so(clean_env, caplog):
 
 
 def test_a_server_address_without_a_key_uses_that_server(clean_env, caplog):
-    # A local OpenAI-compatible server (llama.cpp, Ollama, vLLM) needs no key (issue 15: with
+    # A local OpenAI-compatible server (llama.cpp, Ollama, vLLM) needs no key (with
     # OPENAI_BASE_URL set, `demo --model auto` still used the offline model).
     clean_env.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
     clean_env.setenv("WM_LANGGRAPH_MODEL", "llama3.1")
@@ -178,7 +178,7 @@ def test_chat_openai_gets_strict_schema_forced_by_name_without_parallel_calls():
 
 
 def test_openai_compatible_server_gets_the_reference_schema_forced_by_name(clean_env):
-    # issue 15: a server that turns the schema into a grammar (llama.cpp, vLLM, Ollama) loops
+    # A server that turns the schema into a grammar (llama.cpp, vLLM, Ollama) loops
     # on the strict form; only OpenAI proper and Azure enforce strict schemas natively.
     clean_env.setenv("OPENAI_API_KEY", FAKE_KEY)
     clean_env.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")

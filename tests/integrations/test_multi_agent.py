@@ -1,4 +1,4 @@
-"""Issue 13, item 2: the memory inside subgraphs, langgraph-supervisor and langgraph-swarm.
+"""The memory inside subgraphs, langgraph-supervisor and langgraph-swarm.
 
 A parent graph re-sends its whole message history to a sub-agent every turn. Before, the
 sub-agent's model input grew with the conversation (85 -> 1,434 tokens over 12 turns; under

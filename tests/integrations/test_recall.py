@@ -212,7 +212,7 @@ def test_search_in_one_archive(source):
 
 
 def test_search_limits_are_the_spec_values():
-    # SPEC §7: at most 12 hits of at most 1,500 characters each.
+    # Behaviour §7.6: at most 12 hits of at most 1,500 characters each.
     assert (MAX_SEARCH_HITS, MAX_HIT_CHARS) == (12, 1_500)
 
 

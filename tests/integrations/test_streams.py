@@ -1,4 +1,4 @@
-"""Issue 13, item 4: no Working Memory writer token reaches the user's streams.
+"""No Working Memory writer token reaches the user's streams.
 
 A token-streaming chat UI reads ``astream_events(version="v2")`` or ``stream_mode="messages"``.
 The writer runs inline (``background=False``; a mid-turn overflow even with the default

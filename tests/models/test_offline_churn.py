@@ -1,4 +1,4 @@
-"""The offline model consolidates Key Facts the way the Key Facts guard judges it (issue 11).
+"""The offline model consolidates Key Facts the way the Key Facts guard judges it.
 
 Before: its consolidations reworded, labelled ("Instead: …", "Fyi: …") and merged away
 near-duplicates that the guard then saw as lost facts and restored, in 337 of the first 400

@@ -1,5 +1,5 @@
 """The offline model records a failing test run by its error line, never by a report banner
-(issue 11: "============ FAILURES ============ — fixed in …" entries, one per dotted exception)."""
+("============ FAILURES ============ — fixed in …" entries, one per dotted exception)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The offline model's Files & Context consolidation regroups its own output without
-stacking labels (issue 11: "(other): (other): … (other) …" grew by one label per round in a
+stacking labels ("(other): (other): … (other) …" grew by one label per round in a
 1,000-commit coding session, from commit 66 on)."""
 
 from __future__ import annotations

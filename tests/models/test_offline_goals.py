@@ -1,6 +1,6 @@
-"""The offline model folds repeated requests of one kind into one pattern item that keeps a
-running count (issue 11: after 1,000 commits Task & Goals read "… (3 such requests; latest: … …
-(4 such requests; latest: …", each round splitting the last round's pattern at its "; ")."""
+"""The offline model folds repeated requests of one kind into one pattern item that keeps a running
+count (after 1,000 commits of the benchmark's session Task & Goals read "… (3 such requests; latest:
+… … (4 such requests; latest: …", each round splitting the last round's pattern at its "; ")."""
 
 from __future__ import annotations
 

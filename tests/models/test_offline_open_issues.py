@@ -1,4 +1,5 @@
-"""The offline model's open-issue extraction (issue 14, found 7) and title (issue 10 item 7):
+"""The offline model's open-issue extraction (labelled lists, "still need …" and promised
+follow-ups were missed) and title (an injected header line must never become the title):
 open issues phrased "Left: (1) …, (2) …", "Open: …", "still need …", "tomorrow" (EN + ZH)
 are found; an injected header line never becomes the title."""
 
@@ -47,7 +48,7 @@ def _has(items: list[str], *words: str) -> bool:
     return any(all(w.casefold() in item.casefold() for w in words) for item in items)
 
 
-def test_found7_billing_open_issues_in_english():
+def test_every_open_issue_of_a_billing_session_is_found_in_english():
     items = _open_issues(BILLING)
     assert _has(items, "webhook retries")
     assert _has(items, "refund flow", "partial refunds")
@@ -57,7 +58,7 @@ def test_found7_billing_open_issues_in_english():
     assert not _has(items, "invoice PDF export")  # done, not open
 
 
-def test_found7_billing_open_issues_in_chinese():
+def test_every_open_issue_of_a_billing_session_is_found_in_chinese():
     items = _open_issues(BILLING_ZH)
     assert _has(items, "webhook 重试")
     assert _has(items, "部分退款")
@@ -66,7 +67,7 @@ def test_found7_billing_open_issues_in_chinese():
     assert _has(items, "催款邮件")
 
 
-def test_issue10_an_injected_header_line_is_never_the_title():
+def test_an_injected_header_line_is_never_the_title():
     for injected in (
         "### Working Memory",
         "   ## Open Issues",

@@ -1,4 +1,4 @@
-"""The offline model consolidates like a careful model (issue 11): over 1,000 turns of a coding
+"""The offline model consolidates like a careful model: over 1,000 turns of a coding
 session its Working Memory stays within the size target by its own consolidations; the code's
 compaction at the ceiling never has to step in."""
 

@@ -1,4 +1,4 @@
-"""DESIGN §3 invariants of one agent thread, checked through the public reads.
+"""Design §3 invariants of one agent thread, checked through the public reads.
 
 - 1 nothing lost: the archived messages (timeline order) followed by the live ones are exactly
   the messages the session sent, in order, each once;
@@ -89,7 +89,7 @@ def check_invariants(agent: Any, wm: Any, config: dict[str, Any], sent: list[Bas
         calls = {c["id"] for m in record.messages for c in getattr(m, "tool_calls", None) or []}
         results = {m.tool_call_id for m in record.messages if isinstance(m, ToolMessage)}
         assert calls == results, f"tool pair split at {record.id}"
-    # 2: an archive folds in timeline order unless it was deferred (issue 12): then the ones
+    # 2: an archive folds in timeline order unless it was deferred (behaviour §6.6): then the ones
     # after it fold, and it is folded late, where the fold order puts it.
     unfolded = [r for r in records if r.status != "done"]
     for record in records:

@@ -1,10 +1,11 @@
-"""End to end with a real model as the Working Memory writer (issue 15).
+"""End to end with a real model as the Working Memory writer (scripted writers never make the
+mistakes a real small model makes).
 
 ``create_agent`` + ``WorkingMemoryMiddleware``; the agent's model is scripted (a short coding
 session: a file read, a failing test, a fix, a decision, a TODO, a config file), the WM writer
 is the real model behind ``WM_TEST_REALMODEL_URL`` (an OpenAI-compatible server, reached through
 ChatOpenAI as users reach it). A commit after every turn and a final compact: one create and
-three updates. After every turn the DESIGN §3 invariants hold; at the end every planted path
+three updates. After every turn the design §3 invariants hold; at the end every planted path
 and the planted error are in the Working Memory.
 
 The figures (valid tool calls / calls, guard interventions per commit, facts kept, latency and
@@ -35,7 +36,8 @@ from wm_langgraph.document import parse_working_memory
 
 pytestmark = pytest.mark.realmodel
 
-# Per-call bounds until the engine sets them by default (issue 15's max_tokens and timeout).
+# Per-call bounds for a 0.5B model on CPU: fewer output tokens and a longer timeout than the
+# engine's defaults.
 MAX_TOKENS = 1024
 CALL_TIMEOUT_S = 600.0
 

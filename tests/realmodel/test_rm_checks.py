@@ -2,7 +2,7 @@
 
 A real writer can fail on one archive for a deterministic reason (an unreadable reply, a
 rejected prompt): that archive is deferred, the archives after it fold, and it is folded late
-(issue 12). The checks must follow that fold order, not the timeline order: CI's real-model
+(behaviour §6.6). The checks must follow that fold order, not the timeline order: CI's real-model
 run failed the lineage check on exactly this case while the engine did what it should.
 """
 

@@ -11,7 +11,7 @@ The agent's own model is scripted: it calls the agent's ``read_file`` tool as of
 message asks (``calls=K size=S``), then answers. Every message it writes, and every tool
 result, carries a marker and has the marker as its id, so the exact checks of
 ``_rel_harness.check_thread`` apply. :class:`Run` drives a thread and after every turn checks
-the DESIGN §3 invariants, that the WM is never worse than after the turn before, and that the
+the design §3 invariants, that the WM is never worse than after the turn before, and that the
 pending archives and live messages were in what the agent model actually received.
 """
 

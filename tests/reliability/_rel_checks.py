@@ -1,4 +1,4 @@
-"""Assertions shared by the reliability tests: document shape (DESIGN §3 invariant 7)."""
+"""Assertions shared by the reliability tests: document shape (design §3.7)."""
 
 from __future__ import annotations
 

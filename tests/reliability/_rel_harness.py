@@ -1,4 +1,4 @@
-"""A small agent, a marker-recording WM model and the DESIGN §3 invariant checks.
+"""A small agent, a marker-recording WM model and the design §3 invariant checks.
 
 Every message the harness sends carries a unique marker ``MARK[<thread>-<kind><turn>]``. The WM
 model (a :class:`ScriptedChatModel` callable) records, in Errors & Corrections (append-only,
@@ -222,7 +222,7 @@ def check_thread(
     complete: bool = False,
     exact_reads: bool = True,
 ) -> list[str]:
-    """Assert the DESIGN §3 invariants for one thread; return the WM's markers.
+    """Assert the design §3 invariants for one thread; return the WM's markers.
 
     Args:
         wm: The WorkingMemory.

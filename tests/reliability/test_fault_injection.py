@@ -1,6 +1,6 @@
 """Fault injection: a misbehaving WM model, failing commit steps, crashes and restarts.
 
-After every scenario the DESIGN §3 invariants hold (checked by ``_rel_harness.check_thread``):
+After every scenario the design §3 invariants hold (checked by ``_rel_harness.check_thread``):
 every message is live or archived exactly once, in order; the WM is never worse than before;
 no tool pair is split; pending archives stay visible to assemble and are folded in once the
 fault is gone (by the next commit, by ``resume()``, or by a restarted process).

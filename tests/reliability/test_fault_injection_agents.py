@@ -153,7 +153,8 @@ def test_model_faults_through_the_agent_never_lose_or_worsen(
             if fails:
                 # Circuit breaker: the dead model was called max_consecutive_failures times —
                 # a hung one only once: while its abandoned call still runs, the thread's next
-                # attempts fail without starting a second one (issue 12: no pile of threads).
+                # attempts fail without starting a second one (a timed-out call
+                # used to leave one more thread running on every turn).
                 assert status["paused"], status
                 calls = 1 if kind == "times_out" else BASE.max_consecutive_failures
                 assert switch.faulty == calls
@@ -234,7 +235,8 @@ def test_a_crash_between_phase1_and_phase2_then_a_restart_loses_nothing(
         conv.turns = 4
         # Phase 1 wrote its record, but the hook's state update never reached the checkpoint:
         # the record is an orphan whose messages are still live. The config-only reads follow
-        # the checkpoint (issue 10, case 8): they never list it.
+        # the checkpoint, so they never list it (its messages are still live: listing it would
+        # show them twice).
         listed = [r.id for r in a.wm.list_archives(conv.config)]
         assert armed["archive"] not in listed, listed
         assert a.archives.get_archives(conv.thread_id, [armed["archive"]]), "the record is kept"

@@ -1,6 +1,6 @@
 """Fuzzing merge_working_memory: random and adversarial ops over random and canonical documents.
 
-Properties (DESIGN §3 invariants 3 and 7, SPEC §3-§4):
+Properties (design §3.3 and §3.7, behaviour §3.5, §4):
 - merge never raises for any mapping of ops, and always returns the canonical seven-section
   document with one decision per section, in order;
 - merging nothing (or all KEEP) into its own output changes nothing;

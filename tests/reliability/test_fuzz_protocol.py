@@ -1,13 +1,13 @@
 """Fuzzing parse_update_arguments: anything a provider could send as tool arguments.
 
-Properties (SPEC §3, §5 fallback chain):
+Properties (behaviour §3.3, §5.4 fallback chain):
 - never raises, whatever the type or content (random text, JSON of any shape, truncated or
   curly-quoted JSON, raw newlines, header-like lines), and returns only canonical ops for
   known sections;
 - its result always merges into a seven-section document;
 - a well-formed call is read exactly, the same through every accepted wrapping (dict, JSON
   string, missing ``sections`` wrapper, ``{"raw": ...}``);
-- a truncated call keeps only what was written completely (SPEC §5, owner decision): a cut-off
+- a truncated call keeps only what was written completely (behaviour §3.4, owner decision): a cut
   UPDATE body is a prefix of the whole body, APPEND items a prefix of the whole list, and the
   reading names the cut section.
 """

@@ -1,10 +1,11 @@
-"""Fuzzing every LangGraph state operation a user can apply to a thread (issue 10).
+"""Fuzzing every LangGraph state operation a user can apply to a thread: each must keep
+the invariants (design §3).
 
 Random action sequences over one thread: turns (with a tool call, with a system message), an
 in-place edit of a live message (``update_state`` with its id), ``RemoveMessage`` of a live and
 of an archived message, a re-send of archived messages (a parent graph replaying history), an
 explicit compaction, and forks (continuing from any earlier point of the sequence, so later
-actions act on another branch). After every step the DESIGN §3 invariants are checked on the
+actions act on another branch). After every step the design §3 invariants are checked on the
 thread's current branch, and on every model input the agent received:
 
 1. nothing lost: every user message sent on this branch (and not removed from the live state) is

@@ -1,4 +1,4 @@
-"""Orphan archive records after a crash (issue 10, case 8).
+"""Orphan archive records after a crash.
 
 A process killed during an inline commit (after Phase 1 wrote the archive record, before the
 graph wrote its checkpoint) leaves a record whose messages are still live in the checkpoint,

@@ -1,4 +1,4 @@
-"""Fault injection, issue 12: Phase 2 always makes progress.
+"""Fault injection: Phase 2 always makes progress.
 
 Each scenario is one that stopped a thread's memory from ever getting better on main:
 - a 40k-token paste with a writer whose context is 32k (a context-length error every time)

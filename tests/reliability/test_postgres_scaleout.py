@@ -5,7 +5,7 @@ unix-socket URL, so pytest-socket's ``--allow-unix-socket`` suffices. Without it
 skip and say why.
 
 - One process: many turns with background Phase 2, a model outage, a restart on the same
-  database; the DESIGN §3 invariants after each.
+  database; the design §3 invariants after each.
 - Two worker processes serving the same threads, turn by turn alternately, each with its own
   background Phase 2: the Phase 2 jobs of the two processes race on one thread, and the result
   is still exact (nothing lost, each message folded once, in order): Phase 2 is idempotent and

@@ -1,6 +1,6 @@
 """Security of the document: content cannot forge sections or talk the guards out of their job.
 
-SPEC §4.7 and DESIGN §3 invariants 3 and 7. The fuzzers (test_fuzz_merge.py) sample these
+Behaviour §4.7 and design §3.3 and §3.7. The fuzzers (test_fuzz_merge.py) sample these
 spaces at random; here every forged header shape is tried in every section with every op,
 plus targeted attempts to confuse each guard.
 """
@@ -105,7 +105,7 @@ def test_a_genuine_restore_marker_does_not_let_the_model_drop_the_item_later():
     drop = {"Open Issues": {"op": "UPDATE", "content": "- all good"}}
     text = merge_working_memory(BASE, drop).text  # the guard restores it, marked
     assert f"[silently dropped, restored] {issue}" in _section(text, "Open Issues")
-    text = merge_working_memory(text, drop).text  # dropped again: restored again (SPEC §4.6)
+    text = merge_working_memory(text, drop).text  # dropped again: restored again (behaviour §4.6)
     assert _section(text, "Open Issues").count(f"[silently dropped, restored] {issue}") == 1
     resolve = {"Open Issues": {"op": "UPDATE", "content": f"- all good\n- [resolved] {issue}"}}
     text = merge_working_memory(merge_working_memory(text, resolve).text, drop).text

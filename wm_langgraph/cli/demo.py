@@ -234,8 +234,8 @@ def run_demo(
             )
             last_prompt, last_full = prompt, full
         if compact_at_end:
-            # An explicit compact (SPEC §7): archive the live tail and fold it in, so the final
-            # WM covers the whole session. The update goes through the graph's reducers.
+            # An explicit compact (behaviour §7.2): archive the live tail and fold it in, so the
+            # final WM covers the whole session. The update goes through the graph's reducers.
             values = agent.get_state(run_config).values
             update = middleware.memory.compact(values, run_config)
             agent.update_state(run_config, update, as_node=f"{middleware.name}.after_agent")

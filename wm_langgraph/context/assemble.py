@@ -1,4 +1,4 @@
-"""Assemble the model input from three layers inside a token budget (SPEC §7).
+"""Assemble the model input from three layers inside a token budget (behaviour §7.4).
 
 Output order: one leading ``SystemMessage`` (the system-prompt addition followed by the
 thread's own system text), then one ``[Session History Summary]`` user message holding the
@@ -19,7 +19,8 @@ When the layers do not fit, in this order:
    separates an AI message's tool calls from their tool results (also for parallel calls);
    such turns are dropped together. The WM then gets all the room the kept messages leave,
    so it is cut (see :func:`fit_working_memory`: evenly across sections, oldest items first,
-   never a whole section, with a pointer to ``archive_search``) only as far as needed.
+   the newest items and the title only under a tiny budget, with a pointer to
+   ``archive_search``) only as far as needed.
 2. The newest turn (the newest user message and the steps after it) is never dropped. When it
    and the WM's share do not fit together, the Working Memory is cut further, down to
    nothing.
@@ -228,7 +229,7 @@ def _check_int(name: str, value: object, minimum: int) -> int:
 
 
 def compute_budgets(token_budget: int, reserve_tokens: int, archive_memory_tokens: int) -> Budgets:
-    """SPEC §7 budgets (reserve rounded up, so usable never exceeds the reference's).
+    """Behaviour §7.4 budgets (reserve rounded up, so usable never exceeds the reference's).
 
     Args:
         token_budget: The model's context window ``T`` in tokens.
@@ -257,10 +258,11 @@ def fit_working_memory(
 ) -> tuple[HumanMessage | None, int]:
     """The ``[Session History Summary]`` message for ``working_memory``, cut to ``budget``.
 
-    Whole items (non-blank lines) are removed evenly across sections: each section loses about
-    the same share of its items, oldest first, and keeps at least its newest item (the Session
-    Title is never cut). Each cut section shows how many older items it omits, and the message
-    says how to recall them (``archive_search``). The stored Working Memory is not changed.
+    Whole items (non-blank lines) are removed evenly across sections: each section loses about the
+    same share of its items, oldest first, and keeps its newest item (the Session Title too); only a
+    budget too small for those takes them as well, the title last. Each cut section shows how many
+    older items it omits, and the message says how to recall them (``archive_search``). The stored
+    Working Memory is not changed.
 
     Args:
         working_memory: The current document (``""`` for none).
@@ -417,7 +419,7 @@ def assemble_context(
             (the thread's system prompt) and the newest later one are folded into the leading
             system message; older later ones are left out (see ``_model_input``).
         token_budget: The model's context window ``T``.
-        reserve_tokens: Reply reserve for large windows (SPEC §7).
+        reserve_tokens: Reply reserve for large windows (behaviour §7.4).
         archive_memory_tokens: Cap of the WM layer.
         count: Message token counter (e.g. ``message_tokens``).
         system_addition: The system-prompt addition; ``None`` loads ``prompts/system.md``.

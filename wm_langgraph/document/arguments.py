@@ -1,8 +1,9 @@
-"""Tolerant reading of ``update_working_memory`` arguments into canonical ops (SPEC §3, §5).
+"""Tolerant reading of ``update_working_memory`` arguments into canonical ops
+(behaviour §3.3, §3.4).
 
 Private helper of ``document.protocol``, which re-exports :func:`parse_update_arguments`. The
 layers, tried in order: structured values (dict / list / JSON text repaired by
-``_json_repair``), wrappers (``sections``, ``raw``, ``arguments``, ...), per-section op
+``json_repair``), wrappers (``sections``, ``raw``, ``arguments``, ...), per-section op
 normalisation (reference and strict shapes, lowercase and synonym op names, section-name
 variants), and a last-resort regex salvage per section.
 
@@ -98,7 +99,7 @@ _OP_KEYS = ("op", "operation", "action")
 _WRAPPER_KEYS = ("arguments", "args", "raw", "input", "parameters", "tool_input")
 _ITEM_MARKER_RE = re.compile(r"^(?:[-*+•])[ \t]+")
 _MAX_DEPTH = 6
-# An op the model named but that does not exist ("DELETE"): SPEC §3 makes it KEEP, and unlike
+# An op the model named but that does not exist ("DELETE"): behaviour §3.3 makes it KEEP, and unlike
 # an unreadable value it is not retried.
 _UNKNOWN_OP: dict[str, Any] = {"op": "UNKNOWN"}
 
@@ -120,7 +121,7 @@ class UpdateReading:
         complete: The arguments were whole (a parsed object, or JSON text that closed).
         unreadable: Sections without a usable decision: present with a value that could not be
             read, or — when the arguments were cut off — never reached. A complete reply that
-            leaves a section out means KEEP (SPEC §3) and does not list it.
+            leaves a section out means KEEP (behaviour §3.5) and does not list it.
         cut: The section whose op the cut went through (its complete part, if any, is in
             ``ops``), or None.
     """
@@ -447,7 +448,7 @@ def read_update_arguments(raw: object, *, cut_off: bool = False) -> UpdateReadin
 def parse_update_arguments(raw: object) -> dict[str, dict[str, Any]]:
     """Read an ``update_working_memory`` call's arguments into canonical per-section ops.
 
-    Accepts the reference and the strict tool shapes and, in order of the SPEC §5 fallback
+    Accepts the reference and the strict tool shapes and, in order of the behaviour §5.4 fallback
     chain: a JSON string or a dict; a ``{"raw": "..."}`` wrapper (also ``arguments`` / ``args``);
     bare section keys without the outer ``sections``; truncated JSON (closed at the last
     complete value; the op the cut went through keeps only its complete part — whole APPEND

@@ -1,4 +1,4 @@
-"""The hard size contract of the stored Working Memory (issue 11). Pure, no I/O.
+"""The hard size contract of the stored Working Memory. Pure, no I/O.
 
 Whatever the writer returns, the document that is stored never exceeds a **ceiling**, and the
 consolidation reminders aim at a lower **target** (see :func:`size_contract`). Above the

@@ -1,4 +1,4 @@
-"""Repair of a create reply before it is normalised (SPEC §5: create output is validated).
+"""Repair of a create reply before it is normalised (behaviour §5.5: create output is validated).
 
 Small real models answer the create prompt with documents that normalisation alone would
 accept in a broken shape: the seven headers written ``## Session Title: Fixing X`` (the value on

@@ -1,5 +1,7 @@
-"""What a model-written item may be (issue 15). Used by the merge on every APPEND item and on
-every line of an UPDATE body, with or without the guards (structural safety).
+"""What a model-written item may be. Used by the merge on every APPEND item and on every line of
+an UPDATE body, with or without the guards (structural safety). Small real writers stored
+"## Tests passed." as an item and filled empty sections with "None" or "N/A", which then
+counted as facts.
 
 * A leading Markdown header marker is not part of an item: ``## Tests passed.`` becomes
   ``Tests passed.`` (never stored as ``- ## Tests passed.``); in an UPDATE body a bullet

@@ -1,4 +1,4 @@
-"""Repair of almost-JSON text as models emit it in tool-call arguments (SPEC §5).
+"""Repair of almost-JSON text as models emit it in tool-call arguments (behaviour §3.3).
 
 Private helper of ``document.protocol``. Two entry points:
 
@@ -223,8 +223,8 @@ def repair_json_partial(text: object) -> Repaired:
     """Like :func:`repair_json`, but a string value cut off by the end of the text is kept.
 
     The cut string is closed with :data:`CUT_MARK` as its last character, so the caller can
-    keep its complete part (SPEC §5: truncated content is salvaged). A cut-off *key* cannot be
-    kept; the text is then closed at the last complete value, as :func:`repair_json` does.
+    keep its complete part (behaviour §3.4: truncated content is salvaged). A cut-off *key* cannot
+    be kept; the text is then closed at the last complete value, as :func:`repair_json` does.
     """
     return _repair(text, keep_partial=True)
 

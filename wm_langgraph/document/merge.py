@@ -1,4 +1,4 @@
-"""Merge a model's per-section ops into the old document, through the guards (SPEC §3-§4).
+"""Merge a model's per-section ops into the old document, through the guards (behaviour §3.5, §4).
 
 :func:`merge_working_memory` walks the seven sections in order. KEEP copies the old body;
 UPDATE replaces it after the section's guard; APPEND adds ``- item`` lines under it. Whatever
@@ -163,7 +163,7 @@ class _Context:
 
 
 def _durable(sections: Mapping[str, str], *, without: str = "") -> str:
-    """The bodies of the durable sections (SPEC §4.6), ``without`` one of them."""
+    """The bodies of the durable sections (behaviour §4.6), ``without`` one of them."""
     return "\n".join(sections.get(n, "") for n in DURABLE_SECTIONS if n != without)
 
 
@@ -227,13 +227,14 @@ def merge_working_memory(
         ops: Section name -> op object (``{"op": "KEEP"}``, ``{"op": "UPDATE", "content": …}``,
             ``{"op": "APPEND", "items": […]}``), or a ``{"sections": …}`` wrapper. Anything else
             (None, a list, junk values) is tolerated: what cannot be read is KEEP.
-        guards: False applies the ops as asked, without the section guards of SPEC §4 (for
+        guards: False applies the ops as asked, without the section guards of behaviour §4 (for
             ablation benchmarks). Structural safety (seven sections, no header injection,
             whole-item APPEND dedup, header markers and placeholder items removed) stays on.
         conversation: The text of the conversation being folded in (the rendered messages).
             When given, a new Session Title must share a meaningful word with it or with the
-            old document (an invented or copied title is refused, issue 15). The merge stays a
-            pure function: the caller passes the text, nothing is read.
+            old document (an invented title, or one copied from a prompt's example as a small
+            real writer did, is refused). The merge stays a pure function: the caller passes
+            the text, nothing is read.
 
     Returns:
         The canonical document and one :class:`GuardDecision` per section, in section order.
@@ -271,7 +272,7 @@ def merge_working_memory(
                 requests[name] = ("INVALID", None, f"op unreadable ({type(exc).__name__})")
 
     # Key Facts goes last: its anchors count as kept anywhere in the durable sections of the new
-    # document (SPEC §4.3, §4.6). Open Issues comes after Errors & Corrections, which it reads.
+    # document (behaviour §4.3, §4.6). Open Issues comes after Errors & Corrections, which it reads.
     new_sections: dict[str, str] = {}
     old_document = render_working_memory(old_sections) if conversation is not None else ""
     by_section: dict[str, GuardDecision] = {}

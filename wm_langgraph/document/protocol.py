@@ -1,5 +1,6 @@
-"""The update protocol (SPEC §3, §5): the ``update_working_memory`` tool, tolerant parsing of
-its arguments into per-section ops, and the section-size warnings of the update prompt (§4.3).
+"""The update protocol (behaviour §3, §5.3): the ``update_working_memory`` tool, tolerant parsing of
+its arguments into per-section ops, and the section-size warnings of the update prompt
+(behaviour §5.3).
 
 Pure, no I/O. The argument parser itself lives in the private ``document.arguments`` (with the JSON
 repair in ``document.json_repair``) and is re-exported here. Canonical ops, as
@@ -55,7 +56,7 @@ __all__ = [
 UPDATE_TOOL_NAME = "update_working_memory"
 
 BULLET_THRESHOLD = OVERSIZE_BULLETS
-"""A section with more items than this is oversized (SPEC §2, §4.3); same as the guards'."""
+"""A section with more items than this is oversized (behaviour §2.6, §4.3); same as the guards'."""
 TOKEN_THRESHOLD = OVERSIZE_TOKENS
 """A section with more tokens (``count_tokens`` of its body) than this is oversized."""
 APPEND_ONLY_SECTIONS: frozenset[str] = frozenset({"Errors & Corrections"})
@@ -159,7 +160,8 @@ def _strict_tool() -> dict[str, Any]:
 
 
 UPDATE_WORKING_MEMORY_TOOL: dict[str, Any] = _reference_tool()
-"""The OpenAI-format function tool of SPEC §3 (each section ``oneOf`` KEEP / UPDATE / APPEND)."""
+"""The OpenAI-format function tool of behaviour §3.1 (each section ``oneOf`` KEEP / UPDATE /
+APPEND)."""
 
 
 def update_tool_schema(*, strict: bool = False) -> dict[str, Any]:
@@ -184,7 +186,7 @@ def update_tool_schema(*, strict: bool = False) -> dict[str, Any]:
 def section_size_warnings(
     wm: str, *, target_tokens: int | None = None, warn_from: int | None = None
 ) -> str:
-    """Build the ``<section_size_warnings>`` block of the update prompt (SPEC §4.3).
+    """Build the ``<section_size_warnings>`` block of the update prompt (behaviour §5.3, §2.7).
 
     Every section except the append-only Errors & Corrections that has more than
     ``BULLET_THRESHOLD`` items or more than ``TOKEN_THRESHOLD`` tokens gets one warning line

@@ -1,7 +1,7 @@
 """The Working Memory document: the seven sections, parsing, rendering, normalisation.
 
 Pure functions, no I/O. Every other module reads and writes the document through here, so
-the rules of SPEC §2 (exact section names, header neutralisation, item splitting, template
+the rules of behaviour §2 (exact section names, header neutralisation, item splitting, template
 lines) live in one place.
 """
 
@@ -113,7 +113,7 @@ def neutralise_body(body: str) -> str:
     """Make a section body safe to embed: no line of it can start a new section.
 
     Lines that would parse as a ``## `` header, indented with blank space or not, are demoted to
-    ``###`` so the document keeps exactly seven sections (header injection, SPEC §4.7). A
+    ``###`` so the document keeps exactly seven sections (header injection, behaviour §2.4, §4.7). A
     ``# Working Memory`` line is demoted the same way. The text itself is kept.
     """
     out: list[str] = []
@@ -192,7 +192,7 @@ def is_template_line(line: str) -> bool:
 
 
 def section_items(body: str) -> list[str]:
-    """Split a section body into items (SPEC §2).
+    """Split a section body into items (behaviour §2.3).
 
     Bullet lines (``- ``, ``* ``, ``1. ``, ``2) ``) give their text without the marker; any
     other non-blank line that is not a heading or a template line is an item by itself.
@@ -224,7 +224,7 @@ DURABLE_SECTIONS: tuple[str, ...] = (
     "Errors & Corrections",
     "Open Issues",
 )
-"""Sections that carry facts forward (owner decision, SPEC §4.6): only these count when a guard
+"""Sections that carry facts forward (owner decision, behaviour §4.6): only these count when a guard
 asks whether an anchor or item is kept elsewhere — never Current State (rewritten every commit)
 or the Session Title."""
 

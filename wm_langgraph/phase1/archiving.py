@@ -1,4 +1,4 @@
-"""Phase 1 of a commit: move the oldest live messages into a new archive (SPEC §6).
+"""Phase 1 of a commit: move the oldest live messages into a new archive (behaviour §6.3).
 
 The archive record is written to the store first; the caller then returns the state update that
 removes the messages. If the process dies in between, the messages are still live and the next

@@ -1,4 +1,5 @@
-"""Sliding-window token accounting and tool-pair-safe split points (SPEC §6, DESIGN §3.4-5).
+"""Sliding-window token accounting and tool-pair-safe split points (behaviour §6.2, design
+§3.4-§3.5).
 
 ``pending_tokens`` is the sum of the token counts of the live messages outside the most recent
 ``keep_recent_count`` messages. :func:`account_messages` derives it from the live messages on
@@ -147,7 +148,7 @@ def account_messages(
     The live messages can change anywhere between two hooks, not only at the end: a message
     re-sent with the id of a live one replaces it in place (an edit), ``RemoveMessage`` takes one
     out, a fork resumes an older list. So every turn derives the window and ``pending_tokens``
-    from the messages themselves, which makes them exact by construction (DESIGN §3.5).
+    from the messages themselves, which makes them exact by construction (design §3.5).
 
     ``count`` is meant to be the engine's per-message token cache: an unchanged message is a
     dictionary hit, so tokenising costs O(changed + new messages) per turn, and the pass over

@@ -1,5 +1,7 @@
 """How much one Phase 2 round sends to the writer: batches of archives, slices of one archive,
-and the writer's limits learned from its context-length errors (issue 12).
+and the writer's limits learned from its context-length errors (without
+them the same too-large prompt was sent every round, and the archives behind it were never
+folded).
 
 - Every message is rendered capped (tool outputs at ``max_tool_output_tokens``, any other text
   at ``max_message_tokens``, both at most the messages budget), so one message always fits.

@@ -1,4 +1,5 @@
-"""Phase 2 as a LangGraph subgraph: fold pending archives into the Working Memory (SPEC §5-§6).
+"""Phase 2 as a LangGraph subgraph: fold pending archives into the Working Memory (behaviour
+§6.4, §5.4).
 
 ::
 
@@ -43,7 +44,7 @@
   - ``"failed"`` (timeouts, 429/5xx, the model down): the old WM stays, the archives stay pending
     and are marked ``failed``; the runner stops and the circuit breaker counts it.
 
-WM lineage with deferral (DESIGN §3.2): the WM covering archives 1..N is derived from the WM
+WM lineage with deferral (design §3.2): the WM covering archives 1..N is derived from the WM
 covering 1..N-1 plus archive N's messages — or, when N is deferred, is that WM unchanged with N
 named in ``deferred``; a deferred archive's messages are folded later into the newest WM. Phase 2
 of a thread still runs strictly in archive order; only a deferred archive is folded out of it.

@@ -401,7 +401,7 @@ class Update:
         except GenerationError as exc:
             return {**_failure(exc, deadline), "metrics": timed()}
         except ToolCallingNotSupportedError:
-            # A model without tool calling can still write the whole document (SPEC §5's
+            # A model without tool calling can still write the whole document (behaviour §5.4's
             # no-tool-call path); its output goes through the guards like any update.
             return fallback("no_tool_support")
         if first.ops is None:
@@ -487,7 +487,7 @@ class GuardMerge:
             decisions = []
         files_body = parse_working_memory(text)[FILES_SECTION]
         paths = piece.paths
-        # Path-boundary matching (issue 14): "src/data.py" does not list "a.py".
+        # Path-boundary matching, never substring: "src/data.py" does not list "a.py".
         missing = [
             p for p, ok in zip(paths, paths_listed(paths, files_body), strict=True) if not ok
         ]

@@ -1,9 +1,9 @@
 """The code trails: paths and errors the folded messages' tools report, kept by our code.
 
 The **artifact trail** (:func:`extract_paths_from_messages`) lists the file paths in tool-call
-arguments and tool results, for Files & Context (SPEC §5: every summariser measured scores worst
-on "which files were touched"). The **error trail** (:func:`extract_errors_from_messages`) does
-the same for errors, for Errors & Corrections, and for the same reason: a small real writer
+arguments and tool results, for Files & Context (behaviour §5.8: every summariser measured scores
+worst on "which files were touched"). The **error trail** (:func:`extract_errors_from_messages`)
+does the same for errors, for Errors & Corrections, and for the same reason: a small real writer
 (Qwen2.5-Coder-0.5B-Instruct) folded a failing test's output into its notes as "the user has
 encountered several errors" and the exact error never reached the Working Memory. The commit
 appends each error a folded tool result reported that the merged Errors & Corrections does not

@@ -1,4 +1,4 @@
-"""Archive recall tools for the agent: ``archive_expand`` and ``archive_search`` (SPEC §7).
+"""Archive recall tools for the agent: ``archive_expand`` and ``archive_search`` (behaviour §7.6).
 
 The Working Memory is a summary; the archives keep every message verbatim. These two tools let
 the agent read them back:

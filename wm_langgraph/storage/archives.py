@@ -1,4 +1,4 @@
-"""Archive records and Working Memory versions over a LangGraph ``BaseStore`` (DESIGN §2).
+"""Archive records and Working Memory versions over a LangGraph ``BaseStore`` (design §2.2-§2.3).
 
 Layout, per memory (``label`` is the thread id made safe for store namespaces)::
 

@@ -1,4 +1,4 @@
-"""Where a memory lives in a store: labels, memory keys and namespaces (DESIGN §2).
+"""Where a memory lives in a store: labels, memory keys and namespaces (design §2.2).
 
 A thread can hold several memories (two named middlewares, agents in subgraphs of a supervisor
 or swarm): each has a *scope* (:func:`memory_scope`: its name and graph namespace). The default

@@ -1,4 +1,4 @@
-"""Long-term memory (SPEC §8): a user's durable facts, shared across that user's threads.
+"""Long-term memory (behaviour §8): a user's durable facts, shared across that user's threads.
 
 After each completed Working Memory, the items of its ``Key Facts & Decisions`` section are
 written to ``(*prefix, <user label>, "facts")`` in the store, one item per fact (keyed by a hash

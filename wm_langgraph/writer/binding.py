@@ -4,8 +4,9 @@
   ChatOpenAI configured from the environment when ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` is
   set, otherwise the offline extractive model (no key, no network).
 - :func:`bind_update_tool` binds the ``update_working_memory`` tool with the call forced: the
-  strict-mode schema for OpenAI models (no parallel tool calls), the reference ``oneOf``
-  schema for every other provider.
+  strict-mode schema for OpenAI proper and Azure OpenAI (no parallel tool calls), the
+  reference ``oneOf`` schema for every other provider and server (``writer.openai`` decides
+  per endpoint).
 """
 
 from __future__ import annotations

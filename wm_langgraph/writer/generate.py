@@ -1,4 +1,4 @@
-"""The two model calls that write the Working Memory: create and update (SPEC §5).
+"""The two model calls that write the Working Memory: create and update (behaviour §5).
 
 - :func:`generate_create` — a plain completion with the create prompt; the reply must be a
   Working Memory document (validated, unwrapped from a code fence, normalised to the seven
@@ -140,7 +140,7 @@ def read_reply(reply: BaseMessage, limit: int | None) -> UpdateReply:
     return UpdateReply(reading.ops, reading, cut)
 
 
-# A headerless reply shorter than this cannot be a Working Memory (SPEC §5: not a WM at all).
+# A headerless reply shorter than this cannot be a Working Memory (behaviour §5.5: not a WM at all).
 _MIN_HEADERLESS_CHARS = 200
 _FENCE_RE = re.compile(r"```[ \t]*(?P<lang>[\w+-]*)[ \t]*\n(?P<body>.*?)(?:\n[ \t]*```|\Z)", re.S)
 _TRAILING_FENCE_RE = re.compile(r"\s*```\s*\Z")

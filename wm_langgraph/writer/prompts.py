@@ -17,7 +17,7 @@ wrapped in tags so that a reader of the rendered prompt (e.g. the offline model)
   whose value is the whole ``<section_size_warnings>…</section_size_warnings>`` block —
   ``<section_size_warnings></section_size_warnings>`` when no section is oversized.
   ``render_update_prompt`` builds that block from the Working Memory.
-* ``system``: no placeholders (the assemble addition of SPEC §7).
+* ``system``: no placeholders (the assemble addition of behaviour §7.4).
 
 Inside each tag the value sits on its own lines (``<messages>\\n…\\n</messages>``).
 

@@ -1,4 +1,4 @@
-"""Guards: one pure function per section that decides which op is really applied (SPEC §4).
+"""Guards: one pure function per section that decides which op is really applied (behaviour §4).
 
 A guard receives the old section body and the op the model asked for (a :class:`SectionOp`)
 and returns a :class:`GuardOutcome`: the op to apply and a short reason ("" when the op passes
@@ -119,7 +119,7 @@ def guard_section(
     conversation: str | None = None,
     old_document: str = "",
 ) -> GuardOutcome:
-    """Run the guard of ``section`` on ``op`` (SPEC §4).
+    """Run the guard of ``section`` on ``op`` (behaviour §4).
 
     Guards run only when ``old_body`` has content (template lines do not count; a heading-like
     title does). An UPDATE whose content has no items replaces nothing: KEEP. The Session Title

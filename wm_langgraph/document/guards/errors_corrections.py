@@ -1,4 +1,4 @@
-"""The Errors & Corrections guard (SPEC §4.5): the section is append-only."""
+"""The Errors & Corrections guard (behaviour §4.5): the section is append-only."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ __all__ = ["guard_errors_corrections"]
 
 
 def guard_errors_corrections(old_body: str, op: SectionOp) -> GuardOutcome:
-    """SPEC §4.5: append-only. UPDATE becomes an APPEND of its new items; none new -> KEEP."""
+    """Behaviour §4.5: append-only. UPDATE becomes an APPEND of its new items; none new -> KEEP."""
     if op.kind != "UPDATE":
         return GuardOutcome(op)
     fresh = new_items(old_body, section_items(op.content))

@@ -1,4 +1,4 @@
-"""The Files & Context guard (SPEC §4.4): no path regression."""
+"""The Files & Context guard (behaviour §4.4): no path regression."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ __all__ = ["guard_files_context"]
 
 
 def guard_files_context(old_body: str, op: SectionOp) -> GuardOutcome:
-    """SPEC §4.4: an UPDATE that loses an old path is rejected; KEEP the old body and APPEND
+    """Behaviour §4.4: an UPDATE that loses an old path is rejected; KEEP the old body and APPEND
     the paths the UPDATE introduced (its own entry for each — the clause of a consolidated line
     that lists it — else ``<path> (newly referenced)``).
 
@@ -41,7 +41,8 @@ def guard_files_context(old_body: str, op: SectionOp) -> GuardOutcome:
             lines.append(f"{path} (newly referenced)")
             continue
         # a consolidated line ("a.py — x; b.py — y") gives only the entry of the new path: the
-        # old entries beside it are still in the kept body (issue 11: no entry twice)
+        # old entries beside it are still in the kept body (appending the whole consolidated line
+        # listed the old entries beside it a second time)
         parts = [part for part in clauses(own) if path_listed(path, part)]
         lines.append(parts[0] if len(parts) == 1 else own)
     fresh = new_items(old_body, list(dict.fromkeys(lines)))

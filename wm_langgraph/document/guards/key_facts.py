@@ -1,4 +1,4 @@
-"""The Key Facts & Decisions guard (SPEC §4.3): controlled consolidation, anti-bloat, and the
+"""The Key Facts & Decisions guard (behaviour §4.3): controlled consolidation, anti-bloat, and the
 closing of the 30% hole (restore vanished bullets, or retire them).
 
 :func:`guard_key_facts` judges the op itself: an UPDATE is rejected below 15% of the old bullets
@@ -6,9 +6,10 @@ closing of the 30% hole (restore vanished bullets, or retire them).
 an oversized section is capped, and in emergency only the consolidation sentinel is appended.
 :func:`settle_key_facts` runs after the whole new document is known:
 
-Everything is judged per clause (a bullet split at ``;`` and sentence ends; issue 11). After an
-accepted Key Facts UPDATE, an old clause has vanished when one of its anchors appears nowhere
-in the durable sections of the new document, or when no clause there holds its anchors
+Everything is judged per clause (a bullet split at ``;`` and sentence ends: judged whole, a
+consolidated bullet came back whole when one of its facts vanished, repeating the kept facts).
+After an accepted Key Facts UPDATE, an old clause has vanished when one of its anchors appears
+nowhere in the durable sections of the new document, or when no clause there holds its anchors
 together as the same fact (see ``_Keepers.holds``). Usually the model dropped it by mistake,
 and it is restored (appended, marked ``[restored]``; the restored clauses of one bullet
 together, a fact held by two old bullets once). But when the new Key Facts holds a bullet
@@ -324,7 +325,8 @@ def settle_vanished_facts(
     anchor is either retired — when ``supersede`` is on and a bullet of ``new_body`` is the same
     fact with a changed value — or restored: the restored clauses of a bullet are appended to
     ``new_body`` together as ``- [restored] <clauses>``. Clauses that kept their anchors are not
-    restored (issue 11: a bullet of eight facts does not come back whole when one vanished),
+    restored (a consolidated bullet of eight facts does not come back whole, repeating seven kept
+    facts, when one vanished),
     and a vanished anchor is restored once even when several old bullets carried it. An anchor
     kept anywhere in ``new_document`` counts as kept, so a value the model itself moved to Errors
     & Corrections as superseded is neither.
@@ -454,7 +456,10 @@ def _literally_in(term: str, text: str, folded: str) -> bool:
 
 
 def salvage_clauses(old_body: str, bullets: Sequence[str]) -> list[str]:
-    """From a rejected UPDATE's new bullets, what the section lacks (issue 11).
+    """From a rejected UPDATE's new bullets, what the section lacks.
+
+    Salvaging the bullets whole appended a regrouping of old facts a second time, so the section
+    grew with every rejected consolidation.
 
     A clause (see :func:`clauses`) is salvaged when it brings an anchor that neither the old
     body nor an earlier salvaged clause has, or when no single clause there states the same
@@ -524,7 +529,7 @@ def guard_key_facts(
     *,
     elsewhere: str = "",
 ) -> GuardOutcome:
-    """SPEC §4.3: layered UPDATE checks with salvage, and anti-bloat for APPEND.
+    """Behaviour §4.3: layered UPDATE checks with salvage, and anti-bloat for APPEND.
 
     UPDATE is rejected when it keeps fewer than 15% of the old bullets (layer 1) or fewer than
     70% of the old lexical anchors (layer 2); from a rejected UPDATE, the bullets and clauses
@@ -537,7 +542,7 @@ def guard_key_facts(
         op: The requested op.
         counter: Token counter for the size thresholds.
         elsewhere: The other durable sections of the new document (:data:`DURABLE_SECTIONS`;
-            never Current State). An old anchor found there counts as kept (SPEC §4.3: a
+            never Current State). An old anchor found there counts as kept (behaviour §4.3: a
             corrected value whose old value moved to Errors & Corrections as superseded is a
             clean update).
     """
@@ -613,8 +618,8 @@ def settle_key_facts(
     Like :func:`restore_vanished_facts`, except that an old bullet whose value the new Key
     Facts changed (the same fact, other words alike, a differing number/value) is not put back
     as if current: it is returned in ``superseded`` as ``superseded: <old bullet>``, for the
-    merge to record in Errors & Corrections (SPEC §4.3: a fact retired on purpose is moved there
-    as superseded, not deleted). See ``document.guards.key_facts`` for the exact rule.
+    merge to record in Errors & Corrections (behaviour §4.3: a fact retired on purpose is moved
+    there as superseded, not deleted). See ``document.guards.key_facts`` for the exact rule.
 
     Args:
         old_body: The Key Facts body before the update.

@@ -1,4 +1,4 @@
-"""The Open Issues guard (SPEC §4.6, owner decision: an open item leaves only by resolution).
+"""The Open Issues guard (behaviour §4.6, owner decision: an open item leaves only by resolution).
 
 On UPDATE, an old item the new content no
 longer holds (whole-item match, ``document.text.match``) is restored as
@@ -115,7 +115,7 @@ def restore_open_issues(old_body: str, content: str, errors: str = "") -> tuple[
 
 
 def guard_open_issues(old_body: str, op: SectionOp, *, errors: str = "") -> GuardOutcome:
-    """SPEC §4.6 (owner decision): an open item leaves only by resolution.
+    """Behaviour §4.6 (owner decision): an open item leaves only by resolution.
 
     An old item the UPDATE no longer holds (whole-item match) is restored as
     ``- [silently dropped, restored] <item>``, every time, with the marker written once. It may

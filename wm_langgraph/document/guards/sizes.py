@@ -1,5 +1,5 @@
-"""When a section is oversized (SPEC §2 thresholds), as the Key Facts guard and the size warnings
-of the update prompt measure it."""
+"""When a section is oversized (behaviour §2.6 thresholds), as the Key Facts guard and the size
+warnings of the update prompt measure it."""
 
 from __future__ import annotations
 
@@ -21,15 +21,15 @@ __all__ = [
 
 
 OVERSIZE_BULLETS = 25
-"""A section with more bullets than this is oversized (SPEC §2)."""
+"""A section with more bullets than this is oversized (behaviour §2.6)."""
 
 
 OVERSIZE_TOKENS = 1500
-"""A section with more tokens than this is oversized (SPEC §2)."""
+"""A section with more tokens than this is oversized (behaviour §2.6)."""
 
 
 EMERGENCY_FACTOR = 2
-"""Key Facts over EMERGENCY_FACTOR times a threshold refuses ordinary APPENDs (SPEC §4.3)."""
+"""Key Facts over EMERGENCY_FACTOR times a threshold refuses ordinary APPENDs (behaviour §4.3)."""
 
 
 OVERSIZE_MAX_APPEND = 5
@@ -54,12 +54,12 @@ def section_size(body: str, counter: TokenCounter = count_tokens) -> SectionSize
 
 
 def is_oversized(body: str, counter: TokenCounter = count_tokens) -> bool:
-    """More than 25 bullets or more than 1,500 tokens (SPEC §2)."""
+    """More than 25 bullets or more than 1,500 tokens (behaviour §2.6)."""
     return section_size(body, counter).oversized
 
 
 def is_emergency(body: str, counter: TokenCounter = count_tokens) -> bool:
-    """More than twice a threshold: ordinary Key Facts APPENDs are refused (SPEC §4.3)."""
+    """More than twice a threshold: ordinary Key Facts APPENDs are refused (behaviour §4.3)."""
     bullets, tokens = section_size(body, counter)
     return (
         bullets > EMERGENCY_FACTOR * OVERSIZE_BULLETS or tokens > EMERGENCY_FACTOR * OVERSIZE_TOKENS

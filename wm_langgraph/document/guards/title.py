@@ -1,4 +1,5 @@
-"""The Session Title guard (SPEC §4.1): title stability, one line, grounded in the conversation.
+"""The Session Title guard (behaviour §4.1): title stability, one line, grounded in the
+conversation.
 
 * A title is one line. Its text is read by its words even when it is written as a heading
   (``### Billing migration``) or a bullet, so a heading-like old title is protected like any.
@@ -79,7 +80,7 @@ def judge_title(
 def guard_session_title(
     old_body: str, op: SectionOp, *, conversation: str | None = None, old_document: str = ""
 ) -> GuardOutcome:
-    """SPEC §4.1 with issues 14/15: title stability, one line, grounded in the conversation.
+    """Behaviour §4.1: title stability, one line, grounded in the conversation.
 
     An UPDATE sharing no meaningful word (CJK: no bigram) with the old title is rejected; an
     old title without meaningful words accepts any UPDATE. The old title is read by its words

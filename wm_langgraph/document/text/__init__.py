@@ -4,7 +4,7 @@ Pure functions, no I/O, CJK-aware. The guards (:mod:`wm_langgraph.document.guard
 these; the engine reuses :func:`extract_paths` for the artifact trail and the offline model reuses
 :func:`extract_anchors`.
 
-Path rule (SPEC §4.4, made stricter so that prose is not a path). A token is a path when it is
+Path rule (behaviour §4.4, made stricter so that prose is not a path). A token is a path when it is
 
 * a URL (``scheme://…``), or a Windows path (``C:\\…``);
 * a file name with a known extension (``main.py``, ``docs/index.html``, ``Cargo.lock``), a
@@ -20,7 +20,7 @@ So ``and/or``, ``input/output``, ``TCP/IP``, ``read/write``, ``media/search``, `
 A leading environment variable belongs to the path (``$HOME/.config/app.toml``,
 ``${XDG_CONFIG_HOME}/app/settings.toml``); a ``$`` alone makes nothing a path.
 
-Anchors (SPEC §4.3 plus the go-further kinds) are returned in a canonical, case-folded form:
+Anchors (behaviour §4.3 plus the go-further kinds) are returned in a canonical, case-folded form:
 dates become ISO (``15 March 2024`` and ``2024年3月15日`` both give ``2024-03-15``), numbers lose
 their thousands separators, ``HTTP 429`` gives ``http 429``.
 """
@@ -81,7 +81,7 @@ TITLE_STOPWORDS: frozenset[str] = words(
     "the a an and or of to in on for with by at from session title working memory "
     "plan plans notes note"
 )
-"""Words that carry no meaning in a session title (SPEC §4.1)."""
+"""Words that carry no meaning in a session title (behaviour §4.1)."""
 
 # CJK bigrams that are as empty as the English stopwords above (会话 session, 标题 title,
 # 工作记忆 working memory, 笔记 notes, 计划 plan).
@@ -141,6 +141,7 @@ def meaningful_words(text: str) -> set[str]:
 
 
 def shares_meaningful_word(old: str, new: str) -> bool:
-    """True when ``new`` keeps a meaningful word of ``old``, or ``old`` has none (SPEC §4.1)."""
+    """True when ``new`` keeps a meaningful word of ``old``, or ``old`` has none (behaviour
+    §4.1)."""
     old_words = meaningful_words(old)
     return not old_words or bool(old_words & meaningful_words(new))

@@ -1,4 +1,4 @@
-"""Lexical anchors (SPEC §4.3 and its go-further kinds). Public names are re-exported by
+"""Lexical anchors (behaviour §4.3 and its go-further kinds). Public names are re-exported by
 ``document.text``."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ DECISION_MARKERS: frozenset[str] = frozenset(
     {"because", "decided", "chose", "committed", "agreed", "resolved"}
     | {"因为", "决定", "选择", "同意", "确定", "決定", "選択"}
 )
-"""Decision markers counted as anchors (SPEC §4.3)."""
+"""Decision markers counted as anchors (behaviour §4.3)."""
 
 ANCHOR_STOPWORDS: frozenset[str] = words(
     """the a an and or of to in on for with by at from as is are was were be been being it its
@@ -316,7 +316,7 @@ _RULES: tuple[_Rule, ...] = (
 def extract_anchors(
     text: str, *, include_markers: bool = True, include_phrases: bool = True
 ) -> set[str]:
-    """The lexical anchors of ``text`` in canonical form (SPEC §4.3 and its go-further items).
+    """The lexical anchors of ``text`` in canonical form (behaviour §4.3 and its go-further items).
 
     Kinds: paths and URLs; dates (ISO, day-month-year, month-day-year, ``2024年3月15日``);
     times (``10 am``); money (``$200``, ``200元``); numbers with a unit (``3 months``,

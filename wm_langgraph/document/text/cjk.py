@@ -1,4 +1,5 @@
-"""Entity anchors for CJK text: names and other proper nouns (issue 14).
+"""Entity anchors for CJK text: names and other proper nouns (before this rule a CJK fact's
+names gave no anchor, so a consolidation could drop them without a restore).
 
 English proper nouns are found by their capital letter; Chinese and Japanese have none, so a
 fact such as ``负责人是王小明`` ("the owner is Wang Xiaoming") gave no anchor and could be

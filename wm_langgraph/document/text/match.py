@@ -1,7 +1,8 @@
 """The one answer to "is this item still there": whole-item and path-boundary matching.
 
 Every check of the guards, the merge and the engine's artifact trail that asks whether an old
-item, path or anchor is still present goes through here (issue 14: no substring test left).
+item, path or anchor is still present goes through here: a raw substring test took "TODO 1" as
+kept by "TODO 10" and found "fix" in "prefix".
 
 * **Whole item** (:func:`item_present`): an old item is still there when one item of the new
   text holds its whole text — tags such as ``[new]`` / ``[resolved]``, emphasis, case and

@@ -1,4 +1,4 @@
-"""Path-like tokens and URLs (SPEC §4.4). Public names are re-exported by ``document.text``,
+"""Path-like tokens and URLs (behaviour §4.4). Public names are re-exported by ``document.text``,
 whose docstring states the rule."""
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ _KNOWN_DIRS = words(
 )
 # First segments of absolute paths on real file systems and in containers. An absolute shape
 # without a file name whose first segment is none of these (and that looks like an API route)
-# is a route, not a path (issue 15: "/healthz", "/orders/1").
+# is a route, not a path: routes seen in tool output ("/healthz", "/orders/1") were listed and
+# protected in Files & Context as if they were files.
 _ROOT_DIRS = words(
     """etc usr var tmp home opt srv bin sbin lib lib64 mnt media proc sys dev root run boot
     private nix snap workspace workspaces app code work data repo repos project projects src
@@ -112,7 +113,8 @@ def _random_run(run: str) -> bool:
 
 def is_junk(token: str) -> bool:
     """True for a token that is data, not a path: base64-like runs, hex digests, UUIDs, keys
-    and tokens, or anything longer than :data:`MAX_PATH_CHARS` (issue 11)."""
+    and tokens, or anything longer than :data:`MAX_PATH_CHARS` (digests, keys and base64 in tool
+    results filled Files & Context with "paths" that the guard then protected for good)."""
     if len(token) > MAX_PATH_CHARS:
         return True
     if _URL_RE.fullmatch(token):

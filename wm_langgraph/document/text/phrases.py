@@ -1,4 +1,4 @@
-"""Constraint, preference and decision phrase anchors (go-further anchor kinds, SPEC §4.3).
+"""Constraint, preference and decision phrase anchors (go-further anchor kinds, behaviour §4.3).
 
 Rules such as "never push directly to main", "tests must never call the real gateway", "Owen
 cannot drive" or "不要直接推送到主分支" often carry no name, number or path, so the other
@@ -17,9 +17,9 @@ ordinary rewording keeps it:
 So "Never push to main" and "don't push directly to main" both give ``never push``;
 "Tests must never call the gateway" gives ``never call``; "不要直接推送" gives ``不要推送``.
 
-Decisions are anchored the same way: the SPEC's decision markers say that a decision exists,
-not which one, so "chose PostgreSQL because ops runs it" also gives ``decided postgresql`` and
-``because ops`` (markers: because; decided, chose, agreed -> ``decided``).
+Decisions are anchored the same way: the decision markers (behaviour §4.3) say that a decision
+exists, not which one, so "chose PostgreSQL because ops runs it" also gives ``decided
+postgresql`` and ``because ops`` (markers: because; decided, chose, agreed -> ``decided``).
 
 These phrases protect a rule or a decision that vanished from the document (the restore pass
 counts them); the layer-2 coverage check of a consolidation leaves them out, so that rewording

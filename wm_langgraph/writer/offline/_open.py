@@ -3,7 +3,8 @@
 Private to ``wm_langgraph.writer.offline``. Besides questions and TODO words, an open item is said
 as a labelled list ("Left: (1) …, (2) …", "Open: …", "Remaining: …", "剩下：…", "未决：…"), as
 "still need …" / "还没做", or as a promised follow-up ("I'll review it tomorrow", "我明天再看").
-Each item of a labelled list is its own open issue (issue 14, found 7).
+Each item of a labelled list is its own open issue (such lists were missed, so their
+items never reached Open Issues).
 """
 
 from __future__ import annotations

@@ -294,7 +294,7 @@ def _open_op(old: str, found: Findings, warned: bool) -> tuple[Op, list[str]]:
         changed = True
     if warned:
         folded = consolidate_issues(out_lines)
-        # Older resolved items may leave (SPEC §4.6) — where the Open Issues guard lets them.
+        # Older resolved items may leave (behaviour §4.6) — where the Open Issues guard lets them.
         lean = consolidate_issues(out_lines, keep_resolved=_KEEP_RESOLVED)
         lean_op = SectionOp("UPDATE", content="\n".join(lean))
         if lean != folded and not guard_section("Open Issues", old, lean_op).reason:
