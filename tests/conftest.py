@@ -15,7 +15,9 @@ Fixtures (the helpers behind them are in ``tests/common.py``, the fake chat mode
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,10 +28,18 @@ from langchain_core.tools import BaseTool
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from tests.common import lookup as _lookup
-from tests.common import thread_config
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.memory import WorkingMemory
+
+# The suite's own helpers live in the ``tests`` package of the repository root. CI tests the
+# installed wheel, so the root goes *after* site-packages: ``wm_langgraph`` still resolves to the
+# installed package, never to the source tree beside it.
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:
+    sys.path.append(_ROOT)
+
+from tests.common import lookup as _lookup  # noqa: E402
+from tests.common import thread_config  # noqa: E402
 
 # Hypothesis profiles: "ci" (default, modest) and "long" for soak runs:
 #   WM_HYPOTHESIS_PROFILE=long pytest tests/core/test_merge_properties.py
