@@ -328,7 +328,8 @@ def checkpoint_bytes(
 # ------------------------------------------------------------------------------------------
 
 
-def _versions() -> dict[str, str]:
+def package_versions() -> dict[str, str]:
+    """Installed versions of the package and of the systems it is compared with."""
     names = ("wm-langgraph", "langgraph", "langchain", "langchain-core", "langmem", "matplotlib")
     out = {}
     for name in names:
@@ -339,8 +340,8 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _revision() -> str:
-    """The commit benchmarked, and whether the package had uncommitted changes."""
+def code_revision(paths: Sequence[str] = ("wm_langgraph", "prompts")) -> str:
+    """The commit benchmarked, and whether ``paths`` had uncommitted changes."""
     import subprocess
 
     try:
@@ -352,7 +353,7 @@ def _revision() -> str:
             check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "wm_langgraph", "prompts"],
+            ["git", "status", "--porcelain", "--", *paths],
             cwd=HERE.parent,
             capture_output=True,
             text=True,
@@ -360,7 +361,8 @@ def _revision() -> str:
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
-    return f"{head}" + (" with uncommitted changes in wm_langgraph/ or prompts/" if dirty else "")
+    where = " or ".join(f"{path}/" for path in paths)
+    return head + (f" with uncommitted changes in {where}" if dirty else "")
 
 
 def _machine() -> str:
@@ -471,9 +473,9 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
         "windows": windows,
         "sizes": sizes,
         "long_sizes": long_sizes,
-        "versions": _versions(),
+        "versions": package_versions(),
         "machine": _machine(),
-        "revision": _revision(),
+        "revision": code_revision(),
         "seconds": time.perf_counter() - started,
         "command": _command(opts),
     }

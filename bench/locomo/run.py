@@ -268,44 +268,10 @@ def run_locomo(
 # command line
 
 
-def _versions() -> dict[str, str]:
-    from importlib import metadata
-
-    out = {}
-    for name in ("wm-langgraph", "langgraph", "langchain", "langchain-core", "langmem"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
-
-def _revision() -> str:
-    import subprocess
-
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=HERE.parent,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "wm_langgraph", "prompts", "bench"],
-            cwd=HERE.parent,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return head + (" (with uncommitted changes)" if dirty else "")
-
-
 def locomo_main(args: Any, argv_text: str) -> int:
     """Run what the parsed ``args`` ask for and write ``LOCOMO.md``."""
     from bench.locomo.report import write_report
+    from bench.run import code_revision, package_versions
 
     systems = tuple(args.systems.split(",")) if args.systems else SYSTEMS
     unknown = set(systems) - set(SYSTEMS)
@@ -346,10 +312,10 @@ def locomo_main(args: Any, argv_text: str) -> int:
     results = run_locomo(samples, systems, budgets, jobs=args.jobs, options=options)
     meta = {
         "command": argv_text,
-        "revision": _revision(),
+        "revision": code_revision(("wm_langgraph", "prompts", "bench")),
         "source": source,
         "sha256": sha,
-        "versions": _versions(),
+        "versions": package_versions(),
         "writer": args.writer
         if args.writer == "offline"
         else f"`{args.writer_model}` at {args.writer}",
