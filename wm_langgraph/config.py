@@ -97,6 +97,10 @@ class WorkingMemoryConfig:
             as the model client does (not recommended).
         guards: False disables the per-section guards — for ablation/benchmarks only; the
             document stays seven sections and header-safe.
+        verbatim_fill: True (default): the room the layers leave inside the usable budget
+            holds the newest already-folded messages verbatim (whole turns), so the model sees
+            at least as much recent history as trimming would show. False leaves that room
+            empty (smaller, cheaper model calls).
     """
 
     token_budget: int = 128_000
@@ -118,6 +122,7 @@ class WorkingMemoryConfig:
     phase2_stall_seconds: float = 10.0
     model_timeout_seconds: float | None = DEFAULT_MODEL_TIMEOUT_SECONDS
     guards: bool = True
+    verbatim_fill: bool = True
 
     def __post_init__(self) -> None:
         _check_int("token_budget", self.token_budget, 256, 100_000_000)
@@ -140,6 +145,7 @@ class WorkingMemoryConfig:
         _check_int("phase2_workers", self.phase2_workers, 1, 256)
         _check_float("phase2_stall_seconds", self.phase2_stall_seconds, 0.001, 1e6)
         _check_bool("guards", self.guards)
+        _check_bool("verbatim_fill", self.verbatim_fill)
         if self.model_timeout_seconds is not None:
             _check_float("model_timeout_seconds", self.model_timeout_seconds, 0.001, 1e6)
         ns = self.long_term_namespace

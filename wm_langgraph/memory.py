@@ -22,13 +22,20 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
+from langchain_core.messages import (
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    convert_to_messages,
+)
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.context.assemble import AssembledContext, assemble_context, pending_messages
+from wm_langgraph.context.assemble import AssembledContext, assemble_context, compute_budgets
+from wm_langgraph.context.records import ArchiveReader, RecentMessages
 from wm_langgraph.document.tokens import TokenCounter, count_tokens
 from wm_langgraph.integration.binding import graph_store, reject_foreign_summaries
 from wm_langgraph.integration.hooks import NodeHook
@@ -54,6 +61,14 @@ if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
 __all__ = ["MemoryScope", "WorkingMemory"]
+
+
+def _removal_requests(state: Mapping[str, Any] | None) -> set[str]:
+    """Ids of the ``RemoveMessage`` requests a state holds (archived messages to hide)."""
+    raw = state.get("messages") if isinstance(state, Mapping) else None
+    if not isinstance(raw, list | tuple):
+        return set()
+    return {str(m.id) for m in raw if isinstance(m, RemoveMessage) and m.id}
 
 
 def _as_state(state: Mapping[str, Any]) -> WorkingMemoryState:
@@ -175,6 +190,8 @@ class WorkingMemory:
             )
         )
         self._runner = Phase2Runner(self.commit_graph, self._archives, self.config)
+        # Archived messages for assemble (pending layer and verbatim fill), cached per thread.
+        self._reader = ArchiveReader(self._archives, self._count_message)
         self._session = Session(
             self._archives, self._runner, self.config, self._count_message, checkpointer
         )
@@ -248,7 +265,7 @@ class WorkingMemory:
         # config carries the memory key as thread id (see _hooked)
         thread_id = thread_id_from_config(config)
         messages, timeline = self._session.model_view(state, config)
-        context = self._build(messages, thread_id, timeline, None)
+        context = self._build(messages, thread_id, timeline, None, _removal_requests(state))
         return {MODEL_INPUT_KEY: context.all_messages}
 
     def _pre_model_hook(
@@ -308,7 +325,11 @@ class WorkingMemory:
             timeline = self._session.timeline_of(state, thread_id, config)
         else:
             timeline = self._session.timeline_for_thread(thread_id, config)
-        return self._build(convert_to_messages(list(messages)), thread_id, timeline, system_message)
+        given = convert_to_messages(list(messages))
+        requested = _removal_requests(state) | {
+            str(m.id) for m in given if isinstance(m, RemoveMessage)
+        }
+        return self._build(given, thread_id, timeline, system_message, requested)
 
     def _build(
         self,
@@ -316,20 +337,40 @@ class WorkingMemory:
         thread_id: str,
         timeline: Sequence[str],
         system_message: SystemMessage | None,
+        removed: set[str] | frozenset[str] = frozenset(),
     ) -> AssembledContext:
+        """The assembled context (``removed``: ids of archived messages whose removal the next
+        hook carries out; they are hidden already)."""
         current = self._archives.current_wm(thread_id, timeline)
         document = current.text if current else ""
-        pending = pending_messages(
-            self._archives,
-            self.config,
-            thread_id,
-            unfolded_archive_ids(current, timeline),
-            live_tokens=sum(self._count_message(m) for m in messages),
-            document_tokens=self._counter(document) if document else 0,
+        pending_ids = unfolded_archive_ids(current, timeline)
+        folded_ids = list(current.covers) if current is not None else []
+        budgets = compute_budgets(
+            self.config.token_budget, self.config.reserve_tokens, self.config.archive_memory_tokens
         )
-        if pending:  # removed after they were archived (RemoveMessage of an archived id)
-            hidden = self._archives.hidden_ids(thread_id)
-            pending = [m for m in pending if m.id not in hidden]
+        live = sum(self._count_message(m) for m in messages)
+        document_tokens = self._counter(document) if document else 0
+        # The room the live messages and the WM's share leave, for archived messages.
+        room = budgets.usable - min(document_tokens, budgets.archive) - live
+        pending: list[BaseMessage] = []
+        folded = RecentMessages([], [], True)
+        if room > 0 and (pending_ids or (folded_ids and self.config.verbatim_fill)):
+            # removed after they were archived (RemoveMessage of an archived id)
+            hidden = self._archives.hidden_ids(thread_id) | removed
+            recent = self._reader.recent(thread_id, pending_ids, room, hidden=hidden)
+            pending = recent.messages
+            if not recent.complete:
+                # Messages before the first user message belong to a turn that starts in an
+                # archive not read; that turn is larger than the room: it cannot be shown.
+                first = next(
+                    (i for i, m in enumerate(pending) if isinstance(m, HumanMessage)), None
+                )
+                pending = pending[first:] if first is not None else []
+            elif folded_ids and self.config.verbatim_fill:
+                # The WM is shown whole before the fill gets any room (behaviour §7.4).
+                left = room - recent.tokens - max(0, document_tokens - budgets.archive)
+                if left > 0:
+                    folded = self._reader.recent(thread_id, folded_ids, left, hidden=hidden)
         return assemble_context(
             system_message=system_message,
             working_memory=document,
@@ -340,6 +381,8 @@ class WorkingMemory:
             archive_memory_tokens=self.config.archive_memory_tokens,
             count=self._count_message,
             system_addition=self._system_prompt,
+            folded_messages=folded.messages,
+            folded_sizes=folded.sizes,
         )
 
     # -- reading -----------------------------------------------------------------------------

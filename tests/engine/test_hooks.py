@@ -124,7 +124,10 @@ def test_assemble_puts_system_then_summary_then_live():
     assert "You are terse." in out[0].text
     assert "[Session History Summary]" in out[1].text
     assert "FACT-003" in out[1].text
-    assert out[2:] == live[1:]
+    # then the verbatim fill (the folded turns, after its note), then the live messages
+    assert out[2].text.startswith("[Earlier messages, verbatim]")
+    assert [m.id for m in out[3 : 3 + 6]] == [m.id for m in _conversation(3)]
+    assert out[3 + 6 :] == live[1:]
 
 
 @pytest.mark.parametrize(

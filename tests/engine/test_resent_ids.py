@@ -45,7 +45,9 @@ def test_a_resent_archived_message_is_recognised_and_never_archived_twice(kind):
         assert len(everything) == len(set(everything)), "archived twice, or archived and live"
         assert [i for i in everything if i.startswith("m-")] == [m.id for m in history]
         prompt = "\n".join(m.text for m in driver.prompts()[-1])
-        assert "turn 1:" not in prompt, "the model saw an archived message again"
+        # an archived message may come back only once, as the verbatim fill shows it
+        for j in range(1, i + 1):
+            assert prompt.count(f"turn {j}:") <= 1, "the model saw an archived message again"
         assert prompt.count(f"turn {i}:") == 1
 
 

@@ -31,6 +31,9 @@ CONFIG = WorkingMemoryConfig(
     commit_keep_recent_count=4,
     reserve_tokens=0,
     background=False,
+    # The input sizes below show that the memory bounds the live messages; the verbatim fill
+    # would fill the budget with folded turns on purpose.
+    verbatim_fill=False,
 )
 
 

@@ -2,8 +2,9 @@
 
 Output order: one leading ``SystemMessage`` (the system-prompt addition followed by the
 thread's own system text), then one ``[Session History Summary]`` user message holding the
-Working Memory, then the messages of archives whose Phase 2 is not done (pending), then the
-live messages.
+Working Memory, then the verbatim fill (an ``[Earlier messages, verbatim]`` user message and the
+newest messages of archives the WM already covers), then the messages of archives whose Phase 2
+is not done (pending), then the live messages.
 
 Budgets: ``reserved = min(T, max(0.15·T, reserve_tokens if T >= 40,000 else 0))`` is kept free
 for the reply; everything returned fits ``usable = T - reserved``. The Working Memory layer's
@@ -33,6 +34,11 @@ When the layers do not fit, in this order:
 A tool result whose call is not among the messages before it (the call is archived and folded)
 is left out: OpenAI-style APIs reject it. Only the engine writes the ``[Session History
 Summary]`` message: in any other message a line starting with that header is shown quoted.
+
+The verbatim fill: when every pending and live message is shown, the room they, the system
+message and the whole WM leave holds the newest folded messages, whole turns chosen newest
+first (see :func:`_verbatim_fill`), so the model never sees less recent history than trimming
+to the same budget would show beyond the WM's own room.
 
 Pending archives (:func:`pending_messages`) are older than every live message, so only the
 newest of them can ever fit: they are read newest first and only until their stored token
@@ -64,11 +70,13 @@ from wm_langgraph.messages import content_text
 from wm_langgraph.storage.archives import ArchiveStore
 
 __all__ = [
+    "FILL_HEADER",
     "SUMMARY_HEADER",
     "AssembledContext",
     "Budgets",
     "assemble_context",
     "compute_budgets",
+    "fill_marker",
     "fit_working_memory",
 ]
 
@@ -408,6 +416,8 @@ def assemble_context(
     archive_memory_tokens: int,
     count: MessageCounter,
     system_addition: str | None = None,
+    folded_messages: Sequence[BaseMessage] = (),
+    folded_sizes: Sequence[int] | None = None,
 ) -> AssembledContext:
     """Build the model input from the three layers, inside the budget (see the module docstring).
 
@@ -424,6 +434,10 @@ def assemble_context(
         count: Message token counter (e.g. ``message_tokens``).
         system_addition: The system-prompt addition; ``None`` loads ``prompts/system.md``.
             Added only while a WM or pending archive exists.
+        folded_messages: The newest messages of archives the WM already covers, in archive
+            order (older than every pending message): the verbatim fill, shown in the room the
+            other layers leave (see the module docstring).
+        folded_sizes: Their token counts (``None``: counted with ``count``).
 
     Returns:
         The assembled context; the inputs are not modified.
@@ -471,12 +485,18 @@ def assemble_context(
         else:
             kept = _shrink_tool_outputs(body[newest_start:], available, count)
             kept_size = sum(count(m) for m in kept)
+    fill: list[BaseMessage] = []
+    fill_size = 0
+    room = available - whole_size - kept_size  # the WM is shown whole before any fill
+    if folded_messages and len(kept) == len(body) and room > 0:
+        sizes_in = list(folded_sizes) if folded_sizes is not None else None
+        fill, fill_size = _verbatim_fill(folded_messages, sizes_in, kept, room, count)
     # Whatever the raw messages leave goes to the WM (at least its floor, see above).
     summary, omitted, summary_size = _fit_working_memory(
-        working_memory, available - kept_size, count, whole_size
+        working_memory, available - kept_size - fill_size, count, whole_size
     )
-    messages: list[BaseMessage] = ([summary] if summary is not None else []) + kept
-    tokens = summary_size + kept_size + system_size
+    messages: list[BaseMessage] = ([summary] if summary is not None else []) + fill + kept
+    tokens = summary_size + fill_size + kept_size + system_size
     return AssembledContext(
         system_message=system,
         messages=messages,
@@ -485,6 +505,84 @@ def assemble_context(
         budgets=budgets,
         wm_omitted=omitted if summary is not None else 0,
     )
+
+
+FILL_HEADER = "[Earlier messages, verbatim]"
+"""First line of the marker message that opens the verbatim fill."""
+
+_FILL_NOTE = (
+    f"{FILL_HEADER}\n\nThe messages that follow, up to the next note or the end, are older turns "
+    "of this conversation shown word for word. They are already folded into the Session History "
+    "Summary above; the newer messages come after them."
+)
+
+
+def fill_marker() -> HumanMessage:
+    """The user message that opens the verbatim fill (a user message: every provider accepts
+    it between the summary and the older turns, and it is never folded as a system note)."""
+    return HumanMessage(content=_FILL_NOTE)
+
+
+def _verbatim_fill(
+    folded: Sequence[BaseMessage],
+    sizes: list[int] | None,
+    shown: Sequence[BaseMessage],
+    room: int,
+    count: MessageCounter,
+) -> tuple[list[BaseMessage], int]:
+    """The newest whole turns of ``folded`` that fit ``room`` with the marker, oldest first.
+
+    A candidate start is a user message; the messages from it to the end of ``folded`` are
+    taken only when every tool call among them is answered (by a result among them or among the
+    ``shown`` messages that follow) and every tool result among them answers a call among them.
+    So the fill never holds a tool result without its call, nor a call without its results, and
+    it ends where the shown messages begin (a turn that continues there is shown whole). System
+    messages (older notes) and removal requests are left out.
+
+    Returns:
+        The marker followed by the chosen messages, and their tokens (``[]`` and 0 when no
+        turn fits).
+    """
+    if room <= 0:
+        return [], 0
+    pairs = [
+        (m, sizes[i] if sizes is not None else count(m))
+        for i, m in enumerate(folded)
+        if not isinstance(m, SystemMessage | RemoveMessage)
+    ]
+    marker = fill_marker()
+    budget = room - count(marker)
+    if budget <= 0 or not pairs:
+        return [], 0
+    answered: set[str] = {m.tool_call_id for m in shown if isinstance(m, ToolMessage)}
+    open_results: set[str] = set()  # results whose call is older than the candidate start
+    total = 0
+    best: int | None = None
+    best_total = 0
+    texts: dict[int, BaseMessage] = {}
+    for index in range(len(pairs) - 1, -1, -1):
+        message, size = pairs[index]
+        shown_copy = neutralise_summary_headers([message])[0]
+        if shown_copy is not message:  # a quoted header counts a little more
+            texts[index] = shown_copy
+            size = count(shown_copy)
+        total += max(0, size)
+        if total > budget:
+            break
+        if isinstance(message, ToolMessage):
+            open_results.add(message.tool_call_id)
+            answered.add(message.tool_call_id)
+        elif isinstance(message, AIMessage):
+            calls = [str(c.get("id")) for c in message.tool_calls or [] if c.get("id")]
+            if any(c not in answered for c in calls):
+                break  # a call without its result: nothing older can be shown either
+            open_results.difference_update(calls)
+        if isinstance(message, HumanMessage) and not open_results:
+            best, best_total = index, total
+    if best is None:
+        return [], 0
+    chosen = [texts.get(i, pairs[i][0]) for i in range(best, len(pairs))]
+    return [marker, *chosen], best_total + count(marker)
 
 
 def pending_messages(

@@ -142,6 +142,7 @@ def _new_record(
     count: MessageCounter,
 ) -> ArchiveRecord:
     ids = [str(m.id) for m in archived]
+    sizes = [tokens[m.id] if m.id in tokens else count(m) for m in archived]
     # The index first: an index entry naming an archive that never got written is harmless
     # (lookups only count archives of the asking timeline), a record missing from it is not.
     archives.index_messages(thread_id, archive_id, ids)
@@ -152,13 +153,14 @@ def _new_record(
         status="pending",
         messages=list(archived),
         message_count=len(archived),
-        token_count=sum(tokens[m.id] if m.id in tokens else count(m) for m in archived),
+        token_count=sum(sizes),
         abstract=abstract_of(archived),
         thread_id=thread_id,
         created_at=stamp,
         updated_at=stamp,
         prev=timeline[-1] if timeline else None,
         digest=digest_of(archived),
+        message_tokens=sizes,
     )
     archives.put_archive(record)
     return record

@@ -128,7 +128,9 @@ def digest_of(messages: Sequence[BaseMessage]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-_IMMUTABLE = frozenset({"id", "seq", "messages", "message_count", "prev", "digest", "thread_id"})
+_IMMUTABLE = frozenset(
+    {"id", "seq", "messages", "message_count", "prev", "digest", "thread_id", "message_tokens"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +150,8 @@ class ArchiveRecord:
         metadata: Timings, guard decisions, errors.
         prev: The archive before this one on its timeline (None for the first).
         digest: :func:`digest_of` the messages ("" for records of older versions).
+        message_tokens: The token count of each message, in order, as Phase 1 counted it
+            (empty for records of older versions: readers count those themselves).
     """
 
     id: str
@@ -164,6 +168,7 @@ class ArchiveRecord:
     updated_at: str = ""
     prev: str | None = None
     digest: str = ""
+    message_tokens: list[int] = field(default_factory=list)
 
     def to_value(self) -> dict[str, Any]:
         """The JSON-plain store value."""
@@ -182,6 +187,7 @@ class ArchiveRecord:
             "updated_at": self.updated_at,
             "prev": self.prev,
             "digest": self.digest,
+            "message_tokens": list(self.message_tokens),
         }
 
     @classmethod
@@ -203,7 +209,19 @@ class ArchiveRecord:
             updated_at=str(value.get("updated_at", "")),
             prev=str(value["prev"]) if value.get("prev") is not None else None,
             digest=str(value.get("digest") or ""),
+            message_tokens=_message_tokens(value),
         )
+
+
+def _message_tokens(value: Mapping[str, Any]) -> list[int]:
+    """The stored per-message token counts, or ``[]`` when absent or malformed (one count per
+    message, each a non-negative int)."""
+    raw = value.get("message_tokens")
+    if not isinstance(raw, list) or len(raw) != len(value.get("messages") or []):
+        return []
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in raw):
+        return []
+    return list(raw)
 
 
 @dataclass(frozen=True, slots=True)

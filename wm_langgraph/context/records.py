@@ -1,0 +1,168 @@
+"""Archived messages for assemble, read through a per-thread cache (behaviour §7.4).
+
+Assemble shows the newest archived messages that fit the budget: those of the pending archives
+and, in the room left after that, the newest already-folded ones verbatim. Both are read newest
+archive first and only until their token counts fill the room, so older records are never
+fetched. Records are immutable (an archive id is never reused for other content, design §2.2),
+so a record read once is kept, with its per-message token counts, under its memory key and
+archive id: a model call reads from the store only the archives it has not read before (after
+a commit, one new record), never every archive of the timeline. A fork's timeline names its own
+archive ids, so it finds only its own records.
+
+The token counts are those Phase 1 stored with the record; a record written before they were
+stored is counted once, when it is first read.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from langchain_core.messages import BaseMessage
+
+from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore
+
+__all__ = ["ArchiveReader", "RecentMessages"]
+
+MAX_THREADS = 256
+"""Memory keys whose records the reader keeps (least recently used out)."""
+
+MessageCounter = Callable[[BaseMessage], int]
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    messages: tuple[BaseMessage, ...]
+    sizes: tuple[int, ...]
+
+    @property
+    def tokens(self) -> int:
+        return sum(self.sizes)
+
+
+@dataclass(frozen=True, slots=True)
+class RecentMessages:
+    """The newest messages of a list of archives, oldest first.
+
+    Attributes:
+        messages: The messages (hidden ones left out), in archive order.
+        sizes: The token count of each message.
+        complete: Whether every archive of the list was read.
+    """
+
+    messages: list[BaseMessage]
+    sizes: list[int]
+    complete: bool
+
+    @property
+    def tokens(self) -> int:
+        """The tokens of all the messages."""
+        return sum(self.sizes)
+
+
+class ArchiveReader:
+    """Reads archived messages newest first, caching records per memory key (see the module
+    docstring). Thread-safe."""
+
+    def __init__(self, archives: ArchiveStore, count: MessageCounter) -> None:
+        """Read from ``archives``; count messages of records stored without token counts with
+        ``count``."""
+        self._archives = archives
+        self._count = count
+        self._threads: OrderedDict[str, dict[str, _Entry]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.store_reads = 0
+        """How many records were read from the store (for tests and measurements)."""
+
+    def _entry(self, thread_id: str, archive_id: str) -> _Entry | None:
+        with self._lock:
+            cached = self._threads.get(thread_id, {}).get(archive_id)
+        if cached is not None:
+            return cached
+        records = self._archives.get_archives(thread_id, [archive_id])
+        self.store_reads += 1
+        if not records:
+            return None
+        entry = self._from_record(records[0])
+        with self._lock:
+            per = self._threads.setdefault(thread_id, {})
+            per[archive_id] = entry
+        return entry
+
+    def _from_record(self, record: ArchiveRecord) -> _Entry:
+        messages = tuple(record.messages)
+        sizes = record.message_tokens
+        if len(sizes) != len(messages):  # a record of an older version: count once
+            sizes = [max(0, self._count(m)) for m in messages]
+        return _Entry(messages, tuple(sizes))
+
+    def recent(
+        self,
+        thread_id: str,
+        archive_ids: Sequence[str],
+        room: int,
+        *,
+        hidden: frozenset[str] | set[str] = frozenset(),
+    ) -> RecentMessages:
+        """The messages of the newest archives of ``archive_ids`` whose tokens reach ``room``.
+
+        Archives are taken newest first until their (not hidden) messages add up to ``room``;
+        the archive that crosses it is included. Archives missing from the store are skipped.
+
+        Args:
+            thread_id: The memory key.
+            archive_ids: Archive ids, oldest first.
+            room: Tokens wanted (nothing is read when ``room <= 0``).
+            hidden: Message ids to leave out.
+
+        Returns:
+            The messages, oldest first.
+        """
+        chunks: list[_Entry] = []
+        total = 0
+        complete = True
+        used: set[str] = set()
+        for index in range(len(archive_ids) - 1, -1, -1):
+            if total >= room:
+                complete = False
+                break
+            archive_id = archive_ids[index]
+            entry = self._entry(thread_id, archive_id)
+            used.add(archive_id)
+            if entry is None:
+                continue
+            if hidden and any(m.id in hidden for m in entry.messages):
+                pairs = [(m, s) for m, s in zip(entry.messages, entry.sizes, strict=True)]
+                kept = [(m, s) for m, s in pairs if m.id not in hidden]
+                entry = _Entry(tuple(m for m, _ in kept), tuple(s for _, s in kept))
+            chunks.append(entry)
+            total += entry.tokens
+        self._touch(thread_id, used)
+        chunks.reverse()
+        return RecentMessages(
+            messages=[m for c in chunks for m in c.messages],
+            sizes=[s for c in chunks for s in c.sizes],
+            complete=complete,
+        )
+
+    def _touch(self, thread_id: str, used: set[str]) -> None:
+        """Mark the thread recently used; bound the cache (threads least recently used out)."""
+        with self._lock:
+            per = self._threads.get(thread_id)
+            if per is None:
+                return
+            self._threads.move_to_end(thread_id)
+            # Keep the records this call used plus a few others (another fork's, or the
+            # records a commit is about to move from pending to folded); drop the rest.
+            if len(per) > 2 * max(8, len(used)):
+                for archive_id in [a for a in per if a not in used]:
+                    del per[archive_id]
+            while len(self._threads) > MAX_THREADS:
+                self._threads.popitem(last=False)
+
+    def forget(self, thread_id: str) -> None:
+        """Drop the cached records of ``thread_id`` (its records were purged)."""
+        with self._lock:
+            self._threads.pop(thread_id, None)
