@@ -9,6 +9,7 @@ stream, fails at once beside another summariser, and leaves no message in the us
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Literal
@@ -38,6 +39,8 @@ from wm_langgraph.storage.archives import (
 )
 
 __all__ = ["MemoryScope", "Scoper", "check_name"]
+
+_MAX_CHECKED = 256  # memory keys whose last checked messages are remembered
 
 MemoryScope = Literal["graph", "thread"]
 """``"graph"``: one memory per thread, name and graph namespace (each subgraph agent has its
@@ -72,6 +75,7 @@ class Scoper:
         self._name = name
         self._scope: MemoryScope = scope
         self._adopted: set[str] = set()
+        self._checked: OrderedDict[str, list[Any]] = OrderedDict()
 
     def key(self, config: RunnableConfig | None) -> str:
         """The memory key a config addresses (see ``WorkingMemory.memory_key``)."""
@@ -164,12 +168,30 @@ class Scoper:
             engine.pop("callbacks", None)
         return engine
 
+    def _reject_foreign_summaries(self, key: str, messages: Any) -> None:
+        """:func:`reject_foreign_summaries` on the messages not checked by the key's previous
+        hook call: when that call's messages are the head of these (compared as a list: the
+        same objects compare at once), only the messages after them are looked at."""
+        if not isinstance(messages, list):
+            reject_foreign_summaries(messages)
+            return
+        before = self._checked.get(key)
+        n = len(before) if before is not None else 0
+        if before is not None and 0 < n <= len(messages) and messages[:n] == before:
+            reject_foreign_summaries(messages[n:])
+        else:
+            reject_foreign_summaries(messages)
+        self._checked[key] = list(messages)
+        self._checked.move_to_end(key)
+        while len(self._checked) > _MAX_CHECKED:
+            self._checked.popitem(last=False)
+
     def hooked(self, func: HookFn) -> HookFn:
         """``func`` as a hook: scoped, bound to the store, its output kept out of streams."""
 
         def hook(state: Mapping[str, Any], config: RunnableConfig | None) -> Any:
             if isinstance(state, Mapping):
-                reject_foreign_summaries(state.get("messages"))
+                self._reject_foreign_summaries(self.key(config), state.get("messages"))
             key = self.enter(config, state if isinstance(state, Mapping) else None)
             update = func(state, self.engine_config(key, config))
             quiet_node_output(update, (config or {}).get("callbacks"))

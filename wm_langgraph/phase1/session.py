@@ -43,6 +43,7 @@ from wm_langgraph.phase1.archiving import Phase1Result, archive_oldest
 from wm_langgraph.phase1.window import (
     MessageCounter,
     account_messages,
+    account_tail,
     conversation,
     ensure_message_ids,
     live_tokens,
@@ -58,6 +59,8 @@ __all__ = ["Session"]
 
 
 _MAX_THREADS = 10_000
+_MAX_ACCOUNTED = 256  # memory keys whose latest accountings are kept
+_ACCOUNTINGS_PER_KEY = 4
 
 
 def graph_meta(config: RunnableConfig | None) -> Mapping[str, Any] | None:
@@ -220,6 +223,15 @@ def _in_subgraph(config: RunnableConfig | None) -> bool:
     return NS_SEP in str(configurable.get("checkpoint_ns") or "")
 
 
+def _copy_meta(meta: WorkingMemoryMeta) -> WorkingMemoryMeta:
+    """A copy that shares no list with ``meta``."""
+    return {
+        **meta,
+        "window": [list(entry) for entry in meta["window"]],
+        "archives": list(meta["archives"]),
+    }
+
+
 @dataclass
 class _Turn:
     thread_id: str
@@ -253,6 +265,10 @@ class Session:
         self._count = count
         self._touched: set[str] = set()
         self._lock = threading.Lock()
+        # The latest accounting per memory key: the messages and the meta it produced.
+        self._accounted: OrderedDict[str, list[tuple[list[BaseMessage], WorkingMemoryMeta]]] = (
+            OrderedDict()
+        )
 
     # -- reading state -----------------------------------------------------------------------
     @staticmethod
@@ -379,7 +395,10 @@ class Session:
         everything = not in_state and _in_subgraph(config)
         resent = self.resent_ids(thread_id, messages, meta, everything=everything)
         removals += sorted(resent - set(removals))
-        requests = [str(m.id) for m in messages if isinstance(m, RemoveMessage)]
+        # Removal requests are appended after the messages accounted last (the hooks take
+        # them out every time), so only the new messages are looked at.
+        fresh = new_messages_start(meta, messages) or 0
+        requests = [str(m.id) for m in messages[fresh:] if isinstance(m, RemoveMessage)]
         if requests:  # RemoveMessage of ids that are not live (archive_aware_add_messages)
             hidden = self._archives.archived_among(thread_id, requests, meta["archives"])
             if hidden:
@@ -388,8 +407,45 @@ class Session:
         if removals:
             gone = set(removals)
             messages = [m for m in messages if m.id not in gone]
-        meta = account_messages(meta, messages, self._count)
+        meta = self._account(thread_id, meta, messages)
         return _Turn(thread_id, messages, assigned, meta, in_state, removals)
+
+    def _account(
+        self, thread_id: str, meta: WorkingMemoryMeta, messages: list[BaseMessage]
+    ) -> WorkingMemoryMeta:
+        """:func:`account_messages`, counting only the new messages when the meta and the
+        messages before them are exactly those of the thread's previous accounting.
+
+        The previous accounting's messages are compared as a list (``==``: the very same
+        objects, as within a run, compare at once; equal copies, as after a checkpoint is
+        read again, compare field by field). Any difference (an edit, a removal, a fork, a
+        commit) falls back to the full accounting, so the result is always exact.
+        """
+        with self._lock:
+            previous = list(self._accounted.get(thread_id) or ())
+        result: WorkingMemoryMeta | None = None
+        for before, before_meta in reversed(previous):
+            n = len(before)
+            if 0 < n <= len(messages) and meta == before_meta and messages[:n] == before:
+                result = account_tail(meta, messages, n, self._count)
+                break
+        if result is None:
+            result = account_messages(meta, messages, self._count)
+        self._remember_accounting(thread_id, messages, result)
+        return result
+
+    def _remember_accounting(
+        self, thread_id: str, messages: Sequence[BaseMessage], meta: WorkingMemoryMeta
+    ) -> None:
+        """Keep the accounting (a few per memory key: a run resumed from an earlier checkpoint
+        starts from an older one)."""
+        entry = (list(messages), _copy_meta(meta))
+        with self._lock:
+            kept = [e for e in self._accounted.get(thread_id) or [] if e[1] != entry[1]]
+            self._accounted[thread_id] = [*kept[-(_ACCOUNTINGS_PER_KEY - 1) :], entry]
+            self._accounted.move_to_end(thread_id)
+            while len(self._accounted) > _MAX_ACCOUNTED:
+                self._accounted.popitem(last=False)
 
     def resent_ids(
         self,
@@ -504,6 +560,8 @@ class Session:
             window_keep=self._config.commit_keep_recent_count,
             count=self._count,
         )
+        if result is not None:  # the next turn starts from what stays live
+            self._remember_accounting(turn.thread_id, result.remaining, result.meta)
         scheduled = result is not None or wait
         update = self._finish(turn, result, config, resume=not scheduled)
         if scheduled:

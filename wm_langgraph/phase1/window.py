@@ -34,6 +34,7 @@ from wm_langgraph.state import (
 __all__ = [
     "MessageCounter",
     "account_messages",
+    "account_tail",
     "conversation",
     "ensure_message_ids",
     "is_system_prompt",
@@ -155,6 +156,35 @@ def account_messages(
     the live messages is the one assemble makes before every model call anyway.
     """
     return rebuild_meta(messages, meta["keep_recent_count"], count, archives=meta["archives"])
+
+
+def account_tail(
+    meta: WorkingMemoryMeta, messages: Sequence[BaseMessage], start: int, count: MessageCounter
+) -> WorkingMemoryMeta:
+    """:func:`account_messages` of ``messages`` when ``meta`` is the exact accounting of
+    ``messages[:start]`` (``start >= 1``): only the messages from ``start`` on are counted.
+
+    The recent window moves over the new messages; the window entries it leaves behind are
+    added to ``pending_tokens``. The result equals a rebuild of the whole list.
+    """
+    if start < 1:
+        raise ValueError("account_tail needs an accounted prefix (start >= 1)")
+    keep = meta["keep_recent_count"]
+    entries = [list(e) for e in meta["window"]]
+    entries += [
+        [str(m.id), max(0, count(m))] for m in messages[start:] if not isinstance(m, RemoveMessage)
+    ]
+    split = max(0, len(entries) - keep)
+    last = messages[-1]
+    return {
+        "v": META_VERSION,
+        "pending_tokens": meta["pending_tokens"] + sum(int(e[1]) for e in entries[:split]),
+        "keep_recent_count": keep,
+        "window": entries[split:],
+        "last_counted_id": str(last.id) if last.id else None,
+        "last_counted_index": len(messages) - 1,
+        "archives": list(meta["archives"]),
+    }
 
 
 def live_tokens(meta: WorkingMemoryMeta) -> int:
