@@ -317,3 +317,22 @@ def test_the_input_never_exceeds_usable_and_the_fill_is_whole_turns(case: dict[s
             if isinstance(message, HumanMessage):
                 trimmed = set(candidate)
         assert trimmed <= shown
+
+
+@pytest.mark.parametrize("kind", PATHS)
+def test_the_fill_on_the_async_paths(kind: str) -> None:
+    import asyncio
+
+    driver = make(kind, CONFIG, tool_every=4)
+    cfg: dict[str, Any] = {"configurable": {"thread_id": f"fill-async-{kind}"}}
+
+    async def play() -> None:
+        for i in range(1, 26):
+            await driver.graph.ainvoke({"messages": [_msg(i)]}, cfg)
+
+    asyncio.run(play())
+    assert any(a.status == "done" for a in driver.wm.list_archives(cfg))
+    prompt = driver.prompts()[-1]
+    assert _fill_of(prompt)
+    assert driver.wm.count_tokens(prompt) <= USABLE
+    _check_shape(prompt)
