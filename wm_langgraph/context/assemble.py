@@ -207,7 +207,8 @@ class AssembledContext:
     Attributes:
         system_message: The leading system message, or ``None`` when there is none.
         messages: The non-system messages in order: the ``[Session History Summary]`` message
-            (when a WM exists and fits), pending-archive messages, live messages.
+            (when a WM exists and fits), the verbatim fill (its marker and folded messages, when
+            any fit), pending-archive messages, live messages.
         tokens: Total of all returned messages (system message included) by the counter.
         dropped: How many pending/live messages were left out (folded system messages are
             not counted; they are merged into ``system_message``; older system notes are).
