@@ -1,4 +1,5 @@
-"""Every Python snippet of README.md runs as written, offline, and passes ``mypy --strict``.
+"""Every Python snippet of README.md (and docs/guide.md) runs as written, offline, prints what
+it documents, and passes ``mypy --strict``.
 
 A line ending in ``# offline: <code>`` (the README's one-line swap for ``ChatOpenAI``) is
 replaced by ``<code>`` before running; mypy checks the snippets exactly as written. Each snippet
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+GUIDE = README.parent / "docs" / "guide.md"
 PYPROJECT = README.parent / "pyproject.toml"
 OFFLINE = re.compile(r"^(?P<indent>\s*)(?P<code>.*?)\s*# offline: (?P<swap>.+)$")
 
@@ -38,11 +40,13 @@ a snippet importing one is type-checked and run only where the extra is installe
 
 
 def _snippets() -> list[tuple[str, str]]:
-    text = README.read_text(encoding="utf-8")
     found = []
-    for match in re.finditer(r"```python\n(.*?)```", text, re.S):
-        line = text.count("\n", 0, match.start()) + 1
-        found.append((f"README.md:{line}", match.group(1)))
+    for path in (README, GUIDE):
+        text = path.read_text(encoding="utf-8")
+        name = path.relative_to(README.parent).as_posix()
+        for match in re.finditer(r"```python\n(.*?)```", text, re.S):
+            line = text.count("\n", 0, match.start()) + 1
+            found.append((f"{name}:{line}", match.group(1)))
     return found
 
 
@@ -135,6 +139,44 @@ def test_each_snippet_imports_only_what_the_readme_install_provides_or_names_its
             )
 
 
+PRINTS: dict[str, tuple[list[str], list[str]]] = {
+    # a string only that snippet contains: (patterns its output must match, texts it must not hold)
+    '"project-42"': (
+        [r"^## Key Facts & Decisions\n- User: Note 1: the build server", r"^\['archive_001'"],
+        [],
+    ),
+    '"thread_id": "demo"': (
+        [r"- User: Note 1: server build-1\.example\.com", r"\('archive_001', 'done', \d+\)"],
+        [],
+    ),
+    '"persistent"': (
+        [
+            r"^first process \['archive_001'",
+            r"^second process \['archive_001', 'archive_002'",
+            r"^1\d notes in the WM$",
+        ],
+        [],
+    ),
+    '"async-1"': (
+        [r"^## Session Title\nNote 1 deploy window is 1 PM", r"^\['archive_001', 'archive_002'"],
+        [],
+    ),
+    '"thread_id": "ui"': (
+        [
+            r"^wm_commit_start \['archive_001'\]\nwm_commit_end \['archive_001'\]$",
+            r"^2 live messages$",
+            r"^8 messages in the whole conversation$",
+            r"^note 1: the release train leaves at 1 PM$",
+        ],
+        [],
+    ),
+    '("fraction", 0.8)': ([r"^102400$"], []),
+    '"pr-17"': ([r"^Coder note 1$"], ["eviewer"]),
+}
+"""What each printing snippet shows when run offline: a snippet that prints ``""`` or ``[]``
+documents nothing."""
+
+
 def _offline(code: str) -> str:
     lines = []
     for line in code.splitlines():
@@ -169,7 +211,17 @@ def test_snippet_runs_offline_as_written(where, code, tmp_path, monkeypatch, cap
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # create_react_agent is deprecated
         exec(compile(_offline(code), where, "exec"), namespace)
-    capsys.readouterr()
+    out = capsys.readouterr().out
+    expected = [value for key, value in PRINTS.items() if key in code]
+    if "print(" not in code:
+        assert not expected, f"{where}: expected output, but the snippet prints nothing"
+        return
+    assert len(expected) == 1, f"{where}: add what the snippet prints to PRINTS"
+    patterns, absent = expected[0]
+    for pattern in patterns:
+        assert re.search(pattern, out, re.M), f"{where}: {pattern!r} not in its output:\n{out}"
+    for text in absent:
+        assert text not in out, f"{where}: {text!r} in its output:\n{out}"
 
 
 def _mypy_snippets() -> list[tuple[str, list[int]]]:
