@@ -15,6 +15,8 @@ import sqlite3
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.messages import HumanMessage, RemoveMessage
@@ -343,3 +345,65 @@ def test_a_persistent_checkpointer_without_a_store_still_raises(tmp_path):
             _say(agent, thread_config("nostore-sqlite"), "hello")
     finally:
         connection.close()
+
+
+# -- properties -------------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(budget=st.integers(256, 10_000_000))
+def test_property_the_defaults_fit_every_budget_and_an_explicit_overlarge_layer_never_does(budget):
+    config = WorkingMemoryConfig(token_budget=budget)
+    usable = budget - min(budget, max((15 * budget + 99) // 100, 20_000 if budget >= 40_000 else 0))
+    assert config.tokens == budget
+    with pytest.raises(ValueError, match="archive_memory_tokens"):
+        WorkingMemoryConfig(token_budget=budget, archive_memory_tokens=usable + 1)
+    if budget >= 40_000:
+        with pytest.raises(ValueError, match="reserve_tokens"):
+            WorkingMemoryConfig(token_budget=budget, reserve_tokens=budget)
+
+
+@settings(max_examples=100, deadline=None)
+@given(window=st.integers(1_000, 2_000_000), fraction=st.floats(0.01, 1.0))
+def test_property_a_fraction_resolves_to_that_share_of_the_window(window, fraction):
+    config = WorkingMemoryConfig(token_budget=("fraction", fraction))
+    resolved = config.for_model(_profiled(window))  # the defaults fit any resolved budget
+    assert resolved.tokens == max(256, int(window * fraction))
+    assert resolved.replace(token_budget=resolved.tokens) == resolved
+
+
+@pytest.mark.slow
+@settings(max_examples=12, deadline=None)
+@given(
+    turns=st.integers(1, 9),
+    keep=st.integers(0, 4),
+    page=st.integers(1, 7),
+    removed=st.integers(0, 3),
+)
+def test_property_the_transcript_is_every_message_sent_minus_the_removed_in_order(
+    turns, keep, page, removed
+):
+    settings_ = EVERY_TURN.replace(commit_keep_recent_count=keep)
+    mw = WorkingMemoryMiddleware(wm_model(), config=settings_)
+    agent = _agent(mw, state_schema=WorkingMemoryAgentState)
+    config = thread_config(f"prop-{turns}-{keep}-{page}-{removed}")
+    notes = [f"note FACT-{n}" for n in range(1, turns + 1)]
+    _say(agent, config, *notes)
+    gone = [m for r in mw.memory.list_archives(config) for m in r.messages][:removed]
+    if gone:
+        agent.update_state(config, {"messages": [RemoveMessage(id=str(m.id)) for m in gone]})
+        _say(agent, config, "note FACT-last")
+        notes.append("note FACT-last")
+    whole = mw.memory.transcript(config)
+    users = [m.text for m in whole.messages if isinstance(m, HumanMessage)]
+    gone_texts = {m.text for m in gone if isinstance(m, HumanMessage)}
+    assert users == [n for n in notes if n not in gone_texts]
+    assert not {m.id for m in gone} & {m.id for m in whole.messages}
+    paged, offset = [], 0
+    while True:
+        part = mw.memory.transcript(config, offset=offset, limit=page)
+        paged.extend(part.messages)
+        if part.next_offset is None:
+            break
+        offset = part.next_offset
+    assert [m.id for m in paged] == [m.id for m in whole.messages]
