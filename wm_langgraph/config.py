@@ -222,11 +222,17 @@ class WorkingMemoryConfig:
         reserve = self.reserve_tokens
         explicit_reserve = reserve != DEFAULT_RESERVE_TOKENS
         if reserve >= budget and (budget >= RESERVE_FROM or explicit_reserve):
+            below = (
+                f" (below {_fmt(RESERVE_FROM)} the reserve is 15% and reserve_tokens is not used:"
+                " leave it out)"
+                if budget < RESERVE_FROM
+                else ""
+            )
             raise ValueError(
                 f"reserve_tokens={_fmt(reserve)} leaves nothing of token_budget="
                 f"{_fmt(budget)}{source} for the prompt: the reply reserve must be smaller than "
                 f"the budget. Lower reserve_tokens (e.g. {_fmt(budget // 5)}, 20%) or raise "
-                "token_budget to the model's real context window"
+                f"token_budget to the model's real context window{below}"
             )
         fifteen_percent = (15 * budget + 99) // 100  # as assemble computes it (behaviour §7.4)
         reserved = min(budget, max(fifteen_percent, reserve if budget >= RESERVE_FROM else 0))

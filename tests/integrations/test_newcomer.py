@@ -407,3 +407,54 @@ def test_property_the_transcript_is_every_message_sent_minus_the_removed_in_orde
             break
         offset = part.next_offset
     assert [m.id for m in paged] == [m.id for m in whole.messages]
+
+
+def test_a_state_graph_and_a_react_agent_get_the_store_events_and_transcript_too():
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import END, START, StateGraph
+
+    from wm_langgraph import WorkingMemoryState
+
+    memory = WorkingMemory(wm_model(), config=EVERY_TURN)
+
+    def model_node(state: WorkingMemoryState) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"ok {len(state['llm_input_messages'])}")]}
+
+    builder = StateGraph(WorkingMemoryState)
+    builder.add_node("assemble", memory.assemble)
+    builder.add_node("model", model_node)
+    builder.add_node("after_turn", memory.after_turn)
+    builder.add_edge(START, "assemble")
+    builder.add_edge("assemble", "model")
+    builder.add_edge("model", "after_turn")
+    builder.add_edge("after_turn", END)
+    graph = builder.compile(checkpointer=InMemorySaver())  # no store: an in-process one
+    config = thread_config("graph-path")
+    events: list[Any] = []
+    for n in range(1, 5):
+        message = {"messages": [HumanMessage(f"note FACT-{n}")]}
+        events.extend(graph.stream(message, config, stream_mode="custom"))
+    assert [e["type"] for e in events][:2] == ["wm_commit_start", "wm_commit_end"]
+    page = memory.transcript(config)
+    assert [m.text for m in page.messages if isinstance(m, HumanMessage)] == [
+        f"note FACT-{n}" for n in range(1, 5)
+    ]
+
+    react_memory = WorkingMemory(wm_model(), config=EVERY_TURN)
+    react = create_react_agent(
+        agent_model(),
+        [lookup],
+        pre_model_hook=react_memory.pre_model_hook,
+        post_model_hook=react_memory.post_model_hook,
+        state_schema=WorkingMemoryReactState,
+        checkpointer=InMemorySaver(),
+        version="v2",
+    )
+    config = thread_config("react-path")
+    events = []
+    for n in range(1, 5):
+        message = {"messages": [HumanMessage(f"note FACT-{n}")]}
+        events.extend(react.stream(message, config, stream_mode="custom"))
+    assert "wm_commit_start" in [e["type"] for e in events]
+    texts = [m.text for m in react_memory.transcript(config).messages]
+    assert [t for t in texts if t.startswith("note")] == [f"note FACT-{n}" for n in range(1, 5)]
