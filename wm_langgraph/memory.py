@@ -196,7 +196,6 @@ class WorkingMemory:
         self._model: BaseChatModel | None = model
         self._model_given = model is not None
         self._agent_model_checked = False
-        self._agent_model: object = None
         self._model_lock = threading.Lock()
         self._archives = ArchiveStore(store)
         self._checkpointer = checkpointer
@@ -259,7 +258,6 @@ class WorkingMemory:
             ValueError: The budget is a fraction and the model's profile has no
                 ``max_input_tokens``, or the resolved budget collides with another setting.
         """
-        self._agent_model = agent_model
         if self.config.budget_fraction is not None:
             self.config = self.config.for_model(agent_model)
             self._build_engine()
