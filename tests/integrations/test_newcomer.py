@@ -142,6 +142,7 @@ def test_hooks_resolve_a_fraction_from_agent_model_and_refuse_to_run_without_it(
 # -- the writer -------------------------------------------------------------------------------
 
 
+@pytest.mark.filterwarnings("ignore:A test tried to use socket")  # ChatOpenAI probes options
 def test_a_provider_model_string_builds_the_writer(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
     from langchain_openai import ChatOpenAI
@@ -188,6 +189,7 @@ class _AnthropicAgent(ScriptedChatModel):
         return {**super()._get_ls_params(stop=stop, **kwargs), "ls_provider": "anthropic"}
 
 
+@pytest.mark.filterwarnings("ignore:A test tried to use socket")  # ChatOpenAI probes options
 def test_a_default_writer_from_another_provider_than_the_agents_is_said_once(caplog, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
     caplog.set_level(logging.INFO, logger="wm_langgraph")
