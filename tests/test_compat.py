@@ -174,3 +174,30 @@ def test_langgraph_async_sqlite_store_cursor(tmp_path):
 @pytest.mark.parametrize("name", _compat.__all__)
 def test_every_compat_name_resolves(name):
     assert getattr(_compat, name) is not None
+
+
+def test_langchain_create_agent_reads_middleware_tools_with_model_and_middleware_locals():
+    """``create_agent`` reads ``m.tools`` after ``init_chat_model``, with its arguments in the
+    locals ``model`` and ``middleware``: what :func:`_compat.building_agent` finds."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import AgentMiddleware
+
+    from wm_langgraph.testing import ScriptedChatModel
+
+    seen: list[Any] = []
+
+    class Probe(AgentMiddleware[Any, Any, Any]):
+        @property  # type: ignore[override]
+        def tools(self) -> list[Any]:
+            seen.append(_compat.building_agent())
+            return []
+
+    model = ScriptedChatModel(replies=["ok"])
+    probe = Probe()
+    create_agent(model, [], middleware=[probe])
+    assert seen, "create_agent no longer reads middleware.tools"
+    assert seen[0] is not None, "create_agent's frame was not found"
+    found_model, middleware = seen[0]
+    assert found_model is model
+    assert middleware == (probe,)
+    assert _compat.building_agent() is None  # outside create_agent

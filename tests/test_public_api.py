@@ -150,7 +150,7 @@ def test_the_repository_uses_no_moved_name() -> None:
     imports = re.compile(r"from wm_langgraph import (\([^)]*\)|[^\n]*)")
     attribute = re.compile(rf"\bwm_langgraph\.({names})\b")
     word = re.compile(rf"\b({names})\b")
-    paths = [root / "README.md"]
+    paths = [root / "README.md", root / "docs" / "guide.md"]
     for folder in ("tests", "bench", "examples", "scripts", "notebooks"):
         paths += [p for p in (root / folder).rglob("*") if p.suffix in {".py", ".ipynb", ".md"}]
     found = []

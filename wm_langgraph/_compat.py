@@ -14,11 +14,14 @@ longer has it. Nothing else in the package touches a private name of those libra
 - LangGraph's messages-stream handler's ``seen`` set: :func:`stream_seen_ids`.
 - ``AsyncBatchedBaseStore._loop``: :func:`store_event_loop`.
 - ``AsyncSqliteStore._cursor``: :func:`immediate_async_sqlite_store`.
+- ``create_agent``'s local variables ``model`` and ``middleware`` while it reads each
+  middleware's ``tools``: :func:`building_agent`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -34,6 +37,7 @@ except ImportError:  # pragma: no cover - a langchain-core without it
 __all__ = [
     "NS_END",
     "NS_SEP",
+    "building_agent",
     "immediate_async_sqlite_store",
     "in_graph_run",
     "is_streaming_handler",
@@ -175,3 +179,34 @@ def immediate_async_sqlite_store() -> type[AsyncSqliteStore]:
     _ImmediateAsyncSqliteStore.__name__ = "AsyncSqliteStore"
     _ImmediateAsyncSqliteStore.__qualname__ = "AsyncSqliteStore"
     return _ImmediateAsyncSqliteStore
+
+
+_CREATE_AGENT_MODULE = "langchain.agents.factory"
+
+
+def building_agent(max_depth: int = 8) -> tuple[object, tuple[object, ...]] | None:
+    """The agent model and middleware list of the ``create_agent`` call that is reading a
+    middleware's ``tools`` right now, or None when the caller is not ``create_agent``.
+
+    Relies on ``langchain.agents.factory.create_agent`` reading ``m.tools`` of every middleware
+    after it has turned a model string into a chat model, with its arguments in the locals
+    ``model`` and ``middleware``. Without that (a future release), this returns None and the
+    memory falls back to its checks at run time (the conflicting summary is refused when it
+    appears; a fractional budget is refused with a message saying to pass ``agent_model=``).
+    """
+    frame = sys._getframe(1)
+    for _ in range(max_depth):
+        frame_or_none = frame.f_back
+        if frame_or_none is None:
+            return None
+        frame = frame_or_none
+        code = frame.f_code
+        if code.co_name == "create_agent" and frame.f_globals.get("__name__") == (
+            _CREATE_AGENT_MODULE
+        ):
+            local = frame.f_locals
+            middleware = local.get("middleware")
+            if not isinstance(middleware, list | tuple):
+                return None
+            return local.get("model"), tuple(middleware)
+    return None

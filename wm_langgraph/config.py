@@ -3,14 +3,33 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import Literal
 
 __all__ = [
+    "DEFAULT_ARCHIVE_MEMORY_TOKENS",
     "DEFAULT_MODEL_TIMEOUT_SECONDS",
+    "DEFAULT_RESERVE_TOKENS",
     "DEFAULT_WRITER_MAX_TOKENS",
     "MAX_KEEP_RECENT_COUNT",
+    "BudgetFraction",
     "WorkingMemoryConfig",
+    "model_input_window",
 ]
+
+BudgetFraction = tuple[Literal["fraction"], float]
+"""``token_budget=("fraction", 0.8)``: that share of the agent model's input window (its
+``profile["max_input_tokens"]``), LangChain's ``SummarizationMiddleware`` convention."""
+
+DEFAULT_ARCHIVE_MEMORY_TOKENS = 8_000
+"""Default cap of the Working Memory layer; scales down with small budgets (15% of usable)."""
+
+DEFAULT_RESERVE_TOKENS = 20_000
+"""Default reply reserve of budgets of 40,000 tokens and more."""
+
+RESERVE_FROM = 40_000
+"""``reserve_tokens`` applies from this budget on (below it the reserve is 15%)."""
 
 MAX_KEEP_RECENT_COUNT = 10_000
 """Upper bound of ``keep_recent_count`` (behaviour §6.1)."""
@@ -40,6 +59,24 @@ def _check_float(name: str, value: object, low: float, high: float) -> None:
         raise ValueError(f"{name} must be between {low} and {high}, got {value}")
 
 
+def model_input_window(model: object) -> int | None:
+    """A chat model's input window from its ``profile`` (``max_input_tokens``), else None."""
+    try:
+        profile = getattr(model, "profile", None)
+    except Exception:  # a profile property that fails to load its data
+        return None
+    if not isinstance(profile, Mapping):
+        return None
+    window = profile.get("max_input_tokens")
+    if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+        return None
+    return window
+
+
+def _fmt(n: float) -> str:
+    return f"{n:,}"
+
+
 def _check_bool(name: str, value: object) -> None:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
@@ -50,7 +87,10 @@ class WorkingMemoryConfig:
     """Settings of a :class:`~wm_langgraph.WorkingMemory`. Keyword-only, validated at once.
 
     Attributes:
-        token_budget: The model's context window in tokens (the assemble budget).
+        token_budget: The model's context window in tokens (the assemble budget), or
+            ``("fraction", f)`` (0 < f <= 1): that share of the agent model's input window
+            (``profile["max_input_tokens"]``), resolved when the memory meets the agent's model
+            (``create_agent`` with the middleware, or ``WorkingMemory(agent_model=...)``).
         commit_token_threshold_ratio: Commit when the tokens outside the recent window reach
             ``token_budget * ratio``; 0 commits every turn.
         commit_keep_recent_count: Messages kept live by an automatic commit (0..10,000).
@@ -103,11 +143,11 @@ class WorkingMemoryConfig:
             empty (smaller, cheaper model calls).
     """
 
-    token_budget: int = 128_000
+    token_budget: int | BudgetFraction = 128_000
     commit_token_threshold_ratio: float = 0.5
     commit_keep_recent_count: int = 10
-    archive_memory_tokens: int = 8_000
-    reserve_tokens: int = 20_000
+    archive_memory_tokens: int = DEFAULT_ARCHIVE_MEMORY_TOKENS
+    reserve_tokens: int = DEFAULT_RESERVE_TOKENS
     background: bool = True
     max_consecutive_failures: int = 3
     failure_cooldown_seconds: float = 300.0
@@ -125,7 +165,22 @@ class WorkingMemoryConfig:
     verbatim_fill: bool = True
 
     def __post_init__(self) -> None:
-        _check_int("token_budget", self.token_budget, 256, 100_000_000)
+        budget = self.token_budget
+        if isinstance(budget, tuple):
+            if (
+                len(budget) != 2
+                or budget[0] != "fraction"
+                or isinstance(budget[1], bool)
+                or not isinstance(budget[1], int | float)
+                or math.isnan(budget[1])
+                or not 0 < budget[1] <= 1
+            ):
+                raise ValueError(
+                    "token_budget as a fraction is ('fraction', f) with 0 < f <= 1 (a share of "
+                    f"the agent model's input window), got {budget!r}"
+                )
+        else:
+            _check_int("token_budget", budget, 256, 100_000_000)
         _check_float("commit_token_threshold_ratio", self.commit_token_threshold_ratio, 0.0, 1.0)
         _check_int(
             "commit_keep_recent_count", self.commit_keep_recent_count, 0, MAX_KEEP_RECENT_COUNT
@@ -160,11 +215,108 @@ class WorkingMemoryConfig:
             )
         if ns[0] == "langgraph":
             raise ValueError("long_term_namespace must not start with 'langgraph' (reserved)")
+        if isinstance(self.token_budget, int):
+            self._check_budgets(self.token_budget, "")
+
+    def _check_budgets(self, budget: int, source: str) -> None:
+        """Refuse budgets that leave the model (almost) nothing: a reply reserve of the whole
+        window, or a Working Memory layer set larger than what is left for the prompt.
+
+        Raises:
+            ValueError: Saying which settings collide and how to fix the call.
+        """
+        reserve = self.reserve_tokens
+        explicit_reserve = reserve != DEFAULT_RESERVE_TOKENS
+        if reserve >= budget and (budget >= RESERVE_FROM or explicit_reserve):
+            below = (
+                f" (below {_fmt(RESERVE_FROM)} the reserve is 15% and reserve_tokens is not used:"
+                " leave it out)"
+                if budget < RESERVE_FROM
+                else ""
+            )
+            raise ValueError(
+                f"reserve_tokens={_fmt(reserve)} leaves nothing of token_budget="
+                f"{_fmt(budget)}{source} for the prompt: the reply reserve must be smaller than "
+                f"the budget. Lower reserve_tokens (e.g. {_fmt(budget // 5)}, 20%) or raise "
+                f"token_budget to the model's real context window{below}"
+            )
+        fifteen_percent = (15 * budget + 99) // 100  # as assemble computes it (behaviour §7.4)
+        reserved = min(budget, max(fifteen_percent, reserve if budget >= RESERVE_FROM else 0))
+        usable = budget - reserved
+        layer = self.archive_memory_tokens
+        if layer > usable and layer != DEFAULT_ARCHIVE_MEMORY_TOKENS:
+            raise ValueError(
+                f"archive_memory_tokens={_fmt(layer)} is larger than the prompt's usable budget "
+                f"({_fmt(usable)} = token_budget {_fmt(budget)}{source} minus the reply reserve "
+                f"{_fmt(reserved)}): lower archive_memory_tokens to at most {_fmt(usable)} "
+                f"(e.g. {_fmt(usable * 15 // 100)}, 15%) or raise token_budget"
+            )
+
+    @property
+    def budget_fraction(self) -> float | None:
+        """The fraction of the agent model's input window ``token_budget`` asks for, or None
+        when it is a number of tokens."""
+        budget = self.token_budget
+        return float(budget[1]) if isinstance(budget, tuple) else None
+
+    def for_model(self, model: object) -> WorkingMemoryConfig:
+        """This config with a fractional ``token_budget`` resolved against ``model``'s input
+        window (``profile["max_input_tokens"]``, or an int window); unchanged when the budget
+        is already a number of tokens.
+
+        Raises:
+            ValueError: The model has no profile with ``max_input_tokens``, or the resolved
+                budget collides with ``reserve_tokens`` / ``archive_memory_tokens``.
+        """
+        fraction = self.budget_fraction
+        if fraction is None:
+            return self
+        if isinstance(model, int) and not isinstance(model, bool):
+            window: int | None = model
+        else:
+            window = model_input_window(model)
+        if window is None:
+            raise ValueError(
+                f"token_budget=('fraction', {fraction}) needs the agent model's input window, "
+                f"and {type(model).__name__} has no profile['max_input_tokens']: give "
+                "token_budget as a number of tokens, or build the model with "
+                "profile={'max_input_tokens': ...}"
+            )
+        budget = max(256, int(window * fraction))
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["token_budget"] = budget
+        try:
+            return WorkingMemoryConfig(**values)
+        except ValueError as exc:
+            raise ValueError(
+                f"{exc} (token_budget=('fraction', {fraction}) of the model's "
+                f"{_fmt(window)}-token input window is {_fmt(budget)})"
+            ) from None
 
     @property
     def commit_threshold_tokens(self) -> float:
-        """``token_budget * commit_token_threshold_ratio``."""
-        return self.token_budget * self.commit_token_threshold_ratio
+        """``token_budget * commit_token_threshold_ratio``.
+
+        Raises:
+            ValueError: The budget is a fraction not resolved yet (see :meth:`for_model`).
+        """
+        return self.tokens * self.commit_token_threshold_ratio
+
+    @property
+    def tokens(self) -> int:
+        """``token_budget`` as a number of tokens.
+
+        Raises:
+            ValueError: The budget is a fraction not resolved yet (see :meth:`for_model`).
+        """
+        budget = self.token_budget
+        if isinstance(budget, tuple):
+            raise ValueError(
+                f"token_budget={budget!r} is not resolved: the memory resolves it against the "
+                "agent model (create_agent with WorkingMemoryMiddleware, or "
+                "WorkingMemory(agent_model=...)); config.for_model(model) does it by hand"
+            )
+        return budget
 
     def replace(self, **changes: object) -> WorkingMemoryConfig:
         """A copy with some fields changed (validated again; unknown names raise TypeError)."""

@@ -17,8 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -60,7 +60,10 @@ from wm_langgraph.storage.longterm import search_facts, write_after_commit
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
-__all__ = ["MemoryScope", "WorkingMemory"]
+__all__ = ["MemoryScope", "TranscriptPage", "WorkingMemory"]
+
+
+_Hook = Callable[[Mapping[str, Any], RunnableConfig | None], Any]
 
 
 def _removal_requests(state: Mapping[str, Any] | None) -> set[str]:
@@ -90,6 +93,23 @@ def _check_prompt(name: str, template: object, **values: str) -> str | None:
     return template
 
 
+@dataclass(frozen=True, slots=True)
+class TranscriptPage:
+    """One page of :meth:`WorkingMemory.transcript`.
+
+    Attributes:
+        messages: The page's messages, oldest first.
+        offset: Index of the page's first message in the whole conversation.
+        total: Messages in the whole conversation.
+        next_offset: ``offset`` of the next page, None after the last one.
+    """
+
+    messages: list[BaseMessage]
+    offset: int
+    total: int
+    next_offset: int | None
+
+
 class WorkingMemory:
     """Structured, loss-guarded Working Memory for one LangGraph agent (many threads).
 
@@ -102,7 +122,7 @@ class WorkingMemory:
 
     def __init__(
         self,
-        model: BaseChatModel | None = None,
+        model: BaseChatModel | str | None = None,
         *,
         config: WorkingMemoryConfig | None = None,
         store: BaseStore | None = None,
@@ -113,13 +133,18 @@ class WorkingMemory:
         name: str | None = None,
         scope: MemoryScope = "graph",
         checkpointer: BaseCheckpointSaver[Any] | None = None,
+        agent_model: BaseChatModel | None = None,
     ) -> None:
         """Create the engine.
 
         Args:
             model: The chat model that writes the WM (create: plain completion; update: the
-                ``update_working_memory`` tool forced). None resolves a default on first use
-                (ChatOpenAI when ``OPENAI_API_KEY`` is set, else the offline model).
+                ``update_working_memory`` tool forced), or a ``"provider:model"`` string for
+                ``init_chat_model`` (``"openai:gpt-4.1-mini"``, ``"anthropic:claude-…"``).
+                None resolves a default on first use (ChatOpenAI when ``OPENAI_API_KEY`` or
+                ``OPENAI_BASE_URL`` is set, else the heuristic offline writer); a fallback is
+                logged once at WARNING (the offline writer, or a provider the agent's model
+                does not use).
             config: Settings; defaults to ``WorkingMemoryConfig()``.
             store: BaseStore for archives and WM versions. None (default): the running graph's
                 store (``compile(store=...)``, ``create_agent(store=...)``, the platform's store
@@ -142,13 +167,21 @@ class WorkingMemory:
                 (``get_working_memory``, ``list_archives``, ``resume``) read the thread's
                 timeline from its checkpoint; the hooks tell the engine the checkpointer
                 anyway, this only matters in a process that reads before any hook ran.
+            agent_model: The agent's own chat model (optional): a ``token_budget`` given as
+                ``("fraction", f)`` is resolved against its ``profile["max_input_tokens"]``, and
+                a default writer from another provider is warned about. The middleware finds it
+                itself when ``create_agent`` builds the agent.
 
         Raises:
             TypeError: An argument of the wrong type.
-            ValueError: A prompt with missing or unknown placeholders.
+            ValueError: A prompt with missing or unknown placeholders, a model string
+                ``init_chat_model`` cannot build, or a fractional ``token_budget`` with an
+                ``agent_model`` that has no input window in its profile.
         """
-        if model is not None and not isinstance(model, BaseChatModel):
-            raise TypeError(f"model must be a LangChain chat model, got {type(model).__name__}")
+        if model is not None:
+            from wm_langgraph.writer.binding import writer_model
+
+            model = writer_model(model)
         if config is not None and not isinstance(config, WorkingMemoryConfig):
             raise TypeError(f"config must be a WorkingMemoryConfig, got {type(config).__name__}")
         if store is not None and not isinstance(store, BaseStore):
@@ -175,9 +208,20 @@ class WorkingMemory:
             "update_prompt", update_prompt, working_memory="", messages="", section_size_warnings=""
         )
         self._system_prompt = system_prompt
-        self._model = model
+        self._model: BaseChatModel | None = model
+        self._model_given = model is not None
+        self._agent_model_checked = False
         self._model_lock = threading.Lock()
         self._archives = ArchiveStore(store)
+        self._checkpointer = checkpointer
+        self._scope: MemoryScope = scope
+        self._build_engine()
+        if agent_model is not None:
+            self.use_agent_model(agent_model)
+
+    def _build_engine(self) -> None:
+        """The commit graph, runner, session, scoper and hooks for ``self.config`` (again when
+        a fractional budget is resolved, before anything ran: the runner starts lazily)."""
         self.commit_graph = build_commit_graph(
             CommitDeps(
                 get_model=self._get_model,
@@ -193,18 +237,51 @@ class WorkingMemory:
         # Archived messages for assemble (pending layer and verbatim fill), cached per thread.
         self._reader = ArchiveReader(self._archives, self._count_message)
         self._session = Session(
-            self._archives, self._runner, self.config, self._count_message, checkpointer
+            self._archives, self._runner, self.config, self._count_message, self._checkpointer
         )
-        self._scoper = Scoper(self._archives, self._session, name=self._name, scope=scope)
-        self.after_turn = NodeHook("wm_after_turn", self._scoper.hooked(self._session.after_turn))
-        self.compact = NodeHook("wm_compact", self._scoper.hooked(self._session.compact))
-        self.assemble = NodeHook("wm_assemble", self._scoper.hooked(self._assemble))
+        self._scoper = Scoper(self._archives, self._session, name=self._name, scope=self._scope)
+        hooked = self._scoper.hooked
+        self.after_turn = NodeHook("wm_after_turn", hooked(self._resolved(self._after_turn)))
+        self.compact = NodeHook("wm_compact", hooked(self._resolved(self._compact)))
+        self.assemble = NodeHook("wm_assemble", hooked(self._resolved(self._assemble)))
         self.pre_model_hook = NodeHook(
-            "wm_pre_model_hook", self._scoper.hooked(self._pre_model_hook)
+            "wm_pre_model_hook", hooked(self._resolved(self._pre_model_hook))
         )
         self.post_model_hook = NodeHook(
-            "wm_post_model_hook", self._scoper.hooked(self._post_model_hook)
+            "wm_post_model_hook", hooked(self._resolved(self._post_model_hook))
         )
+
+    def _resolved(self, hook: _Hook) -> _Hook:
+        """``hook``, refusing to run while ``token_budget`` is an unresolved fraction."""
+
+        def run(state: Mapping[str, Any], config: RunnableConfig | None) -> Any:
+            self.config.tokens  # noqa: B018 - raises ValueError saying how to resolve it
+            return hook(state, config)
+
+        return run
+
+    def _after_turn(self, state: Mapping[str, Any], config: RunnableConfig | None) -> Any:
+        return self._session.after_turn(state, config)
+
+    def _compact(self, state: Mapping[str, Any], config: RunnableConfig | None) -> Any:
+        return self._session.compact(state, config)
+
+    def use_agent_model(self, agent_model: object) -> None:
+        """Tell the memory the agent's own chat model: a fractional ``token_budget`` is
+        resolved against its input window (once, before the memory has run), and a default
+        writer from another provider is warned about at its first use.
+
+        Raises:
+            ValueError: The budget is a fraction and the model's profile has no
+                ``max_input_tokens``, or the resolved budget collides with another setting.
+        """
+        if self.config.budget_fraction is not None:
+            self.config = self.config.for_model(agent_model)
+            self._build_engine()
+            logger.info(
+                "wm_langgraph: token_budget resolved to %d tokens from the agent model's profile",
+                self.config.tokens,
+            )
 
     # -- store and scope ---------------------------------------------------------------------
     @property
@@ -243,11 +320,44 @@ class WorkingMemory:
                     from wm_langgraph.writer.binding import resolve_default_model
 
                     self._model = resolve_default_model()
-                    logger.info(
-                        "wm_langgraph: no model given; using %s for the Working Memory",
-                        type(self._model).__name__,
-                    )
+                    if type(self._model).__name__ == "OfflineWorkingMemoryModel":
+                        logger.warning(
+                            "wm_langgraph: no writer model given and neither OPENAI_API_KEY nor "
+                            "OPENAI_BASE_URL is set: the Working Memory is written by the "
+                            "heuristic offline writer (OfflineWorkingMemoryModel: extractive "
+                            "rules, no LLM). Pass model= (a chat model or 'provider:model') "
+                            "to choose the writer"
+                        )
+                    else:
+                        logger.info(
+                            "wm_langgraph: no model given; using %s for the Working Memory",
+                            type(self._model).__name__,
+                        )
         return self._model
+
+    def check_agent_model(self, agent_model: object) -> None:
+        """Warn once when the default writer (no ``model=`` given) is from another provider
+        than the agent's model: e.g. ``OPENAI_API_KEY`` is set, so the memory calls OpenAI,
+        while the agent runs on Anthropic. The middleware calls this with its model."""
+        if self._model_given or self._agent_model_checked:
+            return
+        self._agent_model_checked = True
+        from wm_langgraph.writer.binding import model_provider
+
+        writer = self._get_model()
+        ours, theirs = model_provider(writer), model_provider(agent_model)
+        if ours is None or theirs is None or ours == theirs:
+            return
+        if type(writer).__name__ == "OfflineWorkingMemoryModel":
+            return  # already said when it was chosen
+        logger.warning(
+            "wm_langgraph: no writer model given, so the Working Memory is written by %s "
+            "(provider %s, from the environment) while the agent's model is from provider %s; "
+            "pass model= (a chat model or 'provider:model') to choose the writer",
+            type(writer).__name__,
+            ours,
+            theirs,
+        )
 
     # -- tokens ------------------------------------------------------------------------------
     def _uncached_message_tokens(self, message: BaseMessage) -> int:
@@ -376,7 +486,7 @@ class WorkingMemory:
             working_memory=document,
             pending_messages=pending,
             live_messages=messages,
-            token_budget=self.config.token_budget,
+            token_budget=self.config.tokens,
             reserve_tokens=self.config.reserve_tokens,
             archive_memory_tokens=self.config.archive_memory_tokens,
             count=self._count_message,
@@ -444,6 +554,87 @@ class WorkingMemory:
                 record if len(kept) == len(record.messages) else replace(record, messages=kept)
             )
         return out
+
+    def transcript(
+        self,
+        config: RunnableConfig | None,
+        *,
+        state: Mapping[str, Any] | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> TranscriptPage:
+        """The thread's whole conversation in order, for UIs and exports: the archived
+        messages of its timeline, then the live ones, without the messages removed with
+        ``RemoveMessage`` (archived or live). After a commit ``get_state()`` shows only the
+        live tail; this shows everything.
+
+        Args:
+            config: Names the thread (and ``checkpoint_id``, a fork, when it names one).
+            state: The graph state to take the live messages from (e.g.
+                ``graph.get_state(config).values``); None reads the thread's checkpoint
+                through the checkpointer the memory ran with (or was given).
+            offset: Index of the first message of the page.
+            limit: Messages per page (None: all from ``offset``).
+
+        Returns:
+            The page: ``messages``, ``offset``, ``total`` and ``next_offset`` (None at the end).
+        """
+        if offset < 0 or (limit is not None and limit < 1):
+            raise ValueError("offset must be >= 0 and limit >= 1 (or None)")
+        key = self._scoper.readable(config)
+        return self._transcript(key, config, state, offset, limit)
+
+    def _transcript(
+        self,
+        key: str,
+        config: RunnableConfig | None,
+        state: Mapping[str, Any] | None,
+        offset: int,
+        limit: int | None,
+    ) -> TranscriptPage:
+        self._scoper.bind_for_read(key, config)
+        if state is None:
+            state = self._session.checkpoint_state(key, config)
+        live: list[BaseMessage] = []
+        if state is not None:  # its meta names its timeline's archives (a fork's own)
+            timeline = self._session.timeline_of(state, key, config)
+            records = self._archives.get_archives(key, timeline)
+            live = self._session.messages_of(state)
+        else:  # no checkpoint to read: the archives the store's pointer names
+            records = self._scoper.archives(key, config)
+        hidden = self._archives.hidden_ids(key) if records else set()
+        seen: set[str] = set()
+        every: list[BaseMessage] = []
+        for message in [m for r in records for m in r.messages] + list(live):
+            if message.id is not None:
+                if message.id in hidden or message.id in seen:
+                    continue
+                seen.add(message.id)
+            every.append(message)
+        end = len(every) if limit is None else min(len(every), offset + limit)
+        return TranscriptPage(
+            messages=every[offset:end],
+            offset=offset,
+            total=len(every),
+            next_offset=end if end < len(every) else None,
+        )
+
+    async def atranscript(
+        self,
+        config: RunnableConfig | None,
+        *,
+        state: Mapping[str, Any] | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> TranscriptPage:
+        """Async twin of :meth:`transcript` (safe with async stores and checkpointers on
+        their loop)."""
+        if offset < 0 or (limit is not None and limit < 1):
+            raise ValueError("offset must be >= 0 and limit >= 1 (or None)")
+        key = self.memory_key(config)
+        if state is None:
+            state = await self._session.acheckpoint_state(key, config)
+        return await asyncio.to_thread(self._transcript, key, config, state, offset, limit)
 
     # -- phase 2 control ---------------------------------------------------------------------
     def wait(self, config: RunnableConfig | None = None, timeout: float | None = None) -> bool:

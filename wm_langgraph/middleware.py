@@ -30,7 +30,7 @@ in the checkpoint but is neither part of the agent's input nor of its output. Th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, NotRequired, Required, cast
 
 from langchain.agents.middleware.types import (
@@ -43,11 +43,14 @@ from langchain.agents.middleware.types import (
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
+from wm_langgraph._compat import building_agent
 from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.errors import ConflictingMiddlewareError
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.state import META_KEY, archive_aware_add_messages
 
@@ -89,7 +92,7 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
 
     def __init__(
         self,
-        model: BaseChatModel | None = None,
+        model: BaseChatModel | str | None = None,
         *,
         config: WorkingMemoryConfig | None = None,
         store: BaseStore | None = None,
@@ -100,9 +103,10 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
         """Build the middleware and its engine.
 
         Args:
-            model: The chat model that writes the Working Memory (``None``: the default model,
-                see :func:`wm_langgraph.writer.binding.resolve_default_model`). Not the agent's
-                model.
+            model: The chat model that writes the Working Memory, or a ``"provider:model"``
+                string (``init_chat_model``); ``None``: the default writer, see
+                :func:`wm_langgraph.writer.binding.resolve_default_model` (a fallback is logged
+                once at WARNING). Not the agent's model.
             config: Engine settings (token budget, thresholds, ...).
             store: The BaseStore for archives and WM versions. ``None`` (default): the agent's
                 store (``create_agent(store=...)``, or the platform's under ``langgraph dev``).
@@ -147,7 +151,20 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
                 model, config=config, store=store, name=engine_name, **engine_kwargs
             )
         self._name = name
-        self.tools = list(self._memory.tools)
+        self._tools = list(self._memory.tools)
+
+    @property
+    def tools(self) -> Sequence[BaseTool]:  # type: ignore[override]
+        """The archive recall tools. ``create_agent`` reads them while it builds the agent:
+        the memory then checks the agent's other middleware (a conflicting one is refused
+        before anything ran) and learns the agent's model (a fractional ``token_budget``)."""
+        built = building_agent()
+        if built is not None:
+            agent_model, middleware = built
+            _refuse_conflicting(middleware)
+            if agent_model is not None:
+                self._memory.use_agent_model(agent_model)
+        return self._tools
 
     @property
     def name(self) -> str:
@@ -193,6 +210,7 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
         return await handler(request)
 
     def _assembled(self, request: ModelRequest[Any], config: RunnableConfig) -> ModelRequest[Any]:
+        self._memory.check_agent_model(request.model)
         context = self._memory.build_context(
             request.messages,
             config,
@@ -203,7 +221,7 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
         # A tool selector (LLMToolSelectorMiddleware) listed before this middleware may have
         # filtered the archive tools out: the messages point the model at them, so they stay.
         present = {t.get("name") if isinstance(t, dict) else t.name for t in request.tools}
-        missing = [t for t in self.tools if t.name not in present]
+        missing = [t for t in self._tools if t.name not in present]
         if missing:
             return request.override(
                 messages=messages,
@@ -225,6 +243,31 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
     ) -> dict[str, Any] | None:
         """Async twin of :meth:`after_agent`."""
         return _state_update(await self._memory.aafter_turn(dict(state), _config()))
+
+
+_CONFLICTING = {
+    "SummarizationMiddleware": (
+        "LangChain's SummarizationMiddleware replaces old messages with its own summary before "
+        "the Working Memory has archived them, so they would be in neither the Working Memory "
+        "nor an archive; the Working Memory already bounds the model input. Remove one of the "
+        "two from the agent's middleware"
+    ),
+}
+
+
+def _refuse_conflicting(middleware: tuple[object, ...]) -> None:
+    """Refuse, when the agent is built, middleware that removes messages unarchived.
+
+    Raises:
+        ConflictingMiddlewareError: Such a middleware is in the agent's list.
+    """
+    for other in middleware:
+        for klass in type(other).__mro__:
+            reason = _CONFLICTING.get(klass.__name__)
+            if reason is not None and klass.__module__.startswith("langchain"):
+                raise ConflictingMiddlewareError(
+                    f"WorkingMemoryMiddleware cannot be combined with {klass.__name__}: {reason}."
+                )
 
 
 def _config() -> RunnableConfig:

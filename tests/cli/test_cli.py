@@ -230,17 +230,21 @@ def test_replay_into_the_same_database_starts_a_new_thread_unless_one_is_named(t
 def test_demo_model_auto_uses_the_configured_server(monkeypatch: pytest.MonkeyPatch):
     # With OPENAI_BASE_URL set, `demo --model auto` still ran the offline model. Now it
     # writes through ChatOpenAI at that server (here nothing listens: every WM call fails, the
-    # demo still finishes, and the thread's Phase 2 pauses after the failures).
+    # demo still finishes, the thread's Phase 2 pauses after the failures, and the exit
+    # status and the last lines say that every commit failed).
     for name in ("OPENAI_API_KEY", "OPENAI_API_BASE", "WM_LANGGRAPH_MODEL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("WM_LANGGRAPH_MODEL", "qwen2.5-coder-0.5b-instruct")
     status, out, _ = _run(["demo", "--model", "auto", "--timeout", "5", "--brief"])
-    assert status == 0
+    assert status == 3
     assert (
         "working-memory model: ChatOpenAI (model qwen2.5-coder-0.5b-instruct at "
         "http://127.0.0.1:9/v1)" in out
     )
+    assert "(none: every commit failed" in out
+    assert ", 0 folded into the Working Memory" in out
+    assert "wm-langgraph demo: every commit failed" in out
 
 
 def test_timeout_must_be_positive(capsys):

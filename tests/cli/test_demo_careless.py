@@ -106,7 +106,9 @@ def test_careless_demo_shows_the_guards_repairing_the_damage(careless_run):
     assert set(GUARDED) <= _intervened_sections(out)
     assert re.search(r"Files & Context: UPDATE -> (APPEND|KEEP) \(rejected UPDATE", out)
     assert "Errors & Corrections: UPDATE -> " in out
-    done = re.search(r"done: \d+ commits, (\d+) guard interventions", out)
+    done = re.search(
+        r"done: \d+ commits, \d+ folded into the Working Memory, (\d+) guard interventions", out
+    )
     assert done is not None
     assert int(done.group(1)) >= len(GUARDED)
 

@@ -147,7 +147,7 @@ def test_constructor_is_keyword_only_and_validates():
     with pytest.raises(TypeError):
         WorkingMemory(None, WorkingMemoryConfig())  # type: ignore[misc]
     with pytest.raises(TypeError, match="model must be"):
-        WorkingMemory("gpt-4o")  # type: ignore[arg-type]
+        WorkingMemory(42)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="config must be"):
         WorkingMemory(config={"token_budget": 5}, store=InMemoryStore())  # type: ignore[arg-type]
     with pytest.raises(ValueError):

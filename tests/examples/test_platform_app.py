@@ -142,6 +142,10 @@ def test_langgraph_dev_serves_the_example_and_the_memory_survives_a_restart(tmp_
         wm_before = _wait_until_folded(client, thread_id)
         assert set(wm_before["covers"]) == archives_before
         assert "FACT-1" in wm_before["text"]
+        # The README's platform read: the current Working Memory under the fixed key "latest".
+        latest = client.store.get_item(("wm_langgraph", thread_id, "wm"), "latest")
+        assert latest["value"]["text"] == wm_before["text"]
+        assert latest["value"]["covers"] == wm_before["covers"]
         assert "FACT-1" in _archived_text(client, thread_id)
 
     port = _free_port()

@@ -2,8 +2,9 @@
 
 LangChain's ``SummarizationMiddleware`` removes old messages and puts its summary in their place
 before the memory has archived them: they ended in neither the WM, the model input nor an
-archive, without a word. Now the run fails at the first such rewrite, naming the conflict; a
-user's own ``RemoveMessage`` stays a normal operation. ``LLMToolSelectorMiddleware`` used to
+archive, without a word. Now ``create_agent`` refuses the pair, naming the conflict, before
+anything ran (and a summary that reaches the hooks another way fails the run); a user's own
+``RemoveMessage`` stays a normal operation. ``LLMToolSelectorMiddleware`` used to
 drop the archive tools silently.
 """
 
@@ -30,7 +31,9 @@ CONFIG = WorkingMemoryConfig(
 
 
 @pytest.mark.parametrize("summariser_first", [True, False])
-def test_summarization_middleware_beside_the_memory_fails_at_once(summariser_first, lookup):
+def test_summarization_middleware_beside_the_memory_is_refused_when_the_agent_is_built(
+    summariser_first, lookup
+):
     summariser = SummarizationMiddleware(
         model=ScriptedChatModel(replies=["Earlier: some notes."], repeat_last=True),
         trigger=("messages", 6),
@@ -38,26 +41,35 @@ def test_summarization_middleware_beside_the_memory_fails_at_once(summariser_fir
     )
     mw = WorkingMemoryMiddleware(wm_model(), config=CONFIG)
     middleware = [summariser, mw] if summariser_first else [mw, summariser]
+    with pytest.raises(ConflictingMiddlewareError, match="SummarizationMiddleware"):
+        create_agent(
+            agent_model(),
+            [lookup],
+            middleware=middleware,
+            checkpointer=InMemorySaver(),
+            store=InMemoryStore(),
+        )
+
+
+def test_a_summary_that_reaches_the_hooks_anyway_fails_the_run_at_once(lookup):
+    """The run-time check stays for summaries the build-time check cannot see (another graph
+    node, a client writing one into the state)."""
+    mw = WorkingMemoryMiddleware(wm_model(), config=CONFIG)
     agent = create_agent(
         agent_model(),
         [lookup],
-        middleware=middleware,
+        middleware=[mw],
         checkpointer=InMemorySaver(),
         store=InMemoryStore(),
     )
-    config = thread_config(f"summ-{summariser_first}")
-    errors: list[str] = []
-    turns = 0
-    for n in range(1, 13):
-        turns = n
-        try:
-            agent.invoke({"messages": [HumanMessage(f"note FACT-{n}")]}, config)
-        except ConflictingMiddlewareError as exc:
-            errors.append(str(exc))
-            break
-    assert errors, "the summariser removed messages and nobody said a word"
-    assert "SummarizationMiddleware" in errors[0]
-    assert turns <= 4  # six messages trigger the summariser: at the latest the fourth turn
+    config = thread_config("summ-runtime")
+    agent.invoke({"messages": [HumanMessage("note FACT-1")]}, config)
+    summary = HumanMessage(
+        "Here is a summary of the conversation to date:\n\nnotes",
+        additional_kwargs={"lc_source": "summarization"},
+    )
+    with pytest.raises(ConflictingMiddlewareError, match="SummarizationMiddleware"):
+        agent.invoke({"messages": [summary, HumanMessage("note FACT-2")]}, config)
 
 
 def test_a_users_own_remove_message_stays_a_normal_operation(lookup):

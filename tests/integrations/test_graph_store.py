@@ -9,12 +9,14 @@ graph) must never see each other's archives, WM or search hits.
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any, TypedDict
 
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.memory import InMemoryStore
 
@@ -61,10 +63,15 @@ def test_without_store_the_middleware_uses_the_graph_store_and_survives_a_restar
     assert restarted.memory.store is store
 
 
-def test_a_graph_without_any_store_fails_at_once_with_a_clear_error():
-    agent = _agent(WorkingMemoryMiddleware(wm_model(), config=EVERY_TURN), InMemorySaver(), None)
+def test_a_graph_without_any_store_fails_at_once_with_a_clear_error(tmp_path):
+    # A persistent checkpointer: with an InMemorySaver an in-process store is used instead.
+    connection = sqlite3.connect(tmp_path / "c.sqlite", check_same_thread=False)
+    agent = _agent(
+        WorkingMemoryMiddleware(wm_model(), config=EVERY_TURN), SqliteSaver(connection), None
+    )
     with pytest.raises(NoStoreError, match=r"store="):
         agent.invoke({"messages": [HumanMessage("hello")]}, thread_config("nostore"))
+    connection.close()
     memory = WorkingMemory(wm_model())
     with pytest.raises(NoStoreError):
         memory.get_working_memory(thread_config("nostore"))

@@ -75,7 +75,7 @@ def replay_file(
         reporter = Reporter(err, memory, run_config, show_each_wm=False)
         print(
             f"replaying {len(transcript.messages)} messages in {len(turns)} turns "
-            f"(thread {thread_id}, token_budget={config.token_budget:,}, "
+            f"(thread {thread_id}, token_budget={config.tokens:,}, "
             f"threshold={config.commit_token_threshold_ratio}, "
             f"keep={config.commit_keep_recent_count})",
             file=err,

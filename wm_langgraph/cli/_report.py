@@ -65,6 +65,7 @@ class ReportSummary:
 
     archive_ids: list[str] = field(default_factory=list)
     final_wm: str = ""
+    folded: int = 0
     interventions: int = 0
     by_section: Counter[str] = field(default_factory=Counter)
 
@@ -143,7 +144,7 @@ class Reporter:
             kind = f" ({model_label})"
         self._print(f"working-memory model: {model}{kind}")
         self._print(
-            f"settings: token_budget={config.token_budget:,}, commit at "
+            f"settings: token_budget={config.tokens:,}, commit at "
             f"{config.commit_token_threshold_ratio:.0%} ({config.commit_threshold_tokens:,.0f} "
             f"pending tokens), keep {config.commit_keep_recent_count} recent messages"
         )
@@ -209,13 +210,21 @@ class Reporter:
         self._report_archives()
         wm = self._memory.get_working_memory(self._config)
         self._summary.final_wm = wm
+        records = self._memory.list_archives(self._config)
+        self._summary.folded = folded = sum(1 for r in records if r.status == "done")
+        failed = bool(records) and not folded
         if show_wm:
             self._print()
             self._print("== final Working Memory ==")
-            self._print(wm.rstrip() if wm else "(none yet: nothing was committed)")
+            if wm:
+                self._print(wm.rstrip())
+            elif failed:
+                self._print("(none: every commit failed, see the Phase 2 warnings for the cause)")
+            else:
+                self._print("(none yet: nothing was committed)")
             self._print()
         self._print(
-            f"done: {len(self._summary.archive_ids)} commits, "
-            f"{self._summary.interventions} guard interventions"
+            f"done: {len(self._summary.archive_ids)} commits, {folded} folded into the Working "
+            f"Memory, {self._summary.interventions} guard interventions"
         )
         return self._summary

@@ -134,6 +134,7 @@ class DemoResult:
     turns: int
     commits: int
     final_working_memory: str
+    folded: int = 0
     archive_ids: list[str] = field(default_factory=list)
     guard_interventions: int = 0
     last_prompt_tokens: int = 0
@@ -255,6 +256,7 @@ def run_demo(
             turns=len(turns),
             commits=len(result.archive_ids),
             final_working_memory=result.final_wm,
+            folded=result.folded,
             archive_ids=result.archive_ids,
             guard_interventions=result.interventions,
             last_prompt_tokens=last_prompt,

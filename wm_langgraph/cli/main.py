@@ -13,7 +13,8 @@ Commands:
 - ``inspect --db PATH``: threads of a SQLite database, their WM, archives and pending state.
 
 Exit status: 0 on success; 1 when ``replay`` skipped bad lines (the valid ones were processed);
-2 on a usage error or an unreadable input.
+2 on a usage error or an unreadable input; 3 when ``demo`` archived messages but every commit
+failed (the writer could not be used: the warnings name the cause).
 """
 
 from __future__ import annotations
@@ -218,6 +219,14 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
             f"--thread {result.thread_id}",
             file=out,
         )
+    if result.commits and not result.folded:
+        print(
+            f"\nwm-langgraph demo: every commit failed ({result.commits} archived, none folded "
+            "into the Working Memory): the writer could not be used, see the Phase 2 warnings "
+            "above for the cause",
+            file=out,
+        )
+        return 3
     return 0
 
 

@@ -607,9 +607,7 @@ def pending_messages(
     """
     if not pending_ids:
         return []
-    budgets = compute_budgets(
-        config.token_budget, config.reserve_tokens, config.archive_memory_tokens
-    )
+    budgets = compute_budgets(config.tokens, config.reserve_tokens, config.archive_memory_tokens)
     room = budgets.usable - min(document_tokens, budgets.archive) - live_tokens
     records, complete = archives.get_recent_archives(thread_id, pending_ids, room)
     messages = [m for record in records for m in record.messages]

@@ -18,6 +18,9 @@ Private helpers of :mod:`wm_langgraph.memory`:
 from __future__ import annotations
 
 import asyncio
+import logging
+import threading
+import weakref
 from collections.abc import Mapping
 from typing import Any
 from uuid import uuid4
@@ -30,6 +33,7 @@ from langgraph.store.base.batch import AsyncBatchedBaseStore
 from wm_langgraph._compat import (
     in_graph_run,
     is_streaming_handler,
+    run_checkpointer,
     run_runtime,
     store_event_loop,
     stream_seen_ids,
@@ -39,6 +43,7 @@ from wm_langgraph.errors import ConflictingMiddlewareError
 __all__ = [
     "LC_SOURCE",
     "ConflictingMiddlewareError",
+    "companion_store",
     "graph_store",
     "in_run",
     "internal_callbacks",
@@ -46,6 +51,8 @@ __all__ = [
     "quiet_node_output",
     "reject_foreign_summaries",
 ]
+
+logger = logging.getLogger("wm_langgraph")
 
 LC_SOURCE = "wm_langgraph"
 """``metadata["lc_source"]`` of the writer's runs (LangChain's marker for middleware calls)."""
@@ -65,7 +72,12 @@ def in_run(configurable: Mapping[str, Any]) -> bool:
 
 
 def graph_store(configurable: Mapping[str, Any]) -> BaseStore | None:
-    """The running graph's store (None outside a run, or when the graph has none)."""
+    """The running graph's store (None outside a run, or when the graph has none).
+
+    A graph with no store whose checkpointer lives in this process only (``InMemorySaver``)
+    gets an ``InMemoryStore`` of the same lifetime (see :func:`companion_store`); a graph with
+    a persistent checkpointer and no store gets None (the hooks raise ``NoStoreError``).
+    """
     runtime = run_runtime(configurable)
     store = getattr(runtime, "store", None)
     if isinstance(store, BaseStore):
@@ -76,9 +88,43 @@ def graph_store(configurable: Mapping[str, Any]) -> BaseStore | None:
 
             found = get_store()
         except (RuntimeError, KeyError, AttributeError):
-            return None
-        return found if isinstance(found, BaseStore) else None
+            found = None
+        if isinstance(found, BaseStore):
+            return found
+        return companion_store(run_checkpointer(configurable))
     return None
+
+
+_COMPANIONS: weakref.WeakKeyDictionary[Any, BaseStore] = weakref.WeakKeyDictionary()
+_COMPANIONS_LOCK = threading.Lock()
+
+
+def companion_store(checkpointer: object) -> BaseStore | None:
+    """An ``InMemoryStore`` for a graph that has none, when that is safe: its checkpointer is
+    LangGraph's ``InMemorySaver`` itself (not a subclass, which may persist), so the thread's
+    live messages and its archives both end with the process. One store per checkpointer,
+    dropped with it; said once per checkpointer at WARNING.
+
+    Returns:
+        The companion store, or None for any other checkpointer (or none).
+    """
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    if type(checkpointer) is not InMemorySaver:
+        return None
+    with _COMPANIONS_LOCK:
+        store = _COMPANIONS.get(checkpointer)
+        if store is None:
+            from langgraph.store.memory import InMemoryStore
+
+            store = _COMPANIONS[checkpointer] = InMemoryStore()
+            logger.warning(
+                "wm_langgraph: the graph has an InMemorySaver and no store: the Working Memory "
+                "keeps its archives in an InMemoryStore that lives as long as that checkpointer "
+                "(this process). Compile the graph with store= to choose the store; a persistent "
+                "checkpointer needs one"
+            )
+    return store
 
 
 def _user_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ used, which the hooks write only with what a checkpoint confirmed.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -33,7 +34,7 @@ from langchain_core.messages import (
     convert_to_messages,
 )
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from wm_langgraph._compat import NS_SEP, in_graph_run, run_checkpointer, run_reader
@@ -61,6 +62,48 @@ __all__ = ["Session"]
 _MAX_THREADS = 10_000
 _MAX_ACCOUNTED = 256  # memory keys whose latest accountings are kept
 _ACCOUNTINGS_PER_KEY = 4
+
+
+logger = logging.getLogger("wm_langgraph")
+
+COMMIT_START_EVENT = "wm_commit_start"
+"""Custom stream event of a commit's start (Phase 1 archived messages): payload ``thread_id``
+(the memory key), ``archive_ids``, ``messages``, ``tokens``, ``background``."""
+
+COMMIT_END_EVENT = "wm_commit_end"
+"""Custom stream event of a commit's end in the run: payload ``thread_id``, ``archive_ids`` and
+``phase2``: ``"done"`` / ``"failed"`` / ``"paused"`` / ``"busy"`` for an inline Phase 2,
+``"queued"`` when it runs in the background (``memory.wait`` / ``await_phase2`` wait for it)."""
+
+
+def emit_commit_event(name: str, payload: Mapping[str, Any], config: RunnableConfig | None) -> None:
+    """Tell the run's streams about a commit: ``stream_mode="custom"`` gets
+    ``{"type": name, **payload}``, ``astream_events`` an ``on_custom_event`` named ``name``.
+    Outside a run, or when a stream cannot take it, nothing happens: a commit never fails
+    for its event."""
+    data = {"type": name, **payload}
+    try:
+        from langgraph.config import get_stream_writer
+
+        get_stream_writer()(data)
+    except Exception:  # not in a run, or no custom stream
+        pass
+    try:
+        # The node's own config: the one the engine passes down has the streaming handlers
+        # taken out (the writer's tokens must not reach the streams; this event must).
+        from langgraph.config import get_config
+
+        run_config: RunnableConfig | None = get_config()
+    except RuntimeError:
+        run_config = config
+    if run_config is None or not run_config.get("callbacks"):
+        return
+    try:
+        from langchain_core.callbacks.manager import dispatch_custom_event
+
+        dispatch_custom_event(name, data, config=run_config)
+    except Exception:  # no parent run to attach the event to
+        logger.debug("wm_langgraph: commit event %s not dispatched", name, exc_info=True)
 
 
 def graph_meta(config: RunnableConfig | None) -> Mapping[str, Any] | None:
@@ -114,6 +157,23 @@ def graph_checkpointer(config: RunnableConfig | None) -> BaseCheckpointSaver[Any
     return saver
 
 
+def _state_values(found: CheckpointTuple | None) -> dict[str, Any] | None:
+    """The messages and the meta of a checkpoint (None: no checkpoint)."""
+    if found is None:
+        return None
+    values = found.checkpoint.get("channel_values") or {}
+    raw = values.get("messages")
+    messages = [m for m in raw if isinstance(m, BaseMessage)] if isinstance(raw, list) else []
+    state: dict[str, Any] = {"messages": messages}
+    meta = values.get(META_KEY)
+    for _, channel, value in found.pending_writes or []:
+        if channel == META_KEY:  # a finished hook's write, as in timeline()
+            meta = value
+    if isinstance(meta, Mapping):
+        state[META_KEY] = meta
+    return state
+
+
 class CheckpointTimelines:
     """Remembers checkpointers per thread (bounded) and reads timelines from checkpoints."""
 
@@ -133,6 +193,47 @@ class CheckpointTimelines:
             self._savers.move_to_end(thread_id)
             while len(self._savers) > _MAX_THREADS:
                 self._savers.popitem(last=False)
+
+    def state(self, thread_id: str, config: RunnableConfig | None) -> dict[str, Any] | None:
+        """The live messages and the meta in the thread's checkpoint (as :meth:`timeline`
+        finds it), or None when no checkpoint can be read."""
+        return _state_values(self._tuple(thread_id, config))
+
+    async def astate(self, thread_id: str, config: RunnableConfig | None) -> dict[str, Any] | None:
+        """:meth:`state` through the saver's async API (async-only savers included)."""
+        saver, wanted = self._target(thread_id, config)
+        if saver is None or wanted is None:
+            return None
+        try:
+            found = await saver.aget_tuple(wanted)
+        except NotImplementedError:
+            found = self._tuple(thread_id, config)
+        except Exception:  # a closed connection
+            return None
+        return _state_values(found)
+
+    def _target(
+        self, thread_id: str, config: RunnableConfig | None
+    ) -> tuple[BaseCheckpointSaver[Any] | None, RunnableConfig | None]:
+        with self._lock:
+            saver = self._savers.get(thread_id, self._default)
+        root_thread, scope = split_memory_key(thread_id)
+        if scope.partition("|")[2]:
+            return saver, None
+        configurable = (config or {}).get("configurable") or {}
+        wanted: dict[str, Any] = {"thread_id": root_thread, "checkpoint_ns": ""}
+        if configurable.get("checkpoint_id"):
+            wanted["checkpoint_id"] = configurable["checkpoint_id"]
+        return saver, {"configurable": wanted}
+
+    def _tuple(self, thread_id: str, config: RunnableConfig | None) -> CheckpointTuple | None:
+        saver, wanted = self._target(thread_id, config)
+        if saver is None or wanted is None or type(saver).__name__.startswith("Async"):
+            return None  # an async-only saver cannot be read from sync code safely
+        try:
+            return saver.get_tuple(wanted)
+        except Exception:  # a closed connection, an async-only implementation
+            return None
 
     def timeline(self, thread_id: str, config: RunnableConfig | None) -> list[str] | None:
         """The timeline in the thread's checkpoint (the config's ``checkpoint_id`` if it names
@@ -341,6 +442,19 @@ class Session:
         store's pointer (only ever what a checkpoint confirmed, see :meth:`_finish`)."""
         return self._pointer.read(thread_id, config)
 
+    def checkpoint_state(
+        self, thread_id: str, config: RunnableConfig | None = None
+    ) -> dict[str, Any] | None:
+        """The live messages and meta of the thread's checkpoint for config-only reads (None
+        when the checkpointer is unknown or async-only)."""
+        return self._checkpoints.state(thread_id, config)
+
+    async def acheckpoint_state(
+        self, thread_id: str, config: RunnableConfig | None = None
+    ) -> dict[str, Any] | None:
+        """:meth:`checkpoint_state` through the checkpointer's async API."""
+        return await self._checkpoints.astate(thread_id, config)
+
     def confirm_timelines(self) -> None:
         """Before the process goes: bring the store's pointer up to the checkpoints."""
         self._pointer.confirm_all()
@@ -537,16 +651,21 @@ class Session:
         config: RunnableConfig | None,
         *,
         wait: bool,
-    ) -> None:
-        """Run Phase 2 for the timeline: inline when ``wait``, else in the background."""
+    ) -> str:
+        """Run Phase 2 for the timeline: inline when ``wait``, else in the background.
+
+        Returns:
+            The inline run's outcome (``"done"``, ``"failed"``, ``"noop"``, ``"paused"``,
+            ``"busy"``), or ``"queued"``.
+        """
         configurable = (config or {}).get("configurable") or {}
         user_id = configurable.get("user_id")
         callbacks = (config or {}).get("callbacks")
         user = str(user_id) if user_id is not None else None
         if wait:
-            self._runner.run_inline(thread_id, timeline, user_id=user, callbacks=callbacks)
-        else:
-            self._runner.submit(thread_id, timeline, user_id=user, callbacks=callbacks)
+            return self._runner.run_inline(thread_id, timeline, user_id=user, callbacks=callbacks)
+        self._runner.submit(thread_id, timeline, user_id=user, callbacks=callbacks)
+        return "queued"
 
     def _commit(
         self, turn: _Turn, config: RunnableConfig | None, *, keep: int, wait: bool
@@ -564,8 +683,32 @@ class Session:
             self._remember_accounting(turn.thread_id, result.remaining, result.meta)
         scheduled = result is not None or wait
         update = self._finish(turn, result, config, resume=not scheduled)
+        archived = [r.id for r in result.records] if result is not None else []
+        if archived:
+            emit_commit_event(
+                COMMIT_START_EVENT,
+                {
+                    "thread_id": turn.thread_id,
+                    "archive_ids": archived,
+                    "messages": len(result.archived) if result is not None else 0,
+                    "tokens": sum(r.token_count for r in result.records) if result else 0,
+                    "background": not wait,
+                },
+                config,
+            )
         if scheduled:
-            self.schedule(turn.thread_id, update[META_KEY]["archives"], config, wait=wait)
+            timeline = update[META_KEY]["archives"]
+            outcome = self.schedule(turn.thread_id, timeline, config, wait=wait)
+            if archived:
+                emit_commit_event(
+                    COMMIT_END_EVENT,
+                    {
+                        "thread_id": turn.thread_id,
+                        "archive_ids": archived,
+                        "phase2": outcome if wait else "queued",
+                    },
+                    config,
+                )
         return update
 
     # -- the hooks ---------------------------------------------------------------------------
@@ -614,7 +757,7 @@ class Session:
         require_checkpointer(config)
         turn = self._load(state, config)
         budgets = compute_budgets(
-            self._config.token_budget,
+            self._config.tokens,
             self._config.reserve_tokens,
             self._config.archive_memory_tokens,
         )

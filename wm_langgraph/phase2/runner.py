@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import re
 import threading
 import time
 from collections import deque
@@ -366,15 +367,38 @@ class Phase2Runner:
                 self._record(job.thread_id, "failed", error)
             return self.is_paused(job.thread_id)
         self._record(job.thread_id, "failed", error)
-        # The error can quote the model's reply (a refusal echoing the conversation): it goes
-        # to the archive metadata and DEBUG, never to INFO and above.
         logger.warning(
-            "wm_langgraph: Phase 2 failed; the previous WM stays and the archives stay "
-            "pending (the error is in the archive metadata and at DEBUG)"
+            "wm_langgraph: Phase 2 failed: %s; the previous WM stays and the archives stay "
+            "pending (retried at the next commit; the error is in the archive metadata)",
+            failure_cause(error, result.get("error_kind")),
         )
         logger.debug("wm_langgraph: Phase 2 error: %s", error)
         job.outcome = "failed"
         return True
+
+
+_SHOWN_KINDS = frozenset({"transient", "deadline"})
+"""Failure kinds whose message comes from the model client or the clock (connection refused,
+timeout, 429, 5xx), never from the model's reply: safe to log at WARNING."""
+
+_CAUSE_CHARS = 300
+
+
+def failure_cause(error: object, kind: object) -> str:
+    """The failure as the WARNING names it: the exception and its message for a transport
+    failure (``update: the model call failed: APIConnectionError('Connection error.')``); for
+    the other kinds (a refusal, a reply that is not a Working Memory, a 400 that may echo the
+    prompt) only the kind and the exception's type, since the message can quote the
+    conversation (that goes to the archive metadata and DEBUG, never INFO and above)."""
+    text = " ".join(str(error or "unknown error").split())
+    if kind in _SHOWN_KINDS:
+        return text[:_CAUSE_CHARS] + ("…" if len(text) > _CAUSE_CHARS else "")
+    found = re.search(r"(?:failed|raised): ([A-Za-z_][\w.]*)\(", text)
+    what = found.group(1) if found else "the writer's reply was unusable"
+    return (
+        f"{kind or 'failed'} failure, {what} (the message may quote the conversation: it is "
+        "logged at DEBUG only)"
+    )
 
 
 def _kind(exc: BaseException) -> str:

@@ -24,9 +24,7 @@ SIZE_DECISION_SECTION = "Working Memory"
 
 def contract_for(config: WorkingMemoryConfig) -> SizeContract:
     """The target and ceiling of the stored document under ``config``'s budgets."""
-    budgets = compute_budgets(
-        config.token_budget, config.reserve_tokens, config.archive_memory_tokens
-    )
+    budgets = compute_budgets(config.tokens, config.reserve_tokens, config.archive_memory_tokens)
     return size_contract(budgets.usable, config.archive_memory_tokens)
 
 

@@ -4,6 +4,7 @@ Layout, per memory (``label`` is the thread id made safe for store namespaces)::
 
     ("wm_langgraph", label, "archives")  archive_001, archive_002, ...  messages verbatim
     ("wm_langgraph", label, "wm")        <last covered archive id>       a WM + its coverage
+                                         latest                          a copy of the newest
     ("wm_langgraph", label, "meta")      timeline | breaker | state |     bookkeeping values
                                          hidden
     ("wm_langgraph", label, "ids")       <message id>                    the archives holding it
@@ -56,6 +57,7 @@ from wm_langgraph.storage.keys import (
 )
 
 __all__ = [
+    "LATEST_KEY",
     "ROOT_LABEL",
     "SCOPE_PREFIX",
     "ArchiveRecord",
@@ -75,6 +77,10 @@ __all__ = [
 ]
 
 ArchiveStatus = Literal["pending", "done", "failed"]
+
+LATEST_KEY = "latest"
+"""Key of the copy of the newest Working Memory version in a memory's ``"wm"`` namespace (the
+version covering the most archives), for clients that read the store directly."""
 
 
 def now_iso() -> str:
@@ -521,9 +527,14 @@ class ArchiveStore:
         if not covers:
             raise ValueError("a Working Memory version must cover at least one archive")
         value = {**dict(info), "text": text, "covers": list(covers), "created_at": now_iso()}
-        self.store_for(thread_id).put(
-            self.namespace(thread_id, "wm"), covers[-1], value, index=False
-        )
+        store = self.store_for(thread_id)
+        ns = self.namespace(thread_id, "wm")
+        store.put(ns, covers[-1], value, index=False)
+        # The current WM under a fixed key, for clients that read the store directly (a
+        # platform's store API): the version covering the most archives wins, as in Phase 2.
+        latest = store.get(ns, LATEST_KEY)
+        if latest is None or len(covers) >= len(latest.value.get("covers") or []):
+            store.put(ns, LATEST_KEY, value, index=False)
 
     # -- items moved out of the document by the size contract ------------------------------
     def put_moved(

@@ -30,7 +30,13 @@ from wm_langgraph.writer.openai import (
     is_openai_chat_model,
 )
 
-__all__ = ["ToolCallingNotSupportedError", "bind_update_tool", "resolve_default_model"]
+__all__ = [
+    "ToolCallingNotSupportedError",
+    "bind_update_tool",
+    "model_provider",
+    "resolve_default_model",
+    "writer_model",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +46,51 @@ LOCAL_SERVER_KEY = "sk-local-no-key-needed"
 # How to force the tool, most specific first: by name, then "some tool" in the two spellings
 # providers use. With a single tool bound, "any"/"required" still forces update_working_memory.
 _TOOL_CHOICES: tuple[str, ...] = (UPDATE_TOOL_NAME, "any", "required")
+
+
+def writer_model(model: BaseChatModel | str) -> BaseChatModel:
+    """The writer a ``model=`` argument names: a chat model as is, a ``"provider:model"``
+    string (what ``create_agent`` and LangChain's ``SummarizationMiddleware`` accept) through
+    ``langchain.chat_models.init_chat_model``.
+
+    Raises:
+        TypeError: Neither a chat model nor a string.
+        ValueError: An empty string, or one ``init_chat_model`` cannot turn into a model (its
+            message says which provider package or key is missing).
+    """
+    if isinstance(model, BaseChatModel):
+        return model
+    if not isinstance(model, str):
+        raise TypeError(
+            "model must be a LangChain chat model or a 'provider:model' string, got "
+            f"{type(model).__name__}"
+        )
+    if not model.strip():
+        raise ValueError("model must name a model, e.g. 'openai:gpt-4.1-mini', got ''")
+    from langchain.chat_models import init_chat_model
+
+    try:
+        built = init_chat_model(model.strip())
+    except (ImportError, ValueError, TypeError) as exc:
+        raise ValueError(f"model={model!r}: init_chat_model could not build it: {exc}") from exc
+    except Exception as exc:  # the provider's client refusing (e.g. no API key)
+        raise ValueError(f"model={model!r}: the {type(exc).__name__} of its client: {exc}") from exc
+    if not isinstance(built, BaseChatModel):  # pragma: no cover - a configurable model
+        raise ValueError(f"model {model!r} did not name one chat model")
+    return built
+
+
+def model_provider(model: object) -> str | None:
+    """The provider a chat model reports for tracing (``ls_provider``: ``"openai"``,
+    ``"anthropic"``, …), or None when it reports none."""
+    params = getattr(model, "_get_ls_params", None)
+    if params is None:
+        return None
+    try:
+        provider = params().get("ls_provider")
+    except Exception:  # a model whose params need a call's arguments
+        return None
+    return provider if isinstance(provider, str) and provider else None
 
 
 def resolve_default_model(*, timeout: float | None = None) -> BaseChatModel:
