@@ -303,12 +303,14 @@ class WorkingMemory:
         timeline's archives, which after a fork or time travel differ from the thread's latest.
         """
         reject_foreign_summaries(messages)
-        thread_id = self._scoper.enter(config, state)
-        if state is not None:
-            timeline = self._session.timeline_of(state, thread_id, config)
-        else:
-            timeline = self._session.timeline_for_thread(thread_id, config)
-        return self._build(convert_to_messages(list(messages)), thread_id, timeline, system_message)
+        with self._scoper.serving(config):
+            thread_id = self._scoper.enter(config, state)
+            if state is not None:
+                timeline = self._session.timeline_of(state, thread_id, config)
+            else:
+                timeline = self._session.timeline_for_thread(thread_id, config)
+            live = convert_to_messages(list(messages))
+            return self._build(live, thread_id, timeline, system_message)
 
     def _build(
         self,
@@ -351,11 +353,13 @@ class WorkingMemory:
         :meth:`memory_key`). On an async store's own event loop use
         :meth:`aget_working_memory`.
         """
-        return self._get_working_memory(self._scoper.readable(config), config)
+        with self._scoper.serving(config):
+            return self._get_working_memory(self._scoper.readable(config), config)
 
     def _get_working_memory(self, thread_id: str, config: RunnableConfig | None) -> str:
-        self._scoper.bind_for_read(thread_id, config)
-        return self._scoper.working_memory(thread_id, config)
+        with self._scoper.serving(config):
+            self._scoper.bind_for_read(thread_id, config)
+            return self._scoper.working_memory(thread_id, config)
 
     def moved_items(self, config: RunnableConfig | None) -> list[tuple[str, str, str]]:
         """Items the size contract moved out of the thread's current Working Memory.
@@ -364,14 +368,16 @@ class WorkingMemory:
             ``(archive id, section, text)`` per item, oldest first; the archive id names the WM
             version (the last archive it covered) that moved the item out.
         """
-        thread_id = self._scoper.readable(config)
-        self._scoper.bind_for_read(thread_id, config)
-        timeline = self._session.timeline_for_thread(thread_id, config)
-        current = self._archives.current_wm(thread_id, timeline)
-        keys = current.covers if current else []
+        with self._scoper.serving(config):
+            thread_id = self._scoper.readable(config)
+            self._scoper.bind_for_read(thread_id, config)
+            timeline = self._session.timeline_for_thread(thread_id, config)
+            current = self._archives.current_wm(thread_id, timeline)
+            keys = current.covers if current else []
+            moved = self._archives.moved_items(thread_id, keys)
         return [
             (key, item.get("section", ""), item.get("text", ""))
-            for key, items in self._archives.moved_items(thread_id, keys)
+            for key, items in moved
             for item in items
         ]
 
@@ -381,17 +387,20 @@ class WorkingMemory:
         The store and the subgraph are found as for :meth:`get_working_memory`; the async
         twin is :meth:`alist_archives`.
         """
-        return self._list_archives(self._scoper.readable(config), config)
+        with self._scoper.serving(config):
+            return self._list_archives(self._scoper.readable(config), config)
 
     def _list_archives(self, thread_id: str, config: RunnableConfig | None) -> list[ArchiveRecord]:
-        self._scoper.bind_for_read(thread_id, config)
-        return self._scoper.archives(thread_id, config)
+        with self._scoper.serving(config):
+            self._scoper.bind_for_read(thread_id, config)
+            return self._scoper.archives(thread_id, config)
 
     def recall_archives(self, config: RunnableConfig | None) -> list[ArchiveRecord]:
         """:meth:`list_archives` as the archive tools show it: without the messages removed
         with ``RemoveMessage`` after they were archived (the records themselves are kept)."""
-        records = self.list_archives(config)
-        hidden = self._archives.hidden_ids(self._scoper.readable(config)) if records else set()
+        with self._scoper.serving(config):
+            records = self.list_archives(config)
+            hidden = self._archives.hidden_ids(self._scoper.readable(config)) if records else set()
         if not hidden:
             return records
         out = []
@@ -435,21 +444,24 @@ class WorkingMemory:
                 ``config.background``.
         """
         thread_id = self.memory_key(config)
-        self._scoper.bind_for_read(thread_id, config)
-        self._runner.reset_breaker(thread_id)
-        self._runner.retry_deferred(thread_id)
-        inline = (not self.config.background) if wait is None else wait
-        self._session.schedule(
-            thread_id,
-            self._session.timeline_for_thread(thread_id, config),
-            self._scoper.engine_config(thread_id, config),
-            wait=inline,
-        )
+        with self._scoper.serving(config):
+            self._scoper.bind_for_read(thread_id, config)
+            self._runner.reset_breaker(thread_id)
+            self._runner.retry_deferred(thread_id)
+            inline = (not self.config.background) if wait is None else wait
+            self._session.schedule(
+                thread_id,
+                self._session.timeline_for_thread(thread_id, config),
+                self._scoper.engine_config(thread_id, config),
+                wait=inline,
+            )
 
     def phase2_status(self, config: RunnableConfig | None) -> dict[str, Any]:
         """The thread's breaker record and whether its Phase 2 is paused now."""
         thread_id = self.memory_key(config)
-        return {**self._runner.breaker(thread_id), "paused": self._runner.is_paused(thread_id)}
+        with self._scoper.serving(config):
+            breaker = self._runner.breaker(thread_id)
+            return {**breaker, "paused": self._runner.is_paused(thread_id)}
 
     def close(self) -> None:
         """Finish queued background work and stop the worker threads."""

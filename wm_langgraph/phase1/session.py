@@ -20,9 +20,11 @@ used, which the hooks write only with what a checkpoint confirmed.
 
 from __future__ import annotations
 
+import logging
 import threading
+import uuid
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.store.base import BaseStore
 
 from wm_langgraph._compat import NS_SEP, in_graph_run, run_checkpointer, run_reader
 from wm_langgraph.config import WorkingMemoryConfig
@@ -51,10 +54,16 @@ from wm_langgraph.phase1.window import (
 )
 from wm_langgraph.phase2.runner import Phase2Runner
 from wm_langgraph.state import META_KEY, WorkingMemoryMeta, clamp_meta
-from wm_langgraph.storage.archives import ArchiveStore, thread_id_from_config
-from wm_langgraph.storage.keys import split_memory_key
+from wm_langgraph.storage.archives import (
+    ArchiveStore,
+    message_signature,
+    thread_id_from_config,
+)
+from wm_langgraph.storage.keys import NoStoreError, split_memory_key
 
 __all__ = ["Session"]
+
+logger = logging.getLogger("wm_langgraph")
 
 
 _MAX_THREADS = 10_000
@@ -111,13 +120,24 @@ def graph_checkpointer(config: RunnableConfig | None) -> BaseCheckpointSaver[Any
     return saver
 
 
+Place = tuple[int, str]
+"""Where a memory lives: (id of its store, memory key). One memory instance may serve several
+stores (tenants) whose threads share ids; what it remembers per thread it remembers per place."""
+
+
 class CheckpointTimelines:
     """Remembers checkpointers per thread (bounded) and reads timelines from checkpoints."""
 
-    def __init__(self, default: BaseCheckpointSaver[Any] | None = None) -> None:
-        """``default``: a checkpointer to use for threads no hook has run for yet."""
+    def __init__(
+        self,
+        default: BaseCheckpointSaver[Any] | None = None,
+        place: Callable[[str], Place] | None = None,
+    ) -> None:
+        """``default``: a checkpointer to use for threads no hook has run for yet; ``place``:
+        a memory key's place in this context (default: the key alone)."""
         self._default = default
-        self._savers: OrderedDict[str, BaseCheckpointSaver[Any]] = OrderedDict()
+        self._place: Callable[[str], Place] = place or (lambda key: (0, key))
+        self._savers: OrderedDict[Place, BaseCheckpointSaver[Any]] = OrderedDict()
         self._lock = threading.Lock()
 
     def remember(self, thread_id: str, config: RunnableConfig | None) -> None:
@@ -125,17 +145,22 @@ class CheckpointTimelines:
         saver = graph_checkpointer(config)
         if saver is None:
             return
+        place = self._place(thread_id)
         with self._lock:
-            self._savers[thread_id] = saver
-            self._savers.move_to_end(thread_id)
+            self._savers[place] = saver
+            self._savers.move_to_end(place)
             while len(self._savers) > _MAX_THREADS:
                 self._savers.popitem(last=False)
 
     def timeline(self, thread_id: str, config: RunnableConfig | None) -> list[str] | None:
         """The timeline in the thread's checkpoint (the config's ``checkpoint_id`` if it names
-        one, else the latest), or None when no checkpoint with a meta can be read."""
-        with self._lock:
-            saver = self._savers.get(thread_id, self._default)
+        one, else the latest), or None when no checkpoint with a meta can be read. Inside a run
+        the run's own checkpointer is read."""
+        saver = graph_checkpointer(config)
+        if saver is None:
+            place = self._place(thread_id)
+            with self._lock:
+                saver = self._savers.get(place, self._default)
         if saver is None or type(saver).__name__.startswith("Async"):
             return None  # an async-only saver cannot be read from sync code safely
         # A memory key names a thread and, for a named memory, its scope ("name|graph ns"):
@@ -172,24 +197,29 @@ class TimelinePointer:
         """Write through ``archives``; read checkpoints through ``checkpoints``."""
         self._archives = archives
         self._checkpoints = checkpoints
-        self._written: dict[str, list[str]] = {}
-        self._behind: set[str] = set()  # pointer behind a commit not checkpointed yet
+        self._written: dict[Place, list[str]] = {}
+        # pointers behind a commit not checkpointed yet, with the store that holds them
+        self._behind: dict[Place, tuple[str, BaseStore]] = {}
         self._lock = threading.Lock()
 
     def write(self, thread_id: str, timeline: list[str], *, behind: bool) -> None:
         """Point the store at ``timeline`` (``behind``: a newer, unconfirmed one exists)."""
+        store = self._archives.store_for(thread_id)
+        place = (id(store), thread_id)
         with self._lock:
-            known = self._written.get(thread_id)
+            known = self._written.get(place)
         if known is None:
             known = self._archives.timeline(thread_id)
         if known != timeline:
             self._archives.set_timeline(thread_id, timeline)
         with self._lock:
-            self._written[thread_id] = list(timeline)
+            if len(self._written) >= _MAX_THREADS and place not in self._written:
+                self._written.pop(next(iter(self._written)))
+            self._written[place] = list(timeline)
             if behind:
-                self._behind.add(thread_id)
+                self._behind[place] = (thread_id, store)
             else:
-                self._behind.discard(thread_id)
+                self._behind.pop(place, None)
 
     def read(self, thread_id: str, config: RunnableConfig | None) -> list[str]:
         """The checkpoint's timeline when readable (the latest one then also confirms the
@@ -204,14 +234,33 @@ class TimelinePointer:
     def confirm_all(self) -> None:
         """Bring the pointer of every thread that is behind up to its latest checkpoint."""
         with self._lock:
-            threads = list(self._behind)
-        for thread_id in threads:
-            found = self._checkpoints.timeline(thread_id, None)
-            if found is not None:
-                self.write(thread_id, found, behind=False)
+            threads = list(self._behind.values())
+        for thread_id, store in threads:
+            with self._archives.using(store):
+                found = self._checkpoints.timeline(thread_id, None)
+                if found is not None:
+                    self.write(thread_id, found, behind=False)
 
 
 _STORE_META = "state"
+
+
+def _renamed(messages: Sequence[BaseMessage], reused: set[str]) -> list[BaseMessage]:
+    """``messages`` with each message under a reused id given a new id of its own (copies)."""
+    out: list[BaseMessage] = []
+    for message in messages:
+        if message.id in reused:
+            new_id = f"{message.id}~{uuid.uuid4().hex[:12]}"
+            logger.info(
+                "wm_langgraph: message id %r was reused for a new message (an archived message "
+                "has that id and other content); the new message is kept as %r",
+                message.id,
+                new_id,
+            )
+            out.append(message.model_copy(update={"id": new_id}))
+        else:
+            out.append(message)
+    return out
 
 
 def _in_subgraph(config: RunnableConfig | None) -> bool:
@@ -245,14 +294,21 @@ class Session:
     ) -> None:
         """Bind the session logic to its store, runner, settings and token counter
         (``checkpointer``: the graph's, for config-only reads before any hook ran)."""
-        self._checkpoints = CheckpointTimelines(checkpointer)
+        self._checkpoints = CheckpointTimelines(checkpointer, self.place)
         self._pointer = TimelinePointer(archives, self._checkpoints)
         self._archives = archives
         self._runner = runner
         self._config = config
         self._count = count
-        self._touched: set[str] = set()
+        self._touched: set[Place] = set()
         self._lock = threading.Lock()
+
+    def place(self, thread_id: str) -> Place:
+        """Where the memory ``thread_id`` lives in this context (its store, its key)."""
+        try:
+            return (id(self._archives.store_for(thread_id)), thread_id)
+        except NoStoreError:
+            return (0, thread_id)
 
     # -- reading state -----------------------------------------------------------------------
     @staticmethod
@@ -313,7 +369,7 @@ class Session:
                 "archives": self.timeline_for_thread(thread_id, config)
             }
         meta = clamp_meta(raw, self._config.commit_keep_recent_count)
-        resent = self.resent_ids(thread_id, messages, meta, everything=not in_state)
+        resent, _ = self.resends(thread_id, messages, meta, everything=not in_state)
         shown = [m for m in messages if m.id not in resent and not isinstance(m, RemoveMessage)]
         return shown, meta["archives"]
 
@@ -377,7 +433,10 @@ class Session:
         # A meta read from the store in a subgraph (whose state may last one parent step) cannot
         # vouch for the messages before its last accounted one: the parent re-sends archived ones.
         everything = not in_state and _in_subgraph(config)
-        resent = self.resent_ids(thread_id, messages, meta, everything=everything)
+        resent, reused = self.resends(thread_id, messages, meta, everything=everything)
+        if reused:
+            messages = _renamed(messages, reused)
+            assigned = True  # the update replaces the messages: the new ids reach the state
         removals += sorted(resent - set(removals))
         requests = [str(m.id) for m in messages if isinstance(m, RemoveMessage)]
         if requests:  # RemoveMessage of ids that are not live (archive_aware_add_messages)
@@ -391,6 +450,48 @@ class Session:
         meta = account_messages(meta, messages, self._count)
         return _Turn(thread_id, messages, assigned, meta, in_state, removals)
 
+    def resends(
+        self,
+        thread_id: str,
+        messages: Sequence[BaseMessage],
+        meta: WorkingMemoryMeta,
+        *,
+        everything: bool = False,
+    ) -> tuple[set[str], set[str]]:
+        """Messages new since the meta's last accounting whose id an archive of the meta's
+        timeline already holds, in two kinds:
+
+        - *re-sent*: the same message again (a parent graph passing its whole history on every
+          turn, a client replaying the conversation). An archived message is immutable and is
+          never archived a second time: these are taken out of the state again.
+        - *reused*: another message under that id (a client that numbers its ids and restarted
+          at ``u1``). It is a new message: kept, shown, and given an id of its own.
+
+        Same or not is decided by :func:`~wm_langgraph.storage.archives.message_signature`.
+        O(new messages): one batched store read, none when nothing is new.
+
+        Returns:
+            The re-sent ids and the reused ids.
+        """
+        if not meta["archives"]:
+            return set(), set()
+        start = None if everything else new_messages_start(meta, messages)
+        fresh = [m for m in (messages if start is None else messages[start:]) if m.id]
+        signatures = self._archives.archived_signatures(
+            thread_id, [str(m.id) for m in fresh], meta["archives"]
+        )
+        resent: set[str] = set()
+        reused: set[str] = set()
+        for message in fresh:
+            archived = signatures.get(str(message.id))
+            if archived is None or isinstance(message, RemoveMessage):
+                continue
+            if archived and archived != message_signature(message):
+                reused.add(str(message.id))
+            else:
+                resent.add(str(message.id))
+        return resent, reused
+
     def resent_ids(
         self,
         thread_id: str,
@@ -399,20 +500,8 @@ class Session:
         *,
         everything: bool = False,
     ) -> set[str]:
-        """Ids of messages new since the meta's last accounting that an archive of the meta's
-        timeline already holds: a caller re-sent them (a parent graph passing its whole history
-        on every turn, a client replaying the conversation). They are recognised by id, whatever
-        their content: an archived message is immutable and is never archived a second time.
-
-        O(new messages): one batched store read, none when nothing is new.
-        """
-        if not meta["archives"]:
-            return set()
-        start = None if everything else new_messages_start(meta, messages)
-        fresh = messages if start is None else messages[start:]
-        return self._archives.archived_among(
-            thread_id, [str(m.id) for m in fresh if m.id], meta["archives"]
-        )
+        """The re-sent ids of :meth:`resends` (the same archived message sent again)."""
+        return self.resends(thread_id, messages, meta, everything=everything)[0]
 
     # -- writing state -----------------------------------------------------------------------
     def _finish(
@@ -461,9 +550,12 @@ class Session:
         confirmed: list[str] | None = None,
     ) -> None:
         pointer = archives if confirmed is None else confirmed
+        place = self.place(thread_id)
         with self._lock:
-            first_touch = thread_id not in self._touched
-            self._touched.add(thread_id)
+            first_touch = place not in self._touched
+            if len(self._touched) >= _MAX_THREADS and first_touch:
+                self._touched.clear()  # a later first touch only re-checks for pending work
+            self._touched.add(place)
         self._pointer.write(thread_id, pointer, behind=pointer != archives)
         # ``resume`` is False when the caller schedules Phase 2 itself (a commit): the job it
         # schedules folds these archives too, so scheduling here as well would run it twice.

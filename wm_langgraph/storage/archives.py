@@ -31,10 +31,12 @@ versions, whose coverage is then the same lineage).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -126,6 +128,27 @@ def digest_of(messages: Sequence[BaseMessage]) -> str:
     plain = _json_plain(messages_to_dict(list(messages)))
     text = json.dumps(plain, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def message_signature(message: BaseMessage) -> str:
+    """A digest of what a message says: its type, content, tool calls and tool call id.
+
+    Two messages with one id and the same signature are one message sent twice; with different
+    signatures they are two messages (a client that reuses ids). Metadata (``response_metadata``,
+    ``additional_kwargs``, ``name``) is left out: a client replaying its history may drop it.
+    """
+    calls = [
+        [str(c.get("name")), _json_plain(c.get("args")), str(c.get("id"))]
+        for c in getattr(message, "tool_calls", None) or []
+    ]
+    plain = [
+        message.type,
+        _json_plain(message.content),
+        calls,
+        str(getattr(message, "tool_call_id", "") or ""),
+    ]
+    text = json.dumps(plain, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 _IMMUTABLE = frozenset({"id", "seq", "messages", "message_count", "prev", "digest", "thread_id"})
@@ -223,13 +246,18 @@ _NO_STORE = (
 )
 _MAX_BOUND = 4096
 
+_ACTIVE: ContextVar[BaseStore | None] = ContextVar("wm_langgraph_active_store", default=None)
+"""The store of the run (or background job) executing in this context (see ``using``)."""
+
 
 class ArchiveStore:
     """Archive records, WM versions and per-memory bookkeeping over a ``BaseStore``.
 
-    With an explicit store every memory key uses it. Without one, the hooks :meth:`bind` each
-    key to the graph's store as they run, and background work for the key uses that store;
-    keys never bound (a config-only call) use the store bound last.
+    With an explicit store every memory key uses it. Without one, the store is the one of the
+    run being served: a hook runs :meth:`using` its graph's store, and the Phase 2 work it
+    schedules carries that store with it, so one memory can serve any number of graphs and
+    stores (tenants) that use the same thread ids. Outside any run, a key uses the store it
+    was last :meth:`bind`-ed to, else the store bound last.
     """
 
     def __init__(self, store: BaseStore | None = None) -> None:
@@ -272,6 +300,19 @@ class ArchiveStore:
         self._last = store
         return store
 
+    @contextlib.contextmanager
+    def using(self, store: BaseStore | None) -> Iterator[None]:
+        """Within the block (this context and copies of it), every key uses ``store`` (unless
+        an explicit store was given). ``None`` leaves the current choice unchanged."""
+        if store is None or self._explicit is not None:
+            yield
+            return
+        token = _ACTIVE.set(store)
+        try:
+            yield
+        finally:
+            _ACTIVE.reset(token)
+
     def bound_stores(self) -> list[BaseStore]:
         """The distinct graph stores keys are bound to."""
         found: list[BaseStore] = []
@@ -281,9 +322,13 @@ class ArchiveStore:
         return found
 
     def store_for(self, key: str) -> BaseStore:
-        """The store that holds ``key``'s memory."""
+        """The store that holds ``key``'s memory: the explicit store, else the store of the run
+        being served (:meth:`using`), else the one ``key`` was bound to last."""
         if self._explicit is not None:
             return self._explicit
+        active = _ACTIVE.get()
+        if active is not None:
+            return active
         return self._bound.get(key) or self.store
 
     @staticmethod
@@ -428,13 +473,17 @@ class ArchiveStore:
             store.put(ns, archive_id, value, index=False)
 
     # -- message id index ------------------------------------------------------------------
-    def index_messages(self, thread_id: str, archive_id: str, message_ids: Sequence[str]) -> None:
-        """Record that the messages ``message_ids`` are archived in ``archive_id``.
+    def index_messages(
+        self, thread_id: str, archive_id: str, messages: Sequence[BaseMessage]
+    ) -> None:
+        """Record that ``messages`` are archived in ``archive_id`` (their ids, and what each
+        says: :func:`message_signature`).
 
         A message id can be in several archives only across forks (each branch archives its own
         copy); the index keeps all of them, so a lookup can ask about one timeline.
         """
-        ids = list(dict.fromkeys(str(i) for i in message_ids))
+        signatures = {str(m.id): message_signature(m) for m in messages if m.id}
+        ids = list(signatures)
         if not ids:
             return
         ns = self.namespace(thread_id, "ids")
@@ -444,10 +493,47 @@ class ArchiveStore:
         for message_id, item in zip(ids, found, strict=True):
             value = item.value if isinstance(item, Item) else {}
             known = [str(a) for a in value.get("archives") or []]
-            if archive_id not in known:
-                puts.append(PutOp(ns, message_id, {"archives": [*known, archive_id]}, index=False))
+            signed = dict(value.get("signatures") or {})
+            if archive_id not in known or archive_id not in signed:
+                signed[archive_id] = signatures[message_id]
+                archives = known if archive_id in known else [*known, archive_id]
+                new = {"archives": archives, "signatures": signed}
+                puts.append(PutOp(ns, message_id, new, index=False))
         if puts:
             store.batch(puts)
+
+    def archived_signatures(
+        self, thread_id: str, message_ids: Sequence[str], timeline: Sequence[str]
+    ) -> dict[str, str]:
+        """For each id among ``message_ids`` that an archive of ``timeline`` holds: the
+        :func:`message_signature` of the archived message (read from the archive itself for
+        index entries written before signatures were kept)."""
+        ids = list(dict.fromkeys(str(i) for i in message_ids))
+        if not ids or not timeline:
+            return {}
+        on_timeline = set(timeline)
+        ns = self.namespace(thread_id, "ids")
+        found = self.store_for(thread_id).batch([GetOp(ns, i) for i in ids])
+        out: dict[str, str] = {}
+        unsigned: dict[str, str] = {}  # message id -> the archive to read it from
+        for message_id, item in zip(ids, found, strict=True):
+            if not isinstance(item, Item):
+                continue
+            mine = [str(a) for a in item.value.get("archives") or [] if str(a) in on_timeline]
+            if not mine:
+                continue
+            signed = item.value.get("signatures") or {}
+            if isinstance(signed, Mapping) and isinstance(signed.get(mine[0]), str):
+                out[message_id] = str(signed[mine[0]])
+            else:
+                unsigned[message_id] = mine[0]
+        if unsigned:
+            records = self.get_archives(thread_id, sorted(set(unsigned.values())))
+            by_id = {str(m.id): m for r in records for m in r.messages if m.id in unsigned}
+            for message_id in unsigned:
+                message = by_id.get(message_id)
+                out[message_id] = message_signature(message) if message is not None else ""
+        return out
 
     def archived_among(
         self, thread_id: str, message_ids: Sequence[str], timeline: Sequence[str]
