@@ -34,7 +34,7 @@ from wm_langgraph.integration.binding import graph_store, reject_foreign_summari
 from wm_langgraph.integration.hooks import NodeHook
 from wm_langgraph.integration.scoping import MemoryScope, Scoper, check_name
 from wm_langgraph.messages import MessageTokenCache, message_tokens
-from wm_langgraph.phase1.session import Session
+from wm_langgraph.phase1.session import RESET_META, Session
 from wm_langgraph.phase2.graph import (
     CommitDeps,
     CommitState,
@@ -46,6 +46,7 @@ from wm_langgraph.state import MODEL_INPUT_KEY, WorkingMemoryState
 from wm_langgraph.storage.archives import (
     ArchiveRecord,
     ArchiveStore,
+    split_memory_key,
     thread_id_from_config,
 )
 from wm_langgraph.storage.longterm import search_facts, write_after_commit
@@ -455,6 +456,112 @@ class WorkingMemory:
                 self._scoper.engine_config(thread_id, config),
                 wait=inline,
             )
+
+    # -- deletion ----------------------------------------------------------------------------
+    def purge(
+        self,
+        config: RunnableConfig | None,
+        *,
+        store: BaseStore | None = None,
+        long_term: bool = False,
+    ) -> int:
+        """Delete every record the memory keeps for the config's thread ("delete my chat").
+
+        Everything under the thread's namespace prefix in the store goes, whatever its kind:
+        archives (the verbatim messages), Working Memory versions, the message-id index,
+        moved-out items, bookkeeping, and the records of every named or subgraph memory of the
+        thread. Queued background work of the thread is dropped first (a running round is
+        waited for). The checkpoints are the checkpointer's: follow
+        ``checkpointer.delete_thread(thread_id)`` with this call (docs/reliability.md).
+
+        Args:
+            config: Names the thread (``configurable.thread_id``; ``user_id`` for long-term).
+            store: The store to delete from; default: the memory's store (``store=``, else the
+                one the thread last ran with in this process, else the one used last). Pass
+                it when one memory serves several stores (tenants), or in a fresh process.
+            long_term: Also delete the long-term facts (behaviour §8) of the config's
+                ``user_id`` that were last written from this thread.
+
+        Returns:
+            How many store records were deleted.
+
+        Raises:
+            ValueError: ``long_term`` without ``configurable.user_id``.
+        """
+        key = self.memory_key(config)
+        with self._scoper.serving(config), self._archives.using(store):
+            self._runner.cancel(key)
+            timeout = self.config.model_timeout_seconds
+            self._runner.wait(key, timeout if timeout is not None else 60.0)
+            deleted = self._archives.purge(key, whole_thread=True)
+            if long_term:
+                deleted += self._purge_long_term(key, config)
+            self._session.forget(key)
+        logger.info("wm_langgraph: purged %d record(s) of a thread", deleted)
+        return deleted
+
+    def _purge_long_term(self, key: str, config: RunnableConfig | None) -> int:
+        user_id = ((config or {}).get("configurable") or {}).get("user_id")
+        if user_id is None:
+            raise ValueError("purge(long_term=True) needs configurable.user_id")
+        from langgraph.store.base import PutOp
+
+        from wm_langgraph.storage.longterm import facts_namespace
+
+        store = self._archives.store_for(key)
+        namespace = facts_namespace(self.config.long_term_namespace, str(user_id))
+        thread_id = split_memory_key(key)[0]
+        doomed, offset = [], 0
+        while page := store.search(namespace, limit=500, offset=offset):
+            offset += len(page)
+            for item in page:
+                written_by = split_memory_key(str(item.value.get("thread_id", "")))[0]
+                if written_by == thread_id:
+                    doomed.append(PutOp(tuple(item.namespace), item.key, None))
+        if doomed:
+            store.batch(doomed)
+        return len(doomed)
+
+    async def apurge(
+        self,
+        config: RunnableConfig | None,
+        *,
+        store: BaseStore | None = None,
+        long_term: bool = False,
+    ) -> int:
+        """Async twin of :meth:`purge` (safe with async stores on their loop)."""
+        return await asyncio.to_thread(self.purge, config, store=store, long_term=long_term)
+
+    def reset(self, config: RunnableConfig | None, *, store: BaseStore | None = None) -> int:
+        """Start a fresh Working Memory for the config's thread ("clear chat").
+
+        Deletes this memory's records of the thread (as :meth:`purge` does, other memories of
+        the thread are left alone) and marks the thread: the next hook run drops the deleted
+        archives from the state's timeline, so no earlier Working Memory, archive or pending
+        message reaches a prompt again. Clearing the messages is the caller's
+        (``RemoveMessage(id=REMOVE_ALL_MESSAGES)``); ``REMOVE_ALL_MESSAGES`` alone keeps the
+        memory, as compaction leaves no live messages either.
+
+        Returns:
+            How many store records were deleted.
+        """
+        key = self.memory_key(config)
+        with self._scoper.serving(config), self._archives.using(store):
+            self._runner.cancel(key)
+            timeout = self.config.model_timeout_seconds
+            self._runner.wait(key, timeout if timeout is not None else 60.0)
+            timeline = self._session.timeline_for_thread(key, config)
+            known = self._archives.listed_archive_ids(key)
+            deleted = self._archives.purge(key)
+            self._session.forget(key)
+            marker = sorted({*timeline, *known})
+            if marker:
+                self._archives.put_meta(key, RESET_META, {"archives": marker})
+        return deleted
+
+    async def areset(self, config: RunnableConfig | None, *, store: BaseStore | None = None) -> int:
+        """Async twin of :meth:`reset`."""
+        return await asyncio.to_thread(self.reset, config, store=store)
 
     def phase2_status(self, config: RunnableConfig | None) -> dict[str, Any]:
         """The thread's breaker record and whether its Phase 2 is paused now."""

@@ -159,6 +159,24 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
         """The underlying engine (``get_working_memory``, ``list_archives``, ``wait``, ...)."""
         return self._memory
 
+    # -- deletion -------------------------------------------------------------------------
+
+    def purge(self, config: RunnableConfig, **kwargs: Any) -> int:
+        """Delete the thread's memory records: :meth:`WorkingMemory.purge`."""
+        return self._memory.purge(config, **kwargs)
+
+    async def apurge(self, config: RunnableConfig, **kwargs: Any) -> int:
+        """Async twin of :meth:`purge`."""
+        return await self._memory.apurge(config, **kwargs)
+
+    def reset(self, config: RunnableConfig, **kwargs: Any) -> int:
+        """Start a fresh Working Memory after "clear chat": :meth:`WorkingMemory.reset`."""
+        return self._memory.reset(config, **kwargs)
+
+    async def areset(self, config: RunnableConfig, **kwargs: Any) -> int:
+        """Async twin of :meth:`reset`."""
+        return await self._memory.areset(config, **kwargs)
+
     # -- before_model: overflow guard -----------------------------------------------------
 
     def before_model(

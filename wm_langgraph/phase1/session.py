@@ -221,6 +221,12 @@ class TimelinePointer:
             else:
                 self._behind.pop(place, None)
 
+    def forget(self, place: Place) -> None:
+        """Forget the pointer written for ``place`` (its records were deleted)."""
+        with self._lock:
+            self._written.pop(place, None)
+            self._behind.pop(place, None)
+
     def read(self, thread_id: str, config: RunnableConfig | None) -> list[str]:
         """The checkpoint's timeline when readable (the latest one then also confirms the
         pointer: it is durable), else the pointer."""
@@ -243,6 +249,9 @@ class TimelinePointer:
 
 
 _STORE_META = "state"
+RESET_META = "reset"
+"""The bookkeeping value ``WorkingMemory.reset`` leaves: the archive ids it deleted. The next
+hook run drops them from the state's timeline and starts a fresh Working Memory."""
 
 
 def _renamed(messages: Sequence[BaseMessage], reused: set[str]) -> list[BaseMessage]:
@@ -279,6 +288,7 @@ class _Turn:
     # Live messages this turn takes out of the state without archiving them: the removals of a
     # commit that never reached the checkpoint, and re-sent ids of already archived messages.
     removals: list[str]
+    reset: bool = False  # the state's timeline was dropped (``WorkingMemory.reset``)
 
 
 class Session:
@@ -373,6 +383,14 @@ class Session:
         shown = [m for m in messages if m.id not in resent and not isinstance(m, RemoveMessage)]
         return shown, meta["archives"]
 
+    def forget(self, thread_id: str) -> None:
+        """Drop what this process remembers of ``thread_id`` in the current store (its records
+        were deleted: the next turn starts from the store, not from these caches)."""
+        place = self.place(thread_id)
+        with self._lock:
+            self._touched.discard(place)
+        self._pointer.forget(place)
+
     def timeline_for_thread(
         self, thread_id: str, config: RunnableConfig | None = None
     ) -> list[str]:
@@ -416,6 +434,12 @@ class Session:
             if raw is None:  # first turn: continue the thread's timeline, if it has one
                 raw = {"archives": self._archives.timeline(thread_id)}
         meta = clamp_meta(raw if isinstance(raw, Mapping) else None, keep)
+        reset = False
+        if meta["archives"]:
+            marker = self._archives.get_meta(thread_id, RESET_META)
+            dropped = {str(a) for a in (marker or {}).get("archives") or []}
+            if dropped.intersection(meta["archives"]):
+                meta, reset = clamp_meta(None, keep), True  # a fresh start: recount it all
         if meta["keep_recent_count"] != keep:  # the setting changed: recount from scratch
             meta = {
                 **meta,
@@ -448,7 +472,7 @@ class Session:
             gone = set(removals)
             messages = [m for m in messages if m.id not in gone]
         meta = account_messages(meta, messages, self._count)
-        return _Turn(thread_id, messages, assigned, meta, in_state, removals)
+        return _Turn(thread_id, messages, assigned, meta, in_state, removals, reset)
 
     def resends(
         self,
@@ -515,6 +539,8 @@ class Session:
         meta = result.meta if result is not None else turn.meta
         removed = [str(m.id) for m in result.archived] if result is not None else []
         update: dict[str, Any] = {META_KEY: dict(meta)}
+        if turn.reset:
+            self._archives.delete_meta(turn.thread_id, RESET_META)
         if turn.ids_assigned:
             live = result.remaining if result is not None else turn.messages
             update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *live]
@@ -653,7 +679,7 @@ class Session:
             self._config.archive_memory_tokens,
         )
         if live_tokens(turn.meta) <= budgets.usable - budgets.archive:
-            if turn.removals or turn.ids_assigned:  # e.g. re-sent archived ids: out again
+            if turn.removals or turn.ids_assigned or turn.reset:  # e.g. re-sent archived ids
                 return self._finish(turn, None, config), turn.messages, turn.meta["archives"]
             return None, turn.messages, turn.meta["archives"]
         convo = conversation(turn.messages)

@@ -268,6 +268,19 @@ class Phase2Runner:
                     return False
                 self._cond.wait(remaining)
 
+    def cancel(self, thread_id: str) -> None:
+        """Drop the queued jobs of ``thread_id`` on the current store that have not started (a
+        running round finishes; :meth:`wait` for it)."""
+        slot = self._slot(thread_id, self._current_store(thread_id))
+        with self._cond:
+            jobs = self._threads.get(slot)
+            if jobs is None:
+                return
+            while len(jobs.queue) > 1:  # the first one may be running: it ends by itself
+                jobs.queue.pop()
+                jobs.outstanding -= 1
+            self._cond.notify_all()
+
     def shutdown(self) -> None:
         """Stop the worker threads after the queued jobs (idempotent)."""
         with self._cond:

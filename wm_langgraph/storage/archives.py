@@ -20,6 +20,11 @@ existed read unchanged; any other scope adds one segment, ``("wm_langgraph", lab
 The current WM of a timeline (its ordered archive ids) is the newest version whose coverage is a
 prefix of the timeline; the archives after that prefix are pending.
 
+Every record is written with ``ttl=None``: a store's default TTL (``SqliteStore(ttl=...)``, a
+``store.ttl`` in ``langgraph.json``, a Postgres store with TTL) never expires a memory's records,
+which its timelines (in the checkpoints) name for as long as the thread lives; deleting them is
+``WorkingMemory.purge``'s job.
+
 Records are immutable once written. A record's identity is its place in a lineage (``prev``, the
 archive before it on its timeline) and a digest of its messages (every field, verbatim). An id
 is never reused for other content: a fork that archives different messages (an edited one, other
@@ -359,16 +364,56 @@ class ArchiveStore:
             item = store.get(namespace(legacy, "archives"), archive_id)
             if item is None:
                 continue
-            store.put(namespace(key, "archives"), archive_id, item.value, index=False)
+            store.put(namespace(key, "archives"), archive_id, item.value, index=False, ttl=None)
             copied += 1
             wm = store.get(namespace(legacy, "wm"), archive_id)
             covers = [str(x) for x in (wm.value.get("covers") or [])] if wm else []
             if wm is not None and covers == list(timeline[: len(covers)]):
-                store.put(namespace(key, "wm"), archive_id, wm.value, index=False)
+                store.put(namespace(key, "wm"), archive_id, wm.value, index=False, ttl=None)
                 copied += 1
         if copied:
             self.set_timeline(key, timeline)
         return copied
+
+    # -- deletion ---------------------------------------------------------------------------
+    def purge(self, key: str, *, whole_thread: bool = False) -> int:
+        """Delete the records of memory ``key`` (``whole_thread``: of every memory of its
+        thread): everything under their namespace prefix, whatever its kind (archives, WM
+        versions, indexes, moved-out items, bookkeeping, records written by later versions).
+
+        Returns:
+            How many records were deleted.
+        """
+        thread_id, scope = split_memory_key(key)
+        prefix: tuple[str, ...] = (ROOT_LABEL, thread_label(thread_id))
+        if scope and not whole_thread:
+            prefix = (*prefix, SCOPE_PREFIX + thread_label(scope))
+        store = self.store_for(key)
+        namespaces: list[tuple[str, ...]] = []
+        while True:
+            page = store.list_namespaces(prefix=prefix, limit=100, offset=len(namespaces))
+            namespaces.extend(tuple(ns) for ns in page)
+            if len(page) < 100:
+                break
+        if not scope and not whole_thread:  # the default scope: not the named memories
+            namespaces = [ns for ns in namespaces if not ns[2:3] or ns[2][:1] != SCOPE_PREFIX]
+        deleted = 0
+        for ns in namespaces:
+            while items := store.search(ns, limit=500):
+                store.batch([PutOp(ns, item.key, None) for item in items])
+                deleted += len(items)
+        return deleted
+
+    def listed_archive_ids(self, key: str) -> list[str]:
+        """The ids of every archive record memory ``key`` has in the store (any branch)."""
+        ns = self.namespace(key, "archives")
+        store = self.store_for(key)
+        ids: list[str] = []
+        while page := store.search(ns, limit=500, offset=len(ids)):
+            ids.extend(item.key for item in page if tuple(item.namespace) == ns)
+            if len(page) < 500:
+                break
+        return ids
 
     # -- archives -------------------------------------------------------------------------
     def slot(self, thread_id: str, timeline: Sequence[str]) -> tuple[list[ArchiveRecord], str]:
@@ -410,7 +455,7 @@ class ArchiveStore:
             raise ValueError(
                 f"archive {record.id} exists with other content; records are immutable"
             )
-        store.put(ns, record.id, value, index=False)
+        store.put(ns, record.id, value, index=False, ttl=None)
 
     def get_archives(self, thread_id: str, ids: Sequence[str]) -> list[ArchiveRecord]:
         """The records of ``ids`` in that order (missing ones are skipped)."""
@@ -470,7 +515,7 @@ class ArchiveStore:
                 else:
                     value[key] = new
             value["updated_at"] = now_iso()
-            store.put(ns, archive_id, value, index=False)
+            store.put(ns, archive_id, value, index=False, ttl=None)
 
     # -- message id index ------------------------------------------------------------------
     def index_messages(
@@ -498,7 +543,7 @@ class ArchiveStore:
                 signed[archive_id] = signatures[message_id]
                 archives = known if archive_id in known else [*known, archive_id]
                 new = {"archives": archives, "signatures": signed}
-                puts.append(PutOp(ns, message_id, new, index=False))
+                puts.append(PutOp(ns, message_id, new, index=False, ttl=None))
         if puts:
             store.batch(puts)
 
@@ -590,7 +635,7 @@ class ArchiveStore:
             raise ValueError("a Working Memory version must cover at least one archive")
         value = {**dict(info), "text": text, "covers": list(covers), "created_at": now_iso()}
         self.store_for(thread_id).put(
-            self.namespace(thread_id, "wm"), covers[-1], value, index=False
+            self.namespace(thread_id, "wm"), covers[-1], value, index=False, ttl=None
         )
 
     # -- items moved out of the document by the size contract ------------------------------
@@ -603,7 +648,9 @@ class ArchiveStore:
             "covers": list(covers),
             "created_at": now_iso(),
         }
-        self.store_for(thread_id).put(self.namespace(thread_id, "moved"), key, value, index=False)
+        self.store_for(thread_id).put(
+            self.namespace(thread_id, "moved"), key, value, index=False, ttl=None
+        )
 
     def moved_items(
         self, thread_id: str, keys: Sequence[str]
@@ -629,8 +676,12 @@ class ArchiveStore:
     def put_meta(self, thread_id: str, key: str, value: Mapping[str, Any]) -> None:
         """Write a bookkeeping value."""
         self.store_for(thread_id).put(
-            self.namespace(thread_id, "meta"), key, dict(value), index=False
+            self.namespace(thread_id, "meta"), key, dict(value), index=False, ttl=None
         )
+
+    def delete_meta(self, thread_id: str, key: str) -> None:
+        """Delete a bookkeeping value (nothing happens when there is none)."""
+        self.store_for(thread_id).delete(self.namespace(thread_id, "meta"), key)
 
     def timeline(self, thread_id: str) -> list[str]:
         """The archive ids of the thread's most recently written timeline."""
