@@ -47,7 +47,9 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
+from wm_langgraph._compat import middleware_being_built
 from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.errors import ConflictingMiddlewareError
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.state import META_KEY, archive_aware_add_messages
 
@@ -84,8 +86,32 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
         tools: The archive recall tools, added to the agent's tools by ``create_agent``.
     """
 
-    state_schema = WorkingMemoryAgentState
     transformers = _TRANSFORMERS
+
+    @property
+    def state_schema(self) -> type[WorkingMemoryAgentState]:  # type: ignore[override]
+        """The agent state the middleware adds (``create_agent`` reads it when it builds).
+
+        Raises:
+            ConflictingMiddlewareError: The agent being built has another Working Memory
+                middleware: both would keep their bookkeeping in the agent's one
+                ``working_memory`` state value, and one memory would lose its archives.
+        """
+        others = [
+            m
+            for m in middleware_being_built() or []
+            if isinstance(m, WorkingMemoryMiddleware) and m is not self
+        ]
+        if others:
+            names = ", ".join(repr(m.name) for m in [self, *others])
+            raise ConflictingMiddlewareError(
+                f"one agent got {1 + len(others)} WorkingMemoryMiddleware instances ({names}): "
+                "an agent has one 'working_memory' state value, which they would share, and "
+                "one memory would lose its archives. Use one WorkingMemoryMiddleware per agent; "
+                "for separate memories of one conversation give each agent (supervisor or swarm "
+                "members, subgraph agents) its own middleware with its own name="
+            )
+        return WorkingMemoryAgentState
 
     def __init__(
         self,
