@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -50,6 +50,7 @@ from wm_langgraph.storage.archives import (
     thread_id_from_config,
 )
 from wm_langgraph.storage.longterm import search_facts, write_after_commit
+from wm_langgraph.storage.retry import ATTEMPTS, is_transient
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -63,6 +64,30 @@ def _as_state(state: Mapping[str, Any]) -> WorkingMemoryState:
 
 
 logger = logging.getLogger("wm_langgraph")
+
+
+def _after_the_answer(
+    hook: Callable[[Mapping[str, Any], RunnableConfig | None], dict[str, Any]],
+) -> Callable[[Mapping[str, Any], RunnableConfig | None], dict[str, Any]]:
+    """``hook`` (the accounting after the model has answered) that lets a store error that
+    outlasted its retries pass: the user's turn is done, nothing is lost (the messages stay
+    live, the next turn archives them), so it is logged instead of failing the turn."""
+
+    def guarded(state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
+        try:
+            return hook(state, config)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            logger.warning(
+                "wm_langgraph: the store failed after %d attempts (%s); the turn's messages "
+                "stay live and the next turn archives them",
+                ATTEMPTS,
+                type(exc).__qualname__,
+            )
+            return {}
+
+    return guarded
 
 
 def _check_prompt(name: str, template: object, **values: str) -> str | None:
@@ -180,7 +205,8 @@ class WorkingMemory:
             self._archives, self._runner, self.config, self._count_message, checkpointer
         )
         self._scoper = Scoper(self._archives, self._session, name=self._name, scope=scope)
-        self.after_turn = NodeHook("wm_after_turn", self._scoper.hooked(self._session.after_turn))
+        after_turn = _after_the_answer(self._session.after_turn)
+        self.after_turn = NodeHook("wm_after_turn", self._scoper.hooked(after_turn))
         self.compact = NodeHook("wm_compact", self._scoper.hooked(self._session.compact))
         self.assemble = NodeHook("wm_assemble", self._scoper.hooked(self._assemble))
         self.pre_model_hook = NodeHook(
@@ -263,7 +289,7 @@ class WorkingMemory:
     def _post_model_hook(
         self, state: Mapping[str, Any], config: RunnableConfig | None
     ) -> dict[str, Any]:
-        update = self._session.post_model_hook(state, config)
+        update = _after_the_answer(self._session.post_model_hook)(state, config)
         if state.get(MODEL_INPUT_KEY):
             # The model has answered: its input is spent. Clearing it keeps it out of the
             # state that create_react_agent copies into each tool call's Send packet (which

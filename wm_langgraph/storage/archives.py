@@ -61,6 +61,7 @@ from wm_langgraph.storage.keys import (
     thread_id_from_config,
     thread_label,
 )
+from wm_langgraph.storage.retry import RetryingStore
 
 __all__ = [
     "ROOT_LABEL",
@@ -336,6 +337,10 @@ class ArchiveStore:
             return active
         return self._bound.get(key) or self.store
 
+    def _io(self, key: str) -> RetryingStore:
+        """``key``'s store as the memory uses it: each operation retried on a transient error."""
+        return RetryingStore(self.store_for(key))
+
     @staticmethod
     def namespace(thread_id: str, kind: str) -> tuple[str, ...]:
         """The namespace of ``kind`` ("archives", "wm", "meta") for a memory key."""
@@ -355,7 +360,7 @@ class ArchiveStore:
         thread_id, scope = split_memory_key(key)
         if not scope or not timeline:
             return 0
-        store = self.store_for(key)
+        store = self._io(key)
         if store.get(namespace(key, "archives"), timeline[0]) is not None:
             return 0
         legacy = memory_key(thread_id)
@@ -388,7 +393,7 @@ class ArchiveStore:
         prefix: tuple[str, ...] = (ROOT_LABEL, thread_label(thread_id))
         if scope and not whole_thread:
             prefix = (*prefix, SCOPE_PREFIX + thread_label(scope))
-        store = self.store_for(key)
+        store = self._io(key)
         namespaces: list[tuple[str, ...]] = []
         while True:
             page = store.list_namespaces(prefix=prefix, limit=100, offset=len(namespaces))
@@ -407,7 +412,7 @@ class ArchiveStore:
     def listed_archive_ids(self, key: str) -> list[str]:
         """The ids of every archive record memory ``key`` has in the store (any branch)."""
         ns = self.namespace(key, "archives")
-        store = self.store_for(key)
+        store = self._io(key)
         ids: list[str] = []
         while page := store.search(ns, limit=500, offset=len(ids)):
             ids.extend(item.key for item in page if tuple(item.namespace) == ns)
@@ -429,7 +434,7 @@ class ArchiveStore:
         ns = self.namespace(thread_id, "archives")
         found: list[ArchiveRecord] = []
         candidate, n = base, 1
-        store = self.store_for(thread_id)
+        store = self._io(thread_id)
         while (item := store.get(ns, candidate)) is not None:
             value = item.value
             if candidate not in timeline and value.get("digest") and value.get("prev") == prev:
@@ -447,7 +452,7 @@ class ArchiveStore:
         """
         ns = self.namespace(record.thread_id, "archives")
         value = record.to_value()
-        store = self.store_for(record.thread_id)
+        store = self._io(record.thread_id)
         existing = store.get(ns, record.id)
         if existing is not None:
             if record.digest and existing.value.get("digest") == record.digest:
@@ -462,7 +467,7 @@ class ArchiveStore:
         if not ids:
             return []
         ns = self.namespace(thread_id, "archives")
-        items = self.store_for(thread_id).batch([GetOp(ns, archive_id) for archive_id in ids])
+        items = self._io(thread_id).batch([GetOp(ns, archive_id) for archive_id in ids])
         return [ArchiveRecord.from_value(item.value) for item in items if isinstance(item, Item)]
 
     def get_recent_archives(
@@ -483,7 +488,7 @@ class ArchiveStore:
         for index in range(len(ids) - 1, -1, -1):
             if total >= tokens:
                 return out[::-1], False
-            item = self.store_for(thread_id).get(ns, ids[index])
+            item = self._io(thread_id).get(ns, ids[index])
             if item is None:
                 continue
             total += max(0, int(item.value.get("token_count", 0) or 0))
@@ -503,7 +508,7 @@ class ArchiveStore:
         if frozen:
             raise ValueError(f"archive fields {frozen} are immutable")
         ns = self.namespace(thread_id, "archives")
-        store = self.store_for(thread_id)
+        store = self._io(thread_id)
         for archive_id in ids:
             item = store.get(ns, archive_id)
             if item is None:
@@ -532,7 +537,7 @@ class ArchiveStore:
         if not ids:
             return
         ns = self.namespace(thread_id, "ids")
-        store = self.store_for(thread_id)
+        store = self._io(thread_id)
         found = store.batch([GetOp(ns, i) for i in ids])
         puts: list[PutOp] = []
         for message_id, item in zip(ids, found, strict=True):
@@ -558,7 +563,7 @@ class ArchiveStore:
             return {}
         on_timeline = set(timeline)
         ns = self.namespace(thread_id, "ids")
-        found = self.store_for(thread_id).batch([GetOp(ns, i) for i in ids])
+        found = self._io(thread_id).batch([GetOp(ns, i) for i in ids])
         out: dict[str, str] = {}
         unsigned: dict[str, str] = {}  # message id -> the archive to read it from
         for message_id, item in zip(ids, found, strict=True):
@@ -589,7 +594,7 @@ class ArchiveStore:
             return set()
         on_timeline = set(timeline)
         ns = self.namespace(thread_id, "ids")
-        found = self.store_for(thread_id).batch([GetOp(ns, i) for i in ids])
+        found = self._io(thread_id).batch([GetOp(ns, i) for i in ids])
         return {
             message_id
             for message_id, item in zip(ids, found, strict=True)
@@ -613,7 +618,7 @@ class ArchiveStore:
     def current_wm(self, thread_id: str, timeline: Sequence[str]) -> WorkingMemoryVersion | None:
         """The newest WM version whose coverage is a prefix of ``timeline`` (None: no WM yet)."""
         ns = self.namespace(thread_id, "wm")
-        store = self.store_for(thread_id)
+        store = self._io(thread_id)
         for k in range(len(timeline), 0, -1):
             item = store.get(ns, timeline[k - 1])
             if item is None:
@@ -634,7 +639,7 @@ class ArchiveStore:
         if not covers:
             raise ValueError("a Working Memory version must cover at least one archive")
         value = {**dict(info), "text": text, "covers": list(covers), "created_at": now_iso()}
-        self.store_for(thread_id).put(
+        self._io(thread_id).put(
             self.namespace(thread_id, "wm"), covers[-1], value, index=False, ttl=None
         )
 
@@ -648,7 +653,7 @@ class ArchiveStore:
             "covers": list(covers),
             "created_at": now_iso(),
         }
-        self.store_for(thread_id).put(
+        self._io(thread_id).put(
             self.namespace(thread_id, "moved"), key, value, index=False, ttl=None
         )
 
@@ -659,7 +664,7 @@ class ArchiveStore:
         if not keys:
             return []
         ns = self.namespace(thread_id, "moved")
-        found = self.store_for(thread_id).batch([GetOp(ns, key) for key in keys])
+        found = self._io(thread_id).batch([GetOp(ns, key) for key in keys])
         out: list[tuple[str, list[dict[str, str]]]] = []
         for key, item in zip(keys, found, strict=True):
             if isinstance(item, Item):
@@ -670,18 +675,18 @@ class ArchiveStore:
     # -- small bookkeeping values ---------------------------------------------------------------
     def get_meta(self, thread_id: str, key: str) -> dict[str, Any] | None:
         """A bookkeeping value ("timeline", "breaker", "state") or None."""
-        item = self.store_for(thread_id).get(self.namespace(thread_id, "meta"), key)
+        item = self._io(thread_id).get(self.namespace(thread_id, "meta"), key)
         return dict(item.value) if item is not None else None
 
     def put_meta(self, thread_id: str, key: str, value: Mapping[str, Any]) -> None:
         """Write a bookkeeping value."""
-        self.store_for(thread_id).put(
+        self._io(thread_id).put(
             self.namespace(thread_id, "meta"), key, dict(value), index=False, ttl=None
         )
 
     def delete_meta(self, thread_id: str, key: str) -> None:
         """Delete a bookkeeping value (nothing happens when there is none)."""
-        self.store_for(thread_id).delete(self.namespace(thread_id, "meta"), key)
+        self._io(thread_id).delete(self.namespace(thread_id, "meta"), key)
 
     def timeline(self, thread_id: str) -> list[str]:
         """The archive ids of the thread's most recently written timeline."""
