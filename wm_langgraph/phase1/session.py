@@ -20,6 +20,7 @@ used, which the hooks write only with what a checkpoint confirmed.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import uuid
@@ -125,6 +126,20 @@ Place = tuple[int, str]
 stores (tenants) whose threads share ids; what it remembers per thread it remembers per place."""
 
 
+def _on_own_loop(saver: BaseCheckpointSaver[Any]) -> bool:
+    """True when ``saver`` is an async saver (``AsyncSqliteSaver``, ``AsyncPostgresSaver``)
+    whose event loop is running in this thread: its sync API would raise there (or block the
+    loop it needs). From any other thread (the hooks' and the async reads' worker threads) the
+    sync API hands the read to the saver's loop and works like a sync saver's."""
+    loop = getattr(saver, "loop", None)
+    if not isinstance(loop, asyncio.AbstractEventLoop):
+        return False
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
 class CheckpointTimelines:
     """Remembers checkpointers per thread (bounded) and reads timelines from checkpoints."""
 
@@ -161,8 +176,8 @@ class CheckpointTimelines:
             place = self._place(thread_id)
             with self._lock:
                 saver = self._savers.get(place, self._default)
-        if saver is None or type(saver).__name__.startswith("Async"):
-            return None  # an async-only saver cannot be read from sync code safely
+        if saver is None or _on_own_loop(saver):
+            return None  # an async saver's sync API cannot run on its own event loop
         # A memory key names a thread and, for a named memory, its scope ("name|graph ns"):
         # a top-level memory's meta is in the thread's root checkpoint, a subgraph's is not.
         root_thread, scope = split_memory_key(thread_id)
@@ -179,13 +194,15 @@ class CheckpointTimelines:
         if found is None:
             return None
         meta = (found.checkpoint.get("channel_values") or {}).get(META_KEY)
-        for _, channel, value in found.pending_writes or []:
+        for _, channel, value in [] if "checkpoint_id" in wanted else found.pending_writes or []:
             # A hook's task that finished is durable once its writes are saved, even if the
-            # next checkpoint never was: the graph applies them when it resumes.
+            # next checkpoint never was: the graph applies them when it resumes. (A checkpoint
+            # named by id is read as it is: its pending writes belong to the step after it.)
             if channel == META_KEY:
                 meta = value
         if not isinstance(meta, Mapping):
-            return None
+            # A named checkpoint from before any accounting has no archives yet.
+            return [] if "checkpoint_id" in wanted else None
         return [str(a) for a in meta.get("archives") or [] if isinstance(a, str)]
 
 
