@@ -24,10 +24,12 @@ __all__ = ["ATTEMPTS", "RetryingStore", "is_transient", "retrying"]
 
 logger = logging.getLogger("wm_langgraph")
 
-ATTEMPTS = 5
-"""How often an operation is tried in all before its error is raised."""
-_BASE_DELAY = 0.02  # seconds before the first retry; doubled each time, with jitter
-_MAX_DELAY = 0.5
+ATTEMPTS = 8
+"""How often an operation is tried in all before its error is raised (about 5 s of backoff in
+all: enough for 50 threads writing one SQLite file at once)."""
+BASE_DELAY = 0.05
+"""Seconds before the first retry; doubled for each one after it (with jitter), at most 2 s."""
+_MAX_DELAY = 2.0
 _TRANSIENT_NAMES = frozenset(
     {"OperationalError", "InterfaceError", "PoolTimeout", "TooManyConnections", "DeadlockDetected"}
 )
@@ -53,25 +55,31 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and any(word in text for word in _TRANSIENT_WORDS)
 
 
-def retrying(operation: Callable[[], T], *, what: str = "store operation") -> T:
-    """Run ``operation``; on a transient error try again (:data:`ATTEMPTS` in all, backoff).
+def retrying(
+    operation: Callable[[], T],
+    *,
+    what: str = "store operation",
+    attempts: int = ATTEMPTS,
+    base_delay: float = BASE_DELAY,
+) -> T:
+    """Run ``operation``; on a transient error try again (``attempts`` in all, backoff).
 
     Raises:
         Exception: The last error, when every attempt failed or an error is not transient.
     """
-    for attempt in range(1, ATTEMPTS + 1):
+    for attempt in range(1, attempts + 1):
         try:
             return operation()
         except Exception as exc:
-            if attempt == ATTEMPTS or not is_transient(exc):
+            if attempt == attempts or not is_transient(exc):
                 raise
-            delay = min(_MAX_DELAY, _BASE_DELAY * 2 ** (attempt - 1))
+            delay = min(_MAX_DELAY, base_delay * 2 ** (attempt - 1))
             logger.debug(
                 "wm_langgraph: %s failed with %s (attempt %d of %d); retrying",
                 what,
                 type(exc).__qualname__,
                 attempt,
-                ATTEMPTS,
+                attempts,
             )
             time.sleep(delay * (0.5 + random.random()))
     raise AssertionError("unreachable")  # pragma: no cover
