@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain.tools import ToolRuntime
 from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 
@@ -63,3 +65,48 @@ def test_standard_async_sqlite_pairing_under_sessions_and_concurrent_threads(tmp
         return failed_sessions, failed_concurrent
 
     assert asyncio.run(run()) == (0, 0)
+
+
+@tool
+async def remember(key: str, runtime: ToolRuntime) -> str:
+    """Keep a note in the app's own store namespace."""
+    assert runtime.store is not None
+    await runtime.store.aput(("app", "notes"), key, {"key": key})
+    return "kept"
+
+
+@pytest.mark.slow
+def test_standard_async_sqlite_pairing_with_a_tool_that_writes_the_store(tmp_path: Path):
+    path = str(tmp_path / "pairing-tool.sqlite")
+
+    async def run() -> tuple[int, int]:
+        failed = 0
+        async with (
+            AsyncSqliteSaver.from_conn_string(path) as saver,
+            AsyncSqliteStore.from_conn_string(path) as store,
+        ):
+            await store.setup()
+            mw = WorkingMemoryMiddleware(wm_model(), config=BACKGROUND)
+            agent = create_agent(
+                agent_model(tool="remember"),
+                [remember],
+                middleware=[mw],
+                checkpointer=saver,
+                store=store,
+            )
+            for s in range(12):
+                for n in range(5):
+                    try:
+                        await agent.ainvoke(
+                            {"messages": [HumanMessage(f"note FACT-{n} use remember")]},
+                            thread_config(f"tool-{s}"),
+                        )
+                    except Exception:
+                        failed += 1
+            assert await mw.memory.await_phase2(timeout=120)
+            notes = await store.asearch(("app", "notes"), limit=100)
+        return failed, len(notes)
+
+    failed, notes = asyncio.run(run())
+    assert failed == 0
+    assert notes > 0
