@@ -171,6 +171,28 @@ def test_langgraph_async_sqlite_store_cursor(tmp_path):
     assert item.value == {"v": 1}
 
 
+def test_langchain_create_agent_middleware_list_is_visible_while_building():
+    from langchain.agents import create_agent
+    from langchain.agents.middleware.types import AgentMiddleware, AgentState
+
+    from wm_langgraph.testing import ScriptedChatModel
+
+    seen: list[Any] = []
+
+    class Probe(AgentMiddleware[AgentState[Any], Any, Any]):
+        @property  # type: ignore[override]
+        def state_schema(self) -> Any:
+            seen.append(_compat.middleware_being_built())
+            return AgentState
+
+    probe = Probe()
+    create_agent(ScriptedChatModel(replies=["ok"]), [], middleware=[probe])
+    assert seen
+    assert seen[0] is not None
+    assert probe in seen[0]
+    assert _compat.middleware_being_built() is None
+
+
 @pytest.mark.parametrize("name", _compat.__all__)
 def test_every_compat_name_resolves(name):
     assert getattr(_compat, name) is not None

@@ -16,6 +16,8 @@ longer has it. Nothing else in the package touches a private name of those libra
 - ``AsyncSqliteStore._cursor``: :func:`immediate_async_sqlite_store`.
 - ``create_agent``'s local variables ``model`` and ``middleware`` while it reads each
   middleware's ``tools``: :func:`building_agent`.
+- ``langchain.agents.create_agent``'s local ``middleware`` list, while it builds the agent:
+  :func:`middleware_being_built`.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ __all__ = [
     "immediate_async_sqlite_store",
     "in_graph_run",
     "is_streaming_handler",
+    "middleware_being_built",
     "run_checkpointer",
     "run_reader",
     "run_runtime",
@@ -127,6 +130,32 @@ def stream_seen_ids(handler: object) -> set[Any] | None:
     """
     seen = getattr(handler, "seen", None)
     return seen if is_streaming_handler(handler) and isinstance(seen, set) else None
+
+
+_MAX_FRAMES = 12
+
+
+def middleware_being_built() -> list[Any] | None:
+    """The middleware list of the ``langchain.agents.create_agent`` call (if any) that is
+    reading a middleware attribute (its ``state_schema``) up the call stack.
+
+    Relies on ``create_agent`` (module ``langchain.agents.factory``) reading each middleware's
+    ``state_schema`` within a few frames of its own, with its argument still named
+    ``middleware``. If that changes, None: two memories in one agent are then refused at their
+    first run instead of when the agent is built.
+    """
+    frame: Any = sys._getframe(1)
+    for _ in range(_MAX_FRAMES):
+        if frame is None:
+            return None
+        code = frame.f_code
+        if code.co_name == "create_agent" and frame.f_globals.get("__name__", "").startswith(
+            "langchain.agents"
+        ):
+            found = frame.f_locals.get("middleware")
+            return list(found) if isinstance(found, list | tuple) else None
+        frame = frame.f_back
+    return None
 
 
 def store_event_loop(store: object) -> asyncio.AbstractEventLoop | None:

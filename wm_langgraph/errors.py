@@ -64,11 +64,13 @@ class NoStoreError(WorkingMemoryError, ValueError):
 
 
 class ConflictingMiddlewareError(WorkingMemoryError, RuntimeError):
-    """Another summariser removed messages of the thread before the memory archived them.
+    """Another middleware conflicts with the memory.
 
     Raised by a hook run the first time a summary message of LangChain's
-    ``SummarizationMiddleware`` is in the thread's messages: the messages it replaced are in
-    neither an archive nor the Working Memory. Use one of the two.
+    ``SummarizationMiddleware`` is in the thread's messages (the messages it replaced are in
+    neither an archive nor the Working Memory: use one of the two), and by ``create_agent`` when
+    one agent is given two ``WorkingMemoryMiddleware`` instances (they would share the agent's
+    one ``working_memory`` state value).
     """
 
 

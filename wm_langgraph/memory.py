@@ -41,7 +41,7 @@ from wm_langgraph.integration.binding import graph_store, reject_foreign_summari
 from wm_langgraph.integration.hooks import NodeHook
 from wm_langgraph.integration.scoping import MemoryScope, Scoper, check_name
 from wm_langgraph.messages import MessageTokenCache, message_tokens
-from wm_langgraph.phase1.session import Session
+from wm_langgraph.phase1.session import RESET_META, Session
 from wm_langgraph.phase2.graph import (
     CommitDeps,
     CommitState,
@@ -53,9 +53,11 @@ from wm_langgraph.state import MODEL_INPUT_KEY, WorkingMemoryState
 from wm_langgraph.storage.archives import (
     ArchiveRecord,
     ArchiveStore,
+    split_memory_key,
     thread_id_from_config,
 )
 from wm_langgraph.storage.longterm import search_facts, write_after_commit
+from wm_langgraph.storage.retry import ATTEMPTS, is_transient
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -80,6 +82,30 @@ def _as_state(state: Mapping[str, Any]) -> WorkingMemoryState:
 
 
 logger = logging.getLogger("wm_langgraph")
+
+
+def _after_the_answer(
+    hook: Callable[[Mapping[str, Any], RunnableConfig | None], dict[str, Any]],
+) -> Callable[[Mapping[str, Any], RunnableConfig | None], dict[str, Any]]:
+    """``hook`` (the accounting after the model has answered) that lets a store error that
+    outlasted its retries pass: the user's turn is done, nothing is lost (the messages stay
+    live, the next turn archives them), so it is logged instead of failing the turn."""
+
+    def guarded(state: Mapping[str, Any], config: RunnableConfig | None) -> dict[str, Any]:
+        try:
+            return hook(state, config)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            logger.warning(
+                "wm_langgraph: the store failed after %d attempts (%s); the turn's messages "
+                "stay live and the next turn archives them",
+                ATTEMPTS,
+                type(exc).__qualname__,
+            )
+            return {}
+
+    return guarded
 
 
 def _check_prompt(name: str, template: object, **values: str) -> str | None:
@@ -241,7 +267,9 @@ class WorkingMemory:
         )
         self._scoper = Scoper(self._archives, self._session, name=self._name, scope=self._scope)
         hooked = self._scoper.hooked
-        self.after_turn = NodeHook("wm_after_turn", hooked(self._resolved(self._after_turn)))
+        self.after_turn = NodeHook(
+            "wm_after_turn", hooked(self._resolved(_after_the_answer(self._after_turn)))
+        )
         self.compact = NodeHook("wm_compact", hooked(self._resolved(self._compact)))
         self.assemble = NodeHook("wm_assemble", hooked(self._resolved(self._assemble)))
         self.pre_model_hook = NodeHook(
@@ -389,7 +417,7 @@ class WorkingMemory:
     def _post_model_hook(
         self, state: Mapping[str, Any], config: RunnableConfig | None
     ) -> dict[str, Any]:
-        update = self._session.post_model_hook(state, config)
+        update = _after_the_answer(self._session.post_model_hook)(state, config)
         if state.get(MODEL_INPUT_KEY):
             # The model has answered: its input is spent. Clearing it keeps it out of the
             # state that create_react_agent copies into each tool call's Send packet (which
@@ -430,16 +458,17 @@ class WorkingMemory:
         timeline's archives, which after a fork or time travel differ from the thread's latest.
         """
         reject_foreign_summaries(messages)
-        thread_id = self._scoper.enter(config, state)
-        if state is not None:
-            timeline = self._session.timeline_of(state, thread_id, config)
-        else:
-            timeline = self._session.timeline_for_thread(thread_id, config)
-        given = convert_to_messages(list(messages))
-        requested = _removal_requests(state) | {
-            str(m.id) for m in given if isinstance(m, RemoveMessage)
-        }
-        return self._build(given, thread_id, timeline, system_message, requested)
+        with self._scoper.serving(config):
+            thread_id = self._scoper.enter(config, state)
+            if state is not None:
+                timeline = self._session.timeline_of(state, thread_id, config)
+            else:
+                timeline = self._session.timeline_for_thread(thread_id, config)
+            given = convert_to_messages(list(messages))
+            requested = _removal_requests(state) | {
+                str(m.id) for m in given if isinstance(m, RemoveMessage)
+            }
+            return self._build(given, thread_id, timeline, system_message, requested)
 
     def _build(
         self,
@@ -456,7 +485,7 @@ class WorkingMemory:
         pending_ids = unfolded_archive_ids(current, timeline)
         folded_ids = list(current.covers) if current is not None else []
         budgets = compute_budgets(
-            self.config.token_budget, self.config.reserve_tokens, self.config.archive_memory_tokens
+            self.config.tokens, self.config.reserve_tokens, self.config.archive_memory_tokens
         )
         live = sum(self._count_message(m) for m in messages)
         document_tokens = self._counter(document) if document else 0
@@ -504,11 +533,13 @@ class WorkingMemory:
         :meth:`memory_key`). On an async store's own event loop use
         :meth:`aget_working_memory`.
         """
-        return self._get_working_memory(self._scoper.readable(config), config)
+        with self._scoper.serving(config):
+            return self._get_working_memory(self._scoper.readable(config), config)
 
     def _get_working_memory(self, thread_id: str, config: RunnableConfig | None) -> str:
-        self._scoper.bind_for_read(thread_id, config)
-        return self._scoper.working_memory(thread_id, config)
+        with self._scoper.serving(config):
+            self._scoper.bind_for_read(thread_id, config)
+            return self._scoper.working_memory(thread_id, config)
 
     def moved_items(self, config: RunnableConfig | None) -> list[tuple[str, str, str]]:
         """Items the size contract moved out of the thread's current Working Memory.
@@ -517,14 +548,16 @@ class WorkingMemory:
             ``(archive id, section, text)`` per item, oldest first; the archive id names the WM
             version (the last archive it covered) that moved the item out.
         """
-        thread_id = self._scoper.readable(config)
-        self._scoper.bind_for_read(thread_id, config)
-        timeline = self._session.timeline_for_thread(thread_id, config)
-        current = self._archives.current_wm(thread_id, timeline)
-        keys = current.covers if current else []
+        with self._scoper.serving(config):
+            thread_id = self._scoper.readable(config)
+            self._scoper.bind_for_read(thread_id, config)
+            timeline = self._session.timeline_for_thread(thread_id, config)
+            current = self._archives.current_wm(thread_id, timeline)
+            keys = current.covers if current else []
+            moved = self._archives.moved_items(thread_id, keys)
         return [
             (key, item.get("section", ""), item.get("text", ""))
-            for key, items in self._archives.moved_items(thread_id, keys)
+            for key, items in moved
             for item in items
         ]
 
@@ -534,17 +567,20 @@ class WorkingMemory:
         The store and the subgraph are found as for :meth:`get_working_memory`; the async
         twin is :meth:`alist_archives`.
         """
-        return self._list_archives(self._scoper.readable(config), config)
+        with self._scoper.serving(config):
+            return self._list_archives(self._scoper.readable(config), config)
 
     def _list_archives(self, thread_id: str, config: RunnableConfig | None) -> list[ArchiveRecord]:
-        self._scoper.bind_for_read(thread_id, config)
-        return self._scoper.archives(thread_id, config)
+        with self._scoper.serving(config):
+            self._scoper.bind_for_read(thread_id, config)
+            return self._scoper.archives(thread_id, config)
 
     def recall_archives(self, config: RunnableConfig | None) -> list[ArchiveRecord]:
         """:meth:`list_archives` as the archive tools show it: without the messages removed
         with ``RemoveMessage`` after they were archived (the records themselves are kept)."""
-        records = self.list_archives(config)
-        hidden = self._archives.hidden_ids(self._scoper.readable(config)) if records else set()
+        with self._scoper.serving(config):
+            records = self.list_archives(config)
+            hidden = self._archives.hidden_ids(self._scoper.readable(config)) if records else set()
         if not hidden:
             return records
         out = []
@@ -669,21 +705,132 @@ class WorkingMemory:
                 ``config.background``.
         """
         thread_id = self.memory_key(config)
-        self._scoper.bind_for_read(thread_id, config)
-        self._runner.reset_breaker(thread_id)
-        self._runner.retry_deferred(thread_id)
-        inline = (not self.config.background) if wait is None else wait
-        self._session.schedule(
-            thread_id,
-            self._session.timeline_for_thread(thread_id, config),
-            self._scoper.engine_config(thread_id, config),
-            wait=inline,
-        )
+        with self._scoper.serving(config):
+            self._scoper.bind_for_read(thread_id, config)
+            self._runner.reset_breaker(thread_id)
+            self._runner.retry_deferred(thread_id)
+            inline = (not self.config.background) if wait is None else wait
+            self._session.schedule(
+                thread_id,
+                self._session.timeline_for_thread(thread_id, config),
+                self._scoper.engine_config(thread_id, config),
+                wait=inline,
+            )
+
+    # -- deletion ----------------------------------------------------------------------------
+    def purge(
+        self,
+        config: RunnableConfig | None,
+        *,
+        store: BaseStore | None = None,
+        long_term: bool = False,
+    ) -> int:
+        """Delete every record the memory keeps for the config's thread ("delete my chat").
+
+        Everything under the thread's namespace prefix in the store goes, whatever its kind:
+        archives (the verbatim messages), Working Memory versions, the message-id index,
+        moved-out items, bookkeeping, and the records of every named or subgraph memory of the
+        thread. Queued background work of the thread is dropped first (a running round is
+        waited for). The checkpoints are the checkpointer's: follow
+        ``checkpointer.delete_thread(thread_id)`` with this call (docs/reliability.md).
+
+        Args:
+            config: Names the thread (``configurable.thread_id``; ``user_id`` for long-term).
+            store: The store to delete from; default: the memory's store (``store=``, else the
+                one the thread last ran with in this process, else the one used last). Pass
+                it when one memory serves several stores (tenants), or in a fresh process.
+            long_term: Also delete the long-term facts (behaviour §8) of the config's
+                ``user_id`` that were last written from this thread.
+
+        Returns:
+            How many store records were deleted.
+
+        Raises:
+            ValueError: ``long_term`` without ``configurable.user_id``.
+        """
+        key = self.memory_key(config)
+        with self._scoper.serving(config), self._archives.using(store):
+            self._runner.cancel(key)
+            timeout = self.config.model_timeout_seconds
+            self._runner.wait(key, timeout if timeout is not None else 60.0)
+            deleted = self._archives.purge(key, whole_thread=True)
+            if long_term:
+                deleted += self._purge_long_term(key, config)
+            self._session.forget(key)
+            self._reader.forget(key)  # its archive ids may be reused
+        logger.info("wm_langgraph: purged %d record(s) of a thread", deleted)
+        return deleted
+
+    def _purge_long_term(self, key: str, config: RunnableConfig | None) -> int:
+        user_id = ((config or {}).get("configurable") or {}).get("user_id")
+        if user_id is None:
+            raise ValueError("purge(long_term=True) needs configurable.user_id")
+        from langgraph.store.base import PutOp
+
+        from wm_langgraph.storage.longterm import facts_namespace
+
+        store = self._archives.store_for(key)
+        namespace = facts_namespace(self.config.long_term_namespace, str(user_id))
+        thread_id = split_memory_key(key)[0]
+        doomed, offset = [], 0
+        while page := store.search(namespace, limit=500, offset=offset):
+            offset += len(page)
+            for item in page:
+                written_by = split_memory_key(str(item.value.get("thread_id", "")))[0]
+                if written_by == thread_id:
+                    doomed.append(PutOp(tuple(item.namespace), item.key, None))
+        if doomed:
+            store.batch(doomed)
+        return len(doomed)
+
+    async def apurge(
+        self,
+        config: RunnableConfig | None,
+        *,
+        store: BaseStore | None = None,
+        long_term: bool = False,
+    ) -> int:
+        """Async twin of :meth:`purge` (safe with async stores on their loop)."""
+        return await asyncio.to_thread(self.purge, config, store=store, long_term=long_term)
+
+    def reset(self, config: RunnableConfig | None, *, store: BaseStore | None = None) -> int:
+        """Start a fresh Working Memory for the config's thread ("clear chat").
+
+        Deletes this memory's records of the thread (as :meth:`purge` does, other memories of
+        the thread are left alone) and marks the thread: the next hook run drops the deleted
+        archives from the state's timeline, so no earlier Working Memory, archive or pending
+        message reaches a prompt again. Clearing the messages is the caller's
+        (``RemoveMessage(id=REMOVE_ALL_MESSAGES)``); ``REMOVE_ALL_MESSAGES`` alone keeps the
+        memory, as compaction leaves no live messages either.
+
+        Returns:
+            How many store records were deleted.
+        """
+        key = self.memory_key(config)
+        with self._scoper.serving(config), self._archives.using(store):
+            self._runner.cancel(key)
+            timeout = self.config.model_timeout_seconds
+            self._runner.wait(key, timeout if timeout is not None else 60.0)
+            timeline = self._session.timeline_for_thread(key, config)
+            known = self._archives.listed_archive_ids(key)
+            deleted = self._archives.purge(key)
+            self._session.forget(key)
+            self._reader.forget(key)  # its archive ids may be reused
+            marker = sorted({*timeline, *known})
+            if marker:
+                self._archives.put_meta(key, RESET_META, {"archives": marker})
+        return deleted
+
+    async def areset(self, config: RunnableConfig | None, *, store: BaseStore | None = None) -> int:
+        """Async twin of :meth:`reset`."""
+        return await asyncio.to_thread(self.reset, config, store=store)
 
     def phase2_status(self, config: RunnableConfig | None) -> dict[str, Any]:
         """The thread's breaker record and whether its Phase 2 is paused now."""
         thread_id = self.memory_key(config)
-        return {**self._runner.breaker(thread_id), "paused": self._runner.is_paused(thread_id)}
+        with self._scoper.serving(config):
+            breaker = self._runner.breaker(thread_id)
+            return {**breaker, "paused": self._runner.is_paused(thread_id)}
 
     def close(self) -> None:
         """Finish queued background work and stop the worker threads."""

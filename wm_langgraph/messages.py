@@ -20,10 +20,18 @@ Rendered format, one block per message, blocks separated by a blank line::
     [tool result read_file, status=success, id call_1]
     def main(): ...
 
-Rendering never raises on odd content: content block lists contribute their text parts,
-images become ``[image]``, other blocks a short ``[<type>]`` placeholder.
+Rendering never raises on odd content: content block lists contribute their text, including
+the text inside ``document`` (a text or content source), ``search_result``, ``json``, tool-result
+lists and ``refusal`` blocks; images become ``[image]``, files, audio and video ``[<type>]``,
+and a block of a type not known here a short ``[<type>]`` placeholder. Reasoning blocks
+(``reasoning``, ``thinking``, ``redacted_thinking``) are not shown to the writer (private model
+reasoning is not part of the conversation record).
 
-A message's token size is the size of its rendering (:func:`message_tokens`). Assemble runs
+A message's token size is the size of its rendering (:func:`message_tokens`), with three rules
+for what the rendering leaves out but a provider is sent: a reasoning block counts its text (or,
+redacted, its serialised size) since providers take it back as input; an image, file, audio or
+video block counts :data:`IMAGE_TOKENS`; and a block of an unknown type counts its serialised
+JSON size, never its placeholder. Assemble runs
 before every model call over every live and pending message, so :class:`MessageTokenCache`
 keeps each message's count: it maps the message's id and a fingerprint of everything the
 rendering reads (class, content, name, role, tool calls, tool result fields) to its count. An
@@ -179,6 +187,10 @@ IMAGE_TOKENS = 765
 OpenAI's accounting); the ``[image]`` placeholder alone would under-count images badly."""
 
 _IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
+_MEDIA_TYPES = frozenset({"file", "audio", "video", "input_file", "input_audio"})
+_REASONING_TYPES = frozenset({"reasoning", "thinking", "redacted_thinking"})
+_TEXT_TYPES = frozenset({"text", "text-plain", "input_text", "output_text", "summary_text"})
+_MAX_DEPTH = 8  # nested block lists deeper than this are counted by their serialised size
 _TOOL_USE_TYPES = frozenset({"tool_use", "tool_call", "function_call", "tool_call_chunk"})
 _HEAD_SHARE = (
     2 / 3
@@ -200,27 +212,93 @@ def _json(value: object) -> str:
         return safe_str(value)
 
 
-def _block_text(block: object, *, skip_tool_use: bool) -> tuple[str, int]:
-    """Text of one content block and the number of images it represents."""
+def _joined(*parts: tuple[str, int]) -> tuple[str, int]:
+    return "\n".join(t for t, _ in parts if t), sum(n for _, n in parts)
+
+
+def _source_text(source: object, *, counting: bool, depth: int) -> tuple[str, int]:
+    """The text of a ``document`` block's ``source`` (Anthropic's shape)."""
+    if isinstance(source, str):
+        return source, 0
+    if not isinstance(source, Mapping):
+        return "", 0
+    kind = source.get("type")
+    if kind == "text" and isinstance(source.get("data"), str):
+        return str(source["data"]), 0
+    if kind == "content":
+        return _content(source.get("content"), counting=counting, depth=depth + 1)
+    return "[document]", 1  # base64, url, file: a binary document, charged like an image
+
+
+def _block_text(
+    block: object, *, skip_tool_use: bool, counting: bool = False, depth: int = 0
+) -> tuple[str, int]:
+    """Text of one content block and the number of images (or other media) it represents.
+
+    ``counting``: the text a token count needs (reasoning included, unknown blocks by their
+    serialised size) rather than the text the writer is shown.
+    """
     if isinstance(block, str):
         return block, 0
     if not isinstance(block, Mapping):
-        return f"[{type(block).__name__}]", 0
+        return (_json(block) if counting else f"[{type(block).__name__}]"), 0
     kind = safe_str(block.get("type", "block"))
-    if kind in {"reasoning", "thinking"}:
-        return "", 0  # private model reasoning is not part of the conversation record
-    if kind == "text" or (kind not in _IMAGE_TYPES and isinstance(block.get("text"), str)):
+    if depth > _MAX_DEPTH:
+        return (_json(block) if counting else f"[{kind}]"), 0
+    inner = depth + 1
+    if kind in _REASONING_TYPES:
+        if not counting:
+            return "", 0  # private model reasoning is not part of the conversation record
+        if kind == "redacted_thinking":
+            return _json(block.get("data")), 0
+        texts = [block.get(k) for k in ("reasoning", "thinking", "text")]
+        found = [(str(t), 0) for t in texts if isinstance(t, str)]
+        summary = block.get("summary")
+        if summary:
+            found.append(_content(summary, counting=True, depth=inner))
+        return _joined(*found)
+    if kind in _TEXT_TYPES:
         return safe_str(block.get("text", "")), 0
+    if kind == "refusal" and isinstance(block.get("refusal"), str):
+        return str(block["refusal"]), 0
+    if kind == "json":
+        return _json(block.get("json", block.get("data"))), 0
+    if kind == "document":
+        return _joined(
+            (safe_str(block.get("title") or ""), 0),
+            (safe_str(block.get("context") or ""), 0),
+            _source_text(block.get("source"), counting=counting, depth=inner),
+        )
+    if kind == "search_result":
+        return _joined(
+            (safe_str(block.get("title") or ""), 0),
+            (safe_str(block.get("source") or ""), 0),
+            _content(block.get("content"), counting=counting, depth=inner),
+        )
+    if kind.endswith("tool_result") or kind in ("server_tool_result", "tool_search_result"):
+        content = block.get("content", block.get("output"))
+        return _content(content, counting=counting, depth=inner)
+    if kind == "non_standard":
+        value = block.get("value")
+        return (_json(value) if counting else "[non_standard]"), 0
     if kind in _IMAGE_TYPES:
         return "[image]", 1
+    if kind in _MEDIA_TYPES:
+        return f"[{kind}]", 1
     if kind in _TOOL_USE_TYPES:
         if skip_tool_use:
             return "", 0  # the same call is rendered from tool_calls
-        return f"[{kind} {safe_str(block.get('name', ''))}]".replace(" ]", "]"), 0
-    return f"[{kind}]", 0
+        text = f"[{kind} {safe_str(block.get('name', ''))}]".replace(" ]", "]")
+        args = block.get("input", block.get("args"))
+        return (f"{text} {_json(args)}" if counting and args else text), 0
+    if isinstance(block.get("text"), str):
+        return safe_str(block.get("text", "")), 0
+    return (_json(block) if counting else f"[{kind}]"), 0
 
 
-def _content(content: object, *, skip_tool_use: bool = False) -> tuple[str, int]:
+def _content(
+    content: object, *, skip_tool_use: bool = False, counting: bool = False, depth: int = 0
+) -> tuple[str, int]:
     if content is None:
         return "", 0
     if isinstance(content, str):
@@ -229,13 +307,14 @@ def _content(content: object, *, skip_tool_use: bool = False) -> tuple[str, int]
         parts: list[str] = []
         images = 0
         for block in content:
-            text, count = _block_text(block, skip_tool_use=skip_tool_use)
+            text, count = _block_text(
+                block, skip_tool_use=skip_tool_use, counting=counting, depth=depth
+            )
             images += count
             if text:
                 parts.append(text)
         return "\n".join(parts), images
-    text, count = _block_text(content, skip_tool_use=skip_tool_use)
-    return text, count
+    return _block_text(content, skip_tool_use=skip_tool_use, counting=counting, depth=depth)
 
 
 def content_text(content: object) -> str:
@@ -341,10 +420,12 @@ def _render_one(
     cap: int | None,
     tool_names: Mapping[str, str],
     text_cap: int | None = None,
+    counting: bool = False,
 ) -> tuple[str, int]:
     """One message block (header line + body) and its image count.
 
-    ``cap`` bounds tool outputs and tool-call arguments, ``text_cap`` every other message text.
+    ``cap`` bounds tool outputs and tool-call arguments, ``text_cap`` every other message text;
+    ``counting`` renders what a token count needs (see :func:`_block_text`).
     """
     if isinstance(message, ToolMessage):
         call_id = safe_str(getattr(message, "tool_call_id", "") or "")
@@ -352,12 +433,13 @@ def _render_one(
         status = safe_str(getattr(message, "status", None) or "success")
         header = f"[tool result {safe_str(name)}, status={status}"
         header += f", id {call_id}]" if call_id else "]"
-        body, images = _content(message.content)
+        body, images = _content(message.content, counting=counting)
         if cap is not None:
             body = truncate_text(body, cap, counter)
         return f"{header}\n{body}".rstrip("\n"), images
     calls = _tool_call_lines(message, cap, counter) if isinstance(message, AIMessage) else []
-    body, images = _content(getattr(message, "content", ""), skip_tool_use=bool(calls))
+    content = getattr(message, "content", "")
+    body, images = _content(content, skip_tool_use=bool(calls), counting=counting)
     if text_cap is not None:
         body = truncate_text(body, text_cap, counter)
     lines = [f"[{_role(message)}]"]
@@ -453,11 +535,12 @@ def render_messages(
 def message_tokens(message: BaseMessage, counter: TokenCounter = count_tokens) -> int:
     """Tokens a message costs in a prompt: its full rendering (text, tool call names and JSON
     arguments, tool result name and output — nothing capped) plus a fixed per-message overhead,
-    plus :data:`IMAGE_TOKENS` per image block.
+    plus :data:`IMAGE_TOKENS` per image (file, audio, video, binary document) block; reasoning
+    blocks count their text and unknown blocks their serialised size (module docstring).
 
     Args:
         message: Any LangChain message.
         counter: Token counter for the text.
     """
-    text, images = _render_one(message, counter=counter, cap=None, tool_names={})
+    text, images = _render_one(message, counter=counter, cap=None, tool_names={}, counting=True)
     return counter(text) + MESSAGE_OVERHEAD_TOKENS + IMAGE_TOKENS * images

@@ -48,7 +48,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
-from wm_langgraph._compat import building_agent
+from wm_langgraph._compat import building_agent, middleware_being_built
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.errors import ConflictingMiddlewareError
 from wm_langgraph.memory import WorkingMemory
@@ -87,8 +87,32 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
         tools: The archive recall tools, added to the agent's tools by ``create_agent``.
     """
 
-    state_schema = WorkingMemoryAgentState
     transformers = _TRANSFORMERS
+
+    @property
+    def state_schema(self) -> type[WorkingMemoryAgentState]:  # type: ignore[override]
+        """The agent state the middleware adds (``create_agent`` reads it when it builds).
+
+        Raises:
+            ConflictingMiddlewareError: The agent being built has another Working Memory
+                middleware: both would keep their bookkeeping in the agent's one
+                ``working_memory`` state value, and one memory would lose its archives.
+        """
+        others = [
+            m
+            for m in middleware_being_built() or []
+            if isinstance(m, WorkingMemoryMiddleware) and m is not self
+        ]
+        if others:
+            names = ", ".join(repr(m.name) for m in [self, *others])
+            raise ConflictingMiddlewareError(
+                f"one agent got {1 + len(others)} WorkingMemoryMiddleware instances ({names}): "
+                "an agent has one 'working_memory' state value, which they would share, and "
+                "one memory would lose its archives. Use one WorkingMemoryMiddleware per agent; "
+                "for separate memories of one conversation give each agent (supervisor or swarm "
+                "members, subgraph agents) its own middleware with its own name="
+            )
+        return WorkingMemoryAgentState
 
     def __init__(
         self,
@@ -175,6 +199,24 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
     def memory(self) -> WorkingMemory:
         """The underlying engine (``get_working_memory``, ``list_archives``, ``wait``, ...)."""
         return self._memory
+
+    # -- deletion -------------------------------------------------------------------------
+
+    def purge(self, config: RunnableConfig, **kwargs: Any) -> int:
+        """Delete the thread's memory records: :meth:`WorkingMemory.purge`."""
+        return self._memory.purge(config, **kwargs)
+
+    async def apurge(self, config: RunnableConfig, **kwargs: Any) -> int:
+        """Async twin of :meth:`purge`."""
+        return await self._memory.apurge(config, **kwargs)
+
+    def reset(self, config: RunnableConfig, **kwargs: Any) -> int:
+        """Start a fresh Working Memory after "clear chat": :meth:`WorkingMemory.reset`."""
+        return self._memory.reset(config, **kwargs)
+
+    async def areset(self, config: RunnableConfig, **kwargs: Any) -> int:
+        """Async twin of :meth:`reset`."""
+        return await self._memory.areset(config, **kwargs)
 
     # -- before_model: overflow guard -----------------------------------------------------
 

@@ -24,6 +24,7 @@ from tests.integrations.helpers import (
 from wm_langgraph import WorkingMemoryMiddleware
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import SUMMARY_HEADER, compute_budgets
+from wm_langgraph.errors import ConflictingMiddlewareError
 
 lookup = lookup_tool(details=20)  # results large enough to move the counts
 
@@ -231,10 +232,10 @@ def test_names_are_configurable_and_must_differ():
     one = WorkingMemoryMiddleware(wm_model(), store=store, name="wm_one")
     two = WorkingMemoryMiddleware(wm_model(), store=store, name="wm_two")
     assert one.name == "wm_one"
-    agent = create_agent(
-        agent_model(), [lookup], middleware=[one, two], checkpointer=InMemorySaver()
-    )
+    agent = create_agent(agent_model(), [lookup], middleware=[one], checkpointer=InMemorySaver())
     assert "wm_one.before_model" in agent.get_graph().nodes
+    with pytest.raises(ConflictingMiddlewareError, match="one agent"):  # one state value
+        create_agent(agent_model(), [lookup], middleware=[one, two], checkpointer=InMemorySaver())
     with pytest.raises(AssertionError, match="duplicate"):
         create_agent(
             agent_model(), [lookup], middleware=[one, WorkingMemoryMiddleware(name="wm_one")]

@@ -20,6 +20,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
 from wm_langgraph.cli._runtime import persistence
+from wm_langgraph.cli._terminal import json_safe
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.state import META_KEY
 from wm_langgraph.storage.archives import ROOT_LABEL, SCOPE_PREFIX
@@ -158,7 +159,8 @@ def inspect_db(db: str, *, thread_id: str | None, as_json: bool, out: TextIO, er
         chosen = [thread_id] if thread_id is not None else threads
         reports = [thread_report(memory, checkpointer, t) for t in chosen]
     if as_json:
-        print(json.dumps({"db": db, "threads": reports}, ensure_ascii=False, indent=2), file=out)
+        text = json.dumps({"db": db, "threads": reports}, ensure_ascii=False, indent=2)
+        print(json_safe(text), file=out)
         return 0
     if thread_id is None:
         print(f"{db}: {len(reports)} thread(s)", file=out)

@@ -22,10 +22,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TextIO, cast
 
 from langchain_core.language_models import BaseChatModel
 
+from wm_langgraph.cli._terminal import SafeOutput
 from wm_langgraph.config import WorkingMemoryConfig
 
 __all__ = ["build_parser", "main"]
@@ -273,8 +274,9 @@ def main(
     Returns:
         The exit status (see the module docstring).
     """
-    stdout = out if out is not None else sys.stdout
-    stderr = err if err is not None else sys.stderr
+    # Stored text (archived messages, WM documents) is printed: never raw to a terminal.
+    stdout = cast("TextIO", SafeOutput(out if out is not None else sys.stdout))
+    stderr = cast("TextIO", SafeOutput(err if err is not None else sys.stderr))
     args = build_parser().parse_args(argv)
     if args.command == "demo":
         return _demo(args, stdout)

@@ -9,8 +9,9 @@ stream, fails at once beside another summariser, and leaves no message in the us
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -74,7 +75,7 @@ class Scoper:
         self._session = session
         self._name = name
         self._scope: MemoryScope = scope
-        self._adopted: set[str] = set()
+        self._adopted: set[tuple[str, int]] = set()
         self._checked: OrderedDict[str, list[Any]] = OrderedDict()
 
     def key(self, config: RunnableConfig | None) -> str:
@@ -87,6 +88,9 @@ class Scoper:
     def enter(self, config: RunnableConfig | None, state: Mapping[str, Any] | None) -> str:
         """Resolve the memory key of a hook call and bind it to the graph's store.
 
+        Use it inside :meth:`serving` (the hooks do), so that what follows reads and writes the
+        store of this run, not of another run of the same thread id.
+
         Raises:
             NoStoreError: A run without any store, or a hand-driven call with none known.
         """
@@ -94,14 +98,24 @@ class Scoper:
         configurable = (config or {}).get("configurable") or {}
         found = graph_store(configurable)
         if found is not None or in_run(configurable):
-            self._archives.bind(key, found)  # raises NoStoreError inside a run without store
+            store = self._archives.bind(key, found)  # NoStoreError inside a run without store
         else:
-            self._archives.store_for(key)  # a hand-driven call: the known store, or raises
-        if key not in self._adopted:
-            self._adopted.add(key)
+            store = self._archives.store_for(key)  # a hand-driven call: the known store, or raises
+        adopted = (key, id(store))
+        if adopted not in self._adopted:
+            self._adopted.add(adopted)
             if state is not None and split_memory_key(key)[1]:
-                self._archives.adopt_legacy(key, self._session.timeline_of(state, key))
+                with self._archives.using(store):
+                    self._archives.adopt_legacy(key, self._session.timeline_of(state, key))
         return key
+
+    @contextlib.contextmanager
+    def serving(self, config: RunnableConfig | None) -> Iterator[None]:
+        """Within the block, the memory uses the store of the run ``config`` belongs to (and
+        the Phase 2 work scheduled there carries it); outside a run nothing changes."""
+        found = graph_store((config or {}).get("configurable") or {})
+        with self._archives.using(found):
+            yield
 
     def bind_for_read(self, key: str, config: RunnableConfig | None) -> None:
         """Bind ``key`` to the run's store when a config-only call happens inside a run."""
@@ -192,8 +206,9 @@ class Scoper:
         def hook(state: Mapping[str, Any], config: RunnableConfig | None) -> Any:
             if isinstance(state, Mapping):
                 self._reject_foreign_summaries(self.key(config), state.get("messages"))
-            key = self.enter(config, state if isinstance(state, Mapping) else None)
-            update = func(state, self.engine_config(key, config))
+            with self.serving(config):
+                key = self.enter(config, state if isinstance(state, Mapping) else None)
+                update = func(state, self.engine_config(key, config))
             quiet_node_output(update, (config or {}).get("callbacks"))
             return update
 

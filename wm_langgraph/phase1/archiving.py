@@ -121,7 +121,7 @@ def archive_oldest(
                 archives, thread_id, free_id, timeline, chunk, tokens=known, count=count
             )
         else:  # the index may predate the record's write or miss it after a crash
-            archives.index_messages(thread_id, record.id, [str(m.id) for m in record.messages])
+            archives.index_messages(thread_id, record.id, record.messages)
         records.append(record)
         timeline.append(record.id)
         start += record.message_count
@@ -141,11 +141,10 @@ def _new_record(
     tokens: dict[str, int],
     count: MessageCounter,
 ) -> ArchiveRecord:
-    ids = [str(m.id) for m in archived]
     sizes = [tokens[m.id] if m.id in tokens else count(m) for m in archived]
     # The index first: an index entry naming an archive that never got written is harmless
     # (lookups only count archives of the asking timeline), a record missing from it is not.
-    archives.index_messages(thread_id, archive_id, ids)
+    archives.index_messages(thread_id, archive_id, archived)
     stamp = now_iso()
     record = ArchiveRecord(
         id=archive_id,

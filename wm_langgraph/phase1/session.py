@@ -20,10 +20,12 @@ used, which the hooks write only with what a checkpoint confirmed.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+import uuid
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +38,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.store.base import BaseStore
 
 from wm_langgraph._compat import NS_SEP, in_graph_run, run_checkpointer, run_reader
 from wm_langgraph.config import WorkingMemoryConfig
@@ -53,10 +56,16 @@ from wm_langgraph.phase1.window import (
 )
 from wm_langgraph.phase2.runner import Phase2Runner
 from wm_langgraph.state import META_KEY, WorkingMemoryMeta, clamp_meta
-from wm_langgraph.storage.archives import ArchiveStore, thread_id_from_config
-from wm_langgraph.storage.keys import split_memory_key
+from wm_langgraph.storage.archives import (
+    ArchiveStore,
+    message_signature,
+    thread_id_from_config,
+)
+from wm_langgraph.storage.keys import NoStoreError, split_memory_key
 
 __all__ = ["Session"]
+
+logger = logging.getLogger("wm_langgraph")
 
 
 _MAX_THREADS = 10_000
@@ -174,13 +183,38 @@ def _state_values(found: CheckpointTuple | None) -> dict[str, Any] | None:
     return state
 
 
+Place = tuple[int, str]
+"""Where a memory lives: (id of its store, memory key). One memory instance may serve several
+stores (tenants) whose threads share ids; what it remembers per thread it remembers per place."""
+
+
+def _on_own_loop(saver: BaseCheckpointSaver[Any]) -> bool:
+    """True when ``saver`` is an async saver (``AsyncSqliteSaver``, ``AsyncPostgresSaver``)
+    whose event loop is running in this thread: its sync API would raise there (or block the
+    loop it needs). From any other thread (the hooks' and the async reads' worker threads) the
+    sync API hands the read to the saver's loop and works like a sync saver's."""
+    loop = getattr(saver, "loop", None)
+    if not isinstance(loop, asyncio.AbstractEventLoop):
+        return False
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
 class CheckpointTimelines:
     """Remembers checkpointers per thread (bounded) and reads timelines from checkpoints."""
 
-    def __init__(self, default: BaseCheckpointSaver[Any] | None = None) -> None:
-        """``default``: a checkpointer to use for threads no hook has run for yet."""
+    def __init__(
+        self,
+        default: BaseCheckpointSaver[Any] | None = None,
+        place: Callable[[str], Place] | None = None,
+    ) -> None:
+        """``default``: a checkpointer to use for threads no hook has run for yet; ``place``:
+        a memory key's place in this context (default: the key alone)."""
         self._default = default
-        self._savers: OrderedDict[str, BaseCheckpointSaver[Any]] = OrderedDict()
+        self._place: Callable[[str], Place] = place or (lambda key: (0, key))
+        self._savers: OrderedDict[Place, BaseCheckpointSaver[Any]] = OrderedDict()
         self._lock = threading.Lock()
 
     def remember(self, thread_id: str, config: RunnableConfig | None) -> None:
@@ -188,9 +222,10 @@ class CheckpointTimelines:
         saver = graph_checkpointer(config)
         if saver is None:
             return
+        place = self._place(thread_id)
         with self._lock:
-            self._savers[thread_id] = saver
-            self._savers.move_to_end(thread_id)
+            self._savers[place] = saver
+            self._savers.move_to_end(place)
             while len(self._savers) > _MAX_THREADS:
                 self._savers.popitem(last=False)
 
@@ -215,8 +250,9 @@ class CheckpointTimelines:
     def _target(
         self, thread_id: str, config: RunnableConfig | None
     ) -> tuple[BaseCheckpointSaver[Any] | None, RunnableConfig | None]:
+        place = self._place(thread_id)
         with self._lock:
-            saver = self._savers.get(thread_id, self._default)
+            saver = self._savers.get(place, self._default)
         root_thread, scope = split_memory_key(thread_id)
         if scope.partition("|")[2]:
             return saver, None
@@ -228,8 +264,8 @@ class CheckpointTimelines:
 
     def _tuple(self, thread_id: str, config: RunnableConfig | None) -> CheckpointTuple | None:
         saver, wanted = self._target(thread_id, config)
-        if saver is None or wanted is None or type(saver).__name__.startswith("Async"):
-            return None  # an async-only saver cannot be read from sync code safely
+        if saver is None or wanted is None or _on_own_loop(saver):
+            return None  # an async saver's sync API cannot run on its own event loop
         try:
             return saver.get_tuple(wanted)
         except Exception:  # a closed connection, an async-only implementation
@@ -237,11 +273,15 @@ class CheckpointTimelines:
 
     def timeline(self, thread_id: str, config: RunnableConfig | None) -> list[str] | None:
         """The timeline in the thread's checkpoint (the config's ``checkpoint_id`` if it names
-        one, else the latest), or None when no checkpoint with a meta can be read."""
-        with self._lock:
-            saver = self._savers.get(thread_id, self._default)
-        if saver is None or type(saver).__name__.startswith("Async"):
-            return None  # an async-only saver cannot be read from sync code safely
+        one, else the latest), or None when no checkpoint with a meta can be read. Inside a run
+        the run's own checkpointer is read."""
+        saver = graph_checkpointer(config)
+        if saver is None:
+            place = self._place(thread_id)
+            with self._lock:
+                saver = self._savers.get(place, self._default)
+        if saver is None or _on_own_loop(saver):
+            return None  # an async saver's sync API cannot run on its own event loop
         # A memory key names a thread and, for a named memory, its scope ("name|graph ns"):
         # a top-level memory's meta is in the thread's root checkpoint, a subgraph's is not.
         root_thread, scope = split_memory_key(thread_id)
@@ -258,13 +298,15 @@ class CheckpointTimelines:
         if found is None:
             return None
         meta = (found.checkpoint.get("channel_values") or {}).get(META_KEY)
-        for _, channel, value in found.pending_writes or []:
+        for _, channel, value in [] if "checkpoint_id" in wanted else found.pending_writes or []:
             # A hook's task that finished is durable once its writes are saved, even if the
-            # next checkpoint never was: the graph applies them when it resumes.
+            # next checkpoint never was: the graph applies them when it resumes. (A checkpoint
+            # named by id is read as it is: its pending writes belong to the step after it.)
             if channel == META_KEY:
                 meta = value
         if not isinstance(meta, Mapping):
-            return None
+            # A named checkpoint from before any accounting has no archives yet.
+            return [] if "checkpoint_id" in wanted else None
         return [str(a) for a in meta.get("archives") or [] if isinstance(a, str)]
 
 
@@ -276,24 +318,35 @@ class TimelinePointer:
         """Write through ``archives``; read checkpoints through ``checkpoints``."""
         self._archives = archives
         self._checkpoints = checkpoints
-        self._written: dict[str, list[str]] = {}
-        self._behind: set[str] = set()  # pointer behind a commit not checkpointed yet
+        self._written: dict[Place, list[str]] = {}
+        # pointers behind a commit not checkpointed yet, with the store that holds them
+        self._behind: dict[Place, tuple[str, BaseStore]] = {}
         self._lock = threading.Lock()
 
     def write(self, thread_id: str, timeline: list[str], *, behind: bool) -> None:
         """Point the store at ``timeline`` (``behind``: a newer, unconfirmed one exists)."""
+        store = self._archives.store_for(thread_id)
+        place = (id(store), thread_id)
         with self._lock:
-            known = self._written.get(thread_id)
+            known = self._written.get(place)
         if known is None:
             known = self._archives.timeline(thread_id)
         if known != timeline:
             self._archives.set_timeline(thread_id, timeline)
         with self._lock:
-            self._written[thread_id] = list(timeline)
+            if len(self._written) >= _MAX_THREADS and place not in self._written:
+                self._written.pop(next(iter(self._written)))
+            self._written[place] = list(timeline)
             if behind:
-                self._behind.add(thread_id)
+                self._behind[place] = (thread_id, store)
             else:
-                self._behind.discard(thread_id)
+                self._behind.pop(place, None)
+
+    def forget(self, place: Place) -> None:
+        """Forget the pointer written for ``place`` (its records were deleted)."""
+        with self._lock:
+            self._written.pop(place, None)
+            self._behind.pop(place, None)
 
     def read(self, thread_id: str, config: RunnableConfig | None) -> list[str]:
         """The checkpoint's timeline when readable (the latest one then also confirms the
@@ -308,14 +361,36 @@ class TimelinePointer:
     def confirm_all(self) -> None:
         """Bring the pointer of every thread that is behind up to its latest checkpoint."""
         with self._lock:
-            threads = list(self._behind)
-        for thread_id in threads:
-            found = self._checkpoints.timeline(thread_id, None)
-            if found is not None:
-                self.write(thread_id, found, behind=False)
+            threads = list(self._behind.values())
+        for thread_id, store in threads:
+            with self._archives.using(store):
+                found = self._checkpoints.timeline(thread_id, None)
+                if found is not None:
+                    self.write(thread_id, found, behind=False)
 
 
 _STORE_META = "state"
+RESET_META = "reset"
+"""The bookkeeping value ``WorkingMemory.reset`` leaves: the archive ids it deleted. The next
+hook run drops them from the state's timeline and starts a fresh Working Memory."""
+
+
+def _renamed(messages: Sequence[BaseMessage], reused: set[str]) -> list[BaseMessage]:
+    """``messages`` with each message under a reused id given a new id of its own (copies)."""
+    out: list[BaseMessage] = []
+    for message in messages:
+        if message.id in reused:
+            new_id = f"{message.id}~{uuid.uuid4().hex[:12]}"
+            logger.info(
+                "wm_langgraph: message id %r was reused for a new message (an archived message "
+                "has that id and other content); the new message is kept as %r",
+                message.id,
+                new_id,
+            )
+            out.append(message.model_copy(update={"id": new_id}))
+        else:
+            out.append(message)
+    return out
 
 
 def _in_subgraph(config: RunnableConfig | None) -> bool:
@@ -343,6 +418,7 @@ class _Turn:
     # Live messages this turn takes out of the state without archiving them: the removals of a
     # commit that never reached the checkpoint, and re-sent ids of already archived messages.
     removals: list[str]
+    reset: bool = False  # the state's timeline was dropped (``WorkingMemory.reset``)
 
 
 class Session:
@@ -358,18 +434,25 @@ class Session:
     ) -> None:
         """Bind the session logic to its store, runner, settings and token counter
         (``checkpointer``: the graph's, for config-only reads before any hook ran)."""
-        self._checkpoints = CheckpointTimelines(checkpointer)
+        self._checkpoints = CheckpointTimelines(checkpointer, self.place)
         self._pointer = TimelinePointer(archives, self._checkpoints)
         self._archives = archives
         self._runner = runner
         self._config = config
         self._count = count
-        self._touched: set[str] = set()
+        self._touched: set[Place] = set()
         self._lock = threading.Lock()
         # The latest accounting per memory key: the messages and the meta it produced.
         self._accounted: OrderedDict[str, list[tuple[list[BaseMessage], WorkingMemoryMeta]]] = (
             OrderedDict()
         )
+
+    def place(self, thread_id: str) -> Place:
+        """Where the memory ``thread_id`` lives in this context (its store, its key)."""
+        try:
+            return (id(self._archives.store_for(thread_id)), thread_id)
+        except NoStoreError:
+            return (0, thread_id)
 
     # -- reading state -----------------------------------------------------------------------
     @staticmethod
@@ -430,9 +513,17 @@ class Session:
                 "archives": self.timeline_for_thread(thread_id, config)
             }
         meta = clamp_meta(raw, self._config.commit_keep_recent_count)
-        resent = self.resent_ids(thread_id, messages, meta, everything=not in_state)
+        resent, _ = self.resends(thread_id, messages, meta, everything=not in_state)
         shown = [m for m in messages if m.id not in resent and not isinstance(m, RemoveMessage)]
         return shown, meta["archives"]
+
+    def forget(self, thread_id: str) -> None:
+        """Drop what this process remembers of ``thread_id`` in the current store (its records
+        were deleted: the next turn starts from the store, not from these caches)."""
+        place = self.place(thread_id)
+        with self._lock:
+            self._touched.discard(place)
+        self._pointer.forget(place)
 
     def timeline_for_thread(
         self, thread_id: str, config: RunnableConfig | None = None
@@ -490,6 +581,12 @@ class Session:
             if raw is None:  # first turn: continue the thread's timeline, if it has one
                 raw = {"archives": self._archives.timeline(thread_id)}
         meta = clamp_meta(raw if isinstance(raw, Mapping) else None, keep)
+        reset = False
+        if meta["archives"]:
+            marker = self._archives.get_meta(thread_id, RESET_META)
+            dropped = {str(a) for a in (marker or {}).get("archives") or []}
+            if dropped.intersection(meta["archives"]):
+                meta, reset = clamp_meta(None, keep), True  # a fresh start: recount it all
         if meta["keep_recent_count"] != keep:  # the setting changed: recount from scratch
             meta = {
                 **meta,
@@ -507,7 +604,10 @@ class Session:
         # A meta read from the store in a subgraph (whose state may last one parent step) cannot
         # vouch for the messages before its last accounted one: the parent re-sends archived ones.
         everything = not in_state and _in_subgraph(config)
-        resent = self.resent_ids(thread_id, messages, meta, everything=everything)
+        resent, reused = self.resends(thread_id, messages, meta, everything=everything)
+        if reused:
+            messages = _renamed(messages, reused)
+            assigned = True  # the update replaces the messages: the new ids reach the state
         removals += sorted(resent - set(removals))
         # Removal requests are appended after the messages accounted last (the hooks take
         # them out every time), so only the new messages are looked at.
@@ -522,7 +622,49 @@ class Session:
             gone = set(removals)
             messages = [m for m in messages if m.id not in gone]
         meta = self._account(thread_id, meta, messages)
-        return _Turn(thread_id, messages, assigned, meta, in_state, removals)
+        return _Turn(thread_id, messages, assigned, meta, in_state, removals, reset)
+
+    def resends(
+        self,
+        thread_id: str,
+        messages: Sequence[BaseMessage],
+        meta: WorkingMemoryMeta,
+        *,
+        everything: bool = False,
+    ) -> tuple[set[str], set[str]]:
+        """Messages new since the meta's last accounting whose id an archive of the meta's
+        timeline already holds, in two kinds:
+
+        - *re-sent*: the same message again (a parent graph passing its whole history on every
+          turn, a client replaying the conversation). An archived message is immutable and is
+          never archived a second time: these are taken out of the state again.
+        - *reused*: another message under that id (a client that numbers its ids and restarted
+          at ``u1``). It is a new message: kept, shown, and given an id of its own.
+
+        Same or not is decided by :func:`~wm_langgraph.storage.archives.message_signature`.
+        O(new messages): one batched store read, none when nothing is new.
+
+        Returns:
+            The re-sent ids and the reused ids.
+        """
+        if not meta["archives"]:
+            return set(), set()
+        start = None if everything else new_messages_start(meta, messages)
+        fresh = [m for m in (messages if start is None else messages[start:]) if m.id]
+        signatures = self._archives.archived_signatures(
+            thread_id, [str(m.id) for m in fresh], meta["archives"]
+        )
+        resent: set[str] = set()
+        reused: set[str] = set()
+        for message in fresh:
+            archived = signatures.get(str(message.id))
+            if archived is None or isinstance(message, RemoveMessage):
+                continue
+            if archived and archived != message_signature(message):
+                reused.add(str(message.id))
+            else:
+                resent.add(str(message.id))
+        return resent, reused
 
     def _account(
         self, thread_id: str, meta: WorkingMemoryMeta, messages: list[BaseMessage]
@@ -569,20 +711,8 @@ class Session:
         *,
         everything: bool = False,
     ) -> set[str]:
-        """Ids of messages new since the meta's last accounting that an archive of the meta's
-        timeline already holds: a caller re-sent them (a parent graph passing its whole history
-        on every turn, a client replaying the conversation). They are recognised by id, whatever
-        their content: an archived message is immutable and is never archived a second time.
-
-        O(new messages): one batched store read, none when nothing is new.
-        """
-        if not meta["archives"]:
-            return set()
-        start = None if everything else new_messages_start(meta, messages)
-        fresh = messages if start is None else messages[start:]
-        return self._archives.archived_among(
-            thread_id, [str(m.id) for m in fresh if m.id], meta["archives"]
-        )
+        """The re-sent ids of :meth:`resends` (the same archived message sent again)."""
+        return self.resends(thread_id, messages, meta, everything=everything)[0]
 
     # -- writing state -----------------------------------------------------------------------
     def _finish(
@@ -596,6 +726,8 @@ class Session:
         meta = result.meta if result is not None else turn.meta
         removed = [str(m.id) for m in result.archived] if result is not None else []
         update: dict[str, Any] = {META_KEY: dict(meta)}
+        if turn.reset:
+            self._archives.delete_meta(turn.thread_id, RESET_META)
         if turn.ids_assigned:
             live = result.remaining if result is not None else turn.messages
             update["messages"] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *live]
@@ -631,9 +763,12 @@ class Session:
         confirmed: list[str] | None = None,
     ) -> None:
         pointer = archives if confirmed is None else confirmed
+        place = self.place(thread_id)
         with self._lock:
-            first_touch = thread_id not in self._touched
-            self._touched.add(thread_id)
+            first_touch = place not in self._touched
+            if len(self._touched) >= _MAX_THREADS and first_touch:
+                self._touched.clear()  # a later first touch only re-checks for pending work
+            self._touched.add(place)
         self._pointer.write(thread_id, pointer, behind=pointer != archives)
         # ``resume`` is False when the caller schedules Phase 2 itself (a commit): the job it
         # schedules folds these archives too, so scheduling here as well would run it twice.
@@ -762,7 +897,7 @@ class Session:
             self._config.archive_memory_tokens,
         )
         if live_tokens(turn.meta) <= budgets.usable - budgets.archive:
-            if turn.removals or turn.ids_assigned:  # e.g. re-sent archived ids: out again
+            if turn.removals or turn.ids_assigned or turn.reset:  # e.g. re-sent archived ids
                 return self._finish(turn, None, config), turn.messages, turn.meta["archives"]
             return None, turn.messages, turn.meta["archives"]
         convo = conversation(turn.messages)

@@ -17,6 +17,9 @@
   round is smaller); ``split`` (a deterministic failure of a multi-archive batch — the next round
   takes half); ``deferred`` (a deterministic failure of one archive — it is set aside, visible,
   and the job goes on with the archives behind it); ``failed`` (transient — the job stops).
+- Binding: a job runs on the store of the run that scheduled it (captured when it is
+  submitted), never on one looked up by thread id: one memory may serve several graphs whose
+  stores (tenants) use the same thread ids, and their jobs are queued, locked and run apart.
 - Circuit breaker: after ``max_consecutive_failures`` consecutive failed (or deferring) rounds
   a thread's Phase 2 pauses; commits still archive, but the model is not called again until
   :meth:`Phase2Runner.reset_breaker` (``WorkingMemory.resume``) or the cool-down has passed,
@@ -34,15 +37,16 @@ import time
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.callbacks import BaseCallbackManager
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
 
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.phase2.graph import RETRY_DEFERRED_META, commit_run_config
 from wm_langgraph.phase2.pool import FairPool
-from wm_langgraph.storage.archives import ArchiveStore
+from wm_langgraph.storage.archives import ArchiveStore, NoStoreError
 
 __all__ = ["JobOutcome", "Phase2Runner", "background_callbacks"]
 
@@ -88,6 +92,7 @@ class _Job:
     overflow_rounds: int = 0
     outcome: JobOutcome = "noop"
     version: int = 0  # bumped when a later submission is merged into this job
+    store: BaseStore | None = None  # the store of the run that scheduled the job
 
 
 @dataclass
@@ -119,13 +124,26 @@ class Phase2Runner:
         self._config = config
         self._clock = clock
         self._cond = threading.Condition()
-        self._threads: dict[str, _ThreadJobs] = {}
+        # Keyed by (memory key, id of the job's store): the same thread id in two stores is
+        # two timelines. The jobs hold their store, so an id is not reused while queued.
+        self._threads: dict[tuple[str, int], _ThreadJobs] = {}
         self._pool: FairPool | None = None
 
     # -- scheduling -------------------------------------------------------------------------
-    def _jobs(self, thread_id: str) -> _ThreadJobs:
+    def _current_store(self, thread_id: str) -> BaseStore | None:
+        """The store the thread's memory uses in this context (the scheduling run's)."""
+        try:
+            return self._archives.store_for(thread_id)
+        except NoStoreError:
+            return None
+
+    @staticmethod
+    def _slot(thread_id: str, store: BaseStore | None) -> tuple[str, int]:
+        return (thread_id, id(store))
+
+    def _jobs(self, slot: tuple[str, int]) -> _ThreadJobs:
         with self._cond:
-            return self._threads.setdefault(thread_id, _ThreadJobs())
+            return self._threads.setdefault(slot, _ThreadJobs())
 
     def _get_pool(self) -> FairPool:
         with self._cond:
@@ -153,7 +171,9 @@ class Phase2Runner:
         archives, and no second job is queued.
         """
         handlers = background_callbacks(callbacks)
-        jobs = self._jobs(thread_id)
+        store = self._current_store(thread_id)
+        slot = self._slot(thread_id, store)
+        jobs = self._jobs(slot)
         with self._cond:
             last = jobs.queue[-1] if jobs.queue else None
             if last is not None and _extends(last.timeline, timeline):
@@ -161,22 +181,23 @@ class Phase2Runner:
                 last.version += 1
                 last.callbacks = handlers if handlers is not None else last.callbacks
             else:
-                jobs.queue.append(_Job(thread_id, list(timeline), user_id, handlers))
+                job = _Job(thread_id, list(timeline), user_id, handlers, store=store)
+                jobs.queue.append(job)
                 jobs.outstanding += 1
-        self._get_pool().ready(thread_id)
+        self._get_pool().ready(slot)
 
-    def _step(self, thread_id: Hashable) -> bool:
-        """One background round of the thread's first job; True when the thread has more."""
-        jobs = self._jobs(str(thread_id))
+    def _step(self, slot: Hashable) -> bool:
+        """One background round of the slot's first job; True when the slot has more."""
         with self._cond:
-            if not jobs.queue:
+            jobs = self._threads.get(cast("tuple[str, int]", slot))
+            if jobs is None or not jobs.queue:
                 return False
             job = jobs.queue[0]
             version = job.version
         finished = True
         try:
             with jobs.lock:
-                finished = self._round(job, None)
+                finished = self._bound_round(job, None)
         except Exception as exc:
             # Exception texts can quote message content: type at ERROR, details at DEBUG.
             logger.error("wm_langgraph: Phase 2 job for a thread crashed (%s)", _kind(exc))
@@ -207,10 +228,11 @@ class Phase2Runner:
         work left when the time is up continues in the background and ``"busy"`` is returned
         when the run could not even start.
         """
-        job = _Job(thread_id, list(timeline), user_id, callbacks)
+        store = self._current_store(thread_id)
+        job = _Job(thread_id, list(timeline), user_id, callbacks, store=store)
         timeout = self._config.model_timeout_seconds
         deadline = None if timeout is None else time.monotonic() + timeout
-        lock = self._jobs(thread_id).lock
+        lock = self._jobs(self._slot(thread_id, store)).lock
         if not lock.acquire(timeout=-1 if timeout is None else timeout):
             self.submit(thread_id, timeline, user_id=user_id, callbacks=callbacks)
             return "busy"
@@ -218,7 +240,7 @@ class Phase2Runner:
             # A fresh context: the commit graph is a run of its own (nested in the caller's
             # trace through ``callbacks``), not a subgraph of the caller's graph.
             context = contextvars.Context()
-            while not context.run(self._round, job, deadline):
+            while not context.run(self._bound_round, job, deadline):
                 if deadline is not None and time.monotonic() >= deadline:
                     self.submit(thread_id, job.timeline, user_id=user_id, callbacks=callbacks)
                     break
@@ -235,16 +257,30 @@ class Phase2Runner:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while True:
-                if thread_id is None:
-                    busy = any(j.outstanding for j in self._threads.values())
-                else:
-                    busy = bool(self._threads.get(thread_id, _ThreadJobs()).outstanding)
+                busy = any(
+                    jobs.outstanding
+                    for (key, _), jobs in self._threads.items()
+                    if thread_id is None or key == thread_id
+                )
                 if not busy:
                     return True
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
                 self._cond.wait(remaining)
+
+    def cancel(self, thread_id: str) -> None:
+        """Drop the queued jobs of ``thread_id`` on the current store that have not started (a
+        running round finishes; :meth:`wait` for it)."""
+        slot = self._slot(thread_id, self._current_store(thread_id))
+        with self._cond:
+            jobs = self._threads.get(slot)
+            if jobs is None:
+                return
+            while len(jobs.queue) > 1:  # the first one may be running: it ends by itself
+                jobs.queue.pop()
+                jobs.outstanding -= 1
+            self._cond.notify_all()
 
     def shutdown(self) -> None:
         """Stop the worker threads after the queued jobs (idempotent)."""
@@ -303,6 +339,11 @@ class Phase2Runner:
         )
 
     # -- one round -------------------------------------------------------------------------
+    def _bound_round(self, job: _Job, deadline: float | None) -> bool:
+        """:meth:`_round` on the job's own store (whatever this thread served last)."""
+        with self._archives.using(job.store):
+            return self._round(job, deadline)
+
     def _invoke(self, job: _Job, deadline: float | None) -> dict[str, Any]:
         inputs = {
             "thread_id": job.thread_id,

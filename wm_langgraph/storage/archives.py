@@ -21,6 +21,11 @@ existed read unchanged; any other scope adds one segment, ``("wm_langgraph", lab
 The current WM of a timeline (its ordered archive ids) is the newest version whose coverage is a
 prefix of the timeline; the archives after that prefix are pending.
 
+Every record is written with ``ttl=None``: a store's default TTL (``SqliteStore(ttl=...)``, a
+``store.ttl`` in ``langgraph.json``, a Postgres store with TTL) never expires a memory's records,
+which its timelines (in the checkpoints) name for as long as the thread lives; deleting them is
+``WorkingMemory.purge``'s job.
+
 Records are immutable once written. A record's identity is its place in a lineage (``prev``, the
 archive before it on its timeline) and a digest of its messages (every field, verbatim). An id
 is never reused for other content: a fork that archives different messages (an edited one, other
@@ -32,10 +37,12 @@ versions, whose coverage is then the same lineage).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -55,6 +62,7 @@ from wm_langgraph.storage.keys import (
     thread_id_from_config,
     thread_label,
 )
+from wm_langgraph.storage.retry import RetryingStore
 
 __all__ = [
     "LATEST_KEY",
@@ -132,6 +140,27 @@ def digest_of(messages: Sequence[BaseMessage]) -> str:
     plain = _json_plain(messages_to_dict(list(messages)))
     text = json.dumps(plain, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def message_signature(message: BaseMessage) -> str:
+    """A digest of what a message says: its type, content, tool calls and tool call id.
+
+    Two messages with one id and the same signature are one message sent twice; with different
+    signatures they are two messages (a client that reuses ids). Metadata (``response_metadata``,
+    ``additional_kwargs``, ``name``) is left out: a client replaying its history may drop it.
+    """
+    calls = [
+        [str(c.get("name")), _json_plain(c.get("args")), str(c.get("id"))]
+        for c in getattr(message, "tool_calls", None) or []
+    ]
+    plain = [
+        message.type,
+        _json_plain(message.content),
+        calls,
+        str(getattr(message, "tool_call_id", "") or ""),
+    ]
+    text = json.dumps(plain, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 _IMMUTABLE = frozenset(
@@ -247,13 +276,18 @@ _NO_STORE = (
 )
 _MAX_BOUND = 4096
 
+_ACTIVE: ContextVar[BaseStore | None] = ContextVar("wm_langgraph_active_store", default=None)
+"""The store of the run (or background job) executing in this context (see ``using``)."""
+
 
 class ArchiveStore:
     """Archive records, WM versions and per-memory bookkeeping over a ``BaseStore``.
 
-    With an explicit store every memory key uses it. Without one, the hooks :meth:`bind` each
-    key to the graph's store as they run, and background work for the key uses that store;
-    keys never bound (a config-only call) use the store bound last.
+    With an explicit store every memory key uses it. Without one, the store is the one of the
+    run being served: a hook runs :meth:`using` its graph's store, and the Phase 2 work it
+    schedules carries that store with it, so one memory can serve any number of graphs and
+    stores (tenants) that use the same thread ids. Outside any run, a key uses the store it
+    was last :meth:`bind`-ed to, else the store bound last.
     """
 
     def __init__(self, store: BaseStore | None = None) -> None:
@@ -296,6 +330,19 @@ class ArchiveStore:
         self._last = store
         return store
 
+    @contextlib.contextmanager
+    def using(self, store: BaseStore | None) -> Iterator[None]:
+        """Within the block (this context and copies of it), every key uses ``store`` (unless
+        an explicit store was given). ``None`` leaves the current choice unchanged."""
+        if store is None or self._explicit is not None:
+            yield
+            return
+        token = _ACTIVE.set(store)
+        try:
+            yield
+        finally:
+            _ACTIVE.reset(token)
+
     def bound_stores(self) -> list[BaseStore]:
         """The distinct graph stores keys are bound to."""
         found: list[BaseStore] = []
@@ -305,10 +352,18 @@ class ArchiveStore:
         return found
 
     def store_for(self, key: str) -> BaseStore:
-        """The store that holds ``key``'s memory."""
+        """The store that holds ``key``'s memory: the explicit store, else the store of the run
+        being served (:meth:`using`), else the one ``key`` was bound to last."""
         if self._explicit is not None:
             return self._explicit
+        active = _ACTIVE.get()
+        if active is not None:
+            return active
         return self._bound.get(key) or self.store
+
+    def _io(self, key: str) -> RetryingStore:
+        """``key``'s store as the memory uses it: each operation retried on a transient error."""
+        return RetryingStore(self.store_for(key))
 
     @staticmethod
     def namespace(thread_id: str, kind: str) -> tuple[str, ...]:
@@ -329,7 +384,7 @@ class ArchiveStore:
         thread_id, scope = split_memory_key(key)
         if not scope or not timeline:
             return 0
-        store = self.store_for(key)
+        store = self._io(key)
         if store.get(namespace(key, "archives"), timeline[0]) is not None:
             return 0
         legacy = memory_key(thread_id)
@@ -338,16 +393,56 @@ class ArchiveStore:
             item = store.get(namespace(legacy, "archives"), archive_id)
             if item is None:
                 continue
-            store.put(namespace(key, "archives"), archive_id, item.value, index=False)
+            store.put(namespace(key, "archives"), archive_id, item.value, index=False, ttl=None)
             copied += 1
             wm = store.get(namespace(legacy, "wm"), archive_id)
             covers = [str(x) for x in (wm.value.get("covers") or [])] if wm else []
             if wm is not None and covers == list(timeline[: len(covers)]):
-                store.put(namespace(key, "wm"), archive_id, wm.value, index=False)
+                store.put(namespace(key, "wm"), archive_id, wm.value, index=False, ttl=None)
                 copied += 1
         if copied:
             self.set_timeline(key, timeline)
         return copied
+
+    # -- deletion ---------------------------------------------------------------------------
+    def purge(self, key: str, *, whole_thread: bool = False) -> int:
+        """Delete the records of memory ``key`` (``whole_thread``: of every memory of its
+        thread): everything under their namespace prefix, whatever its kind (archives, WM
+        versions, indexes, moved-out items, bookkeeping, records written by later versions).
+
+        Returns:
+            How many records were deleted.
+        """
+        thread_id, scope = split_memory_key(key)
+        prefix: tuple[str, ...] = (ROOT_LABEL, thread_label(thread_id))
+        if scope and not whole_thread:
+            prefix = (*prefix, SCOPE_PREFIX + thread_label(scope))
+        store = self._io(key)
+        namespaces: list[tuple[str, ...]] = []
+        while True:
+            page = store.list_namespaces(prefix=prefix, limit=100, offset=len(namespaces))
+            namespaces.extend(tuple(ns) for ns in page)
+            if len(page) < 100:
+                break
+        if not scope and not whole_thread:  # the default scope: not the named memories
+            namespaces = [ns for ns in namespaces if not ns[2:3] or ns[2][:1] != SCOPE_PREFIX]
+        deleted = 0
+        for ns in namespaces:
+            while items := store.search(ns, limit=500):
+                store.batch([PutOp(ns, item.key, None) for item in items])
+                deleted += len(items)
+        return deleted
+
+    def listed_archive_ids(self, key: str) -> list[str]:
+        """The ids of every archive record memory ``key`` has in the store (any branch)."""
+        ns = self.namespace(key, "archives")
+        store = self._io(key)
+        ids: list[str] = []
+        while page := store.search(ns, limit=500, offset=len(ids)):
+            ids.extend(item.key for item in page if tuple(item.namespace) == ns)
+            if len(page) < 500:
+                break
+        return ids
 
     # -- archives -------------------------------------------------------------------------
     def slot(self, thread_id: str, timeline: Sequence[str]) -> tuple[list[ArchiveRecord], str]:
@@ -363,7 +458,7 @@ class ArchiveStore:
         ns = self.namespace(thread_id, "archives")
         found: list[ArchiveRecord] = []
         candidate, n = base, 1
-        store = self.store_for(thread_id)
+        store = self._io(thread_id)
         while (item := store.get(ns, candidate)) is not None:
             value = item.value
             if candidate not in timeline and value.get("digest") and value.get("prev") == prev:
@@ -381,7 +476,7 @@ class ArchiveStore:
         """
         ns = self.namespace(record.thread_id, "archives")
         value = record.to_value()
-        store = self.store_for(record.thread_id)
+        store = self._io(record.thread_id)
         existing = store.get(ns, record.id)
         if existing is not None:
             if record.digest and existing.value.get("digest") == record.digest:
@@ -389,14 +484,14 @@ class ArchiveStore:
             raise ValueError(
                 f"archive {record.id} exists with other content; records are immutable"
             )
-        store.put(ns, record.id, value, index=False)
+        store.put(ns, record.id, value, index=False, ttl=None)
 
     def get_archives(self, thread_id: str, ids: Sequence[str]) -> list[ArchiveRecord]:
         """The records of ``ids`` in that order (missing ones are skipped)."""
         if not ids:
             return []
         ns = self.namespace(thread_id, "archives")
-        items = self.store_for(thread_id).batch([GetOp(ns, archive_id) for archive_id in ids])
+        items = self._io(thread_id).batch([GetOp(ns, archive_id) for archive_id in ids])
         return [ArchiveRecord.from_value(item.value) for item in items if isinstance(item, Item)]
 
     def get_recent_archives(
@@ -417,7 +512,7 @@ class ArchiveStore:
         for index in range(len(ids) - 1, -1, -1):
             if total >= tokens:
                 return out[::-1], False
-            item = self.store_for(thread_id).get(ns, ids[index])
+            item = self._io(thread_id).get(ns, ids[index])
             if item is None:
                 continue
             total += max(0, int(item.value.get("token_count", 0) or 0))
@@ -437,7 +532,7 @@ class ArchiveStore:
         if frozen:
             raise ValueError(f"archive fields {frozen} are immutable")
         ns = self.namespace(thread_id, "archives")
-        store = self.store_for(thread_id)
+        store = self._io(thread_id)
         for archive_id in ids:
             item = store.get(ns, archive_id)
             if item is None:
@@ -449,29 +544,70 @@ class ArchiveStore:
                 else:
                     value[key] = new
             value["updated_at"] = now_iso()
-            store.put(ns, archive_id, value, index=False)
+            store.put(ns, archive_id, value, index=False, ttl=None)
 
     # -- message id index ------------------------------------------------------------------
-    def index_messages(self, thread_id: str, archive_id: str, message_ids: Sequence[str]) -> None:
-        """Record that the messages ``message_ids`` are archived in ``archive_id``.
+    def index_messages(
+        self, thread_id: str, archive_id: str, messages: Sequence[BaseMessage]
+    ) -> None:
+        """Record that ``messages`` are archived in ``archive_id`` (their ids, and what each
+        says: :func:`message_signature`).
 
         A message id can be in several archives only across forks (each branch archives its own
         copy); the index keeps all of them, so a lookup can ask about one timeline.
         """
-        ids = list(dict.fromkeys(str(i) for i in message_ids))
+        signatures = {str(m.id): message_signature(m) for m in messages if m.id}
+        ids = list(signatures)
         if not ids:
             return
         ns = self.namespace(thread_id, "ids")
-        store = self.store_for(thread_id)
+        store = self._io(thread_id)
         found = store.batch([GetOp(ns, i) for i in ids])
         puts: list[PutOp] = []
         for message_id, item in zip(ids, found, strict=True):
             value = item.value if isinstance(item, Item) else {}
             known = [str(a) for a in value.get("archives") or []]
-            if archive_id not in known:
-                puts.append(PutOp(ns, message_id, {"archives": [*known, archive_id]}, index=False))
+            signed = dict(value.get("signatures") or {})
+            if archive_id not in known or archive_id not in signed:
+                signed[archive_id] = signatures[message_id]
+                archives = known if archive_id in known else [*known, archive_id]
+                new = {"archives": archives, "signatures": signed}
+                puts.append(PutOp(ns, message_id, new, index=False, ttl=None))
         if puts:
             store.batch(puts)
+
+    def archived_signatures(
+        self, thread_id: str, message_ids: Sequence[str], timeline: Sequence[str]
+    ) -> dict[str, str]:
+        """For each id among ``message_ids`` that an archive of ``timeline`` holds: the
+        :func:`message_signature` of the archived message (read from the archive itself for
+        index entries written before signatures were kept)."""
+        ids = list(dict.fromkeys(str(i) for i in message_ids))
+        if not ids or not timeline:
+            return {}
+        on_timeline = set(timeline)
+        ns = self.namespace(thread_id, "ids")
+        found = self._io(thread_id).batch([GetOp(ns, i) for i in ids])
+        out: dict[str, str] = {}
+        unsigned: dict[str, str] = {}  # message id -> the archive to read it from
+        for message_id, item in zip(ids, found, strict=True):
+            if not isinstance(item, Item):
+                continue
+            mine = [str(a) for a in item.value.get("archives") or [] if str(a) in on_timeline]
+            if not mine:
+                continue
+            signed = item.value.get("signatures") or {}
+            if isinstance(signed, Mapping) and isinstance(signed.get(mine[0]), str):
+                out[message_id] = str(signed[mine[0]])
+            else:
+                unsigned[message_id] = mine[0]
+        if unsigned:
+            records = self.get_archives(thread_id, sorted(set(unsigned.values())))
+            by_id = {str(m.id): m for r in records for m in r.messages if m.id in unsigned}
+            for message_id in unsigned:
+                message = by_id.get(message_id)
+                out[message_id] = message_signature(message) if message is not None else ""
+        return out
 
     def archived_among(
         self, thread_id: str, message_ids: Sequence[str], timeline: Sequence[str]
@@ -482,7 +618,7 @@ class ArchiveStore:
             return set()
         on_timeline = set(timeline)
         ns = self.namespace(thread_id, "ids")
-        found = self.store_for(thread_id).batch([GetOp(ns, i) for i in ids])
+        found = self._io(thread_id).batch([GetOp(ns, i) for i in ids])
         return {
             message_id
             for message_id, item in zip(ids, found, strict=True)
@@ -506,7 +642,7 @@ class ArchiveStore:
     def current_wm(self, thread_id: str, timeline: Sequence[str]) -> WorkingMemoryVersion | None:
         """The newest WM version whose coverage is a prefix of ``timeline`` (None: no WM yet)."""
         ns = self.namespace(thread_id, "wm")
-        store = self.store_for(thread_id)
+        store = self._io(thread_id)
         for k in range(len(timeline), 0, -1):
             item = store.get(ns, timeline[k - 1])
             if item is None:
@@ -527,14 +663,14 @@ class ArchiveStore:
         if not covers:
             raise ValueError("a Working Memory version must cover at least one archive")
         value = {**dict(info), "text": text, "covers": list(covers), "created_at": now_iso()}
-        store = self.store_for(thread_id)
+        store = self._io(thread_id)
         ns = self.namespace(thread_id, "wm")
-        store.put(ns, covers[-1], value, index=False)
+        store.put(ns, covers[-1], value, index=False, ttl=None)
         # The current WM under a fixed key, for clients that read the store directly (a
         # platform's store API): the version covering the most archives wins, as in Phase 2.
         latest = store.get(ns, LATEST_KEY)
         if latest is None or len(covers) >= len(latest.value.get("covers") or []):
-            store.put(ns, LATEST_KEY, value, index=False)
+            store.put(ns, LATEST_KEY, value, index=False, ttl=None)
 
     # -- items moved out of the document by the size contract ------------------------------
     def put_moved(
@@ -546,7 +682,9 @@ class ArchiveStore:
             "covers": list(covers),
             "created_at": now_iso(),
         }
-        self.store_for(thread_id).put(self.namespace(thread_id, "moved"), key, value, index=False)
+        self._io(thread_id).put(
+            self.namespace(thread_id, "moved"), key, value, index=False, ttl=None
+        )
 
     def moved_items(
         self, thread_id: str, keys: Sequence[str]
@@ -555,7 +693,7 @@ class ArchiveStore:
         if not keys:
             return []
         ns = self.namespace(thread_id, "moved")
-        found = self.store_for(thread_id).batch([GetOp(ns, key) for key in keys])
+        found = self._io(thread_id).batch([GetOp(ns, key) for key in keys])
         out: list[tuple[str, list[dict[str, str]]]] = []
         for key, item in zip(keys, found, strict=True):
             if isinstance(item, Item):
@@ -566,14 +704,18 @@ class ArchiveStore:
     # -- small bookkeeping values ---------------------------------------------------------------
     def get_meta(self, thread_id: str, key: str) -> dict[str, Any] | None:
         """A bookkeeping value ("timeline", "breaker", "state") or None."""
-        item = self.store_for(thread_id).get(self.namespace(thread_id, "meta"), key)
+        item = self._io(thread_id).get(self.namespace(thread_id, "meta"), key)
         return dict(item.value) if item is not None else None
 
     def put_meta(self, thread_id: str, key: str, value: Mapping[str, Any]) -> None:
         """Write a bookkeeping value."""
-        self.store_for(thread_id).put(
-            self.namespace(thread_id, "meta"), key, dict(value), index=False
+        self._io(thread_id).put(
+            self.namespace(thread_id, "meta"), key, dict(value), index=False, ttl=None
         )
+
+    def delete_meta(self, thread_id: str, key: str) -> None:
+        """Delete a bookkeeping value (nothing happens when there is none)."""
+        self._io(thread_id).delete(self.namespace(thread_id, "meta"), key)
 
     def timeline(self, thread_id: str) -> list[str]:
         """The archive ids of the thread's most recently written timeline."""

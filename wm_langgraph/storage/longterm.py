@@ -72,6 +72,7 @@ def write_key_facts(
                 "archive_id": archive_id,
                 "updated_at": now_iso(),
             },
+            ttl=None,  # durable facts: a store's default TTL never expires them
         )
     return len(items)
 

@@ -1,0 +1,115 @@
+"""A store that fails a tenth of its operations with transient errors must not fail the user's
+turns: the memory's operations are retried (a bounded number of times, with backoff), and an
+error that outlasts the retries after the model has answered is logged, not raised."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.prebuilt import create_react_agent
+from langgraph.store.base import Op, Result
+from langgraph.store.memory import InMemoryStore
+
+from tests.common import lookup, thread_config
+from tests.integrations.helpers import agent_model, ids, wm_model
+from wm_langgraph import WorkingMemory, WorkingMemoryConfig, WorkingMemoryMiddleware
+from wm_langgraph.storage.retry import is_transient, retrying
+
+
+class FlakyStore(InMemoryStore):
+    """Fails ``rate`` of its operations (before doing them) with a transient error."""
+
+    def __init__(self, rate: float, seed: int) -> None:
+        super().__init__()
+        self._rng = random.Random(seed)
+        self._rate = rate
+        self._lock = threading.Lock()
+        self.failures = 0
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        with self._lock:
+            fail = self._rng.random() < self._rate
+            self.failures += fail
+        if fail:
+            raise ConnectionError("store connection reset")
+        return super().batch(ops)
+
+
+CONFIGS = {
+    "inline": WorkingMemoryConfig(
+        token_budget=6_000,
+        commit_token_threshold_ratio=0.0,
+        commit_keep_recent_count=2,
+        background=False,
+    ),
+    "background": WorkingMemoryConfig(
+        token_budget=6_000,
+        commit_token_threshold_ratio=0.0,
+        commit_keep_recent_count=2,
+        background=True,
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", sorted(CONFIGS))
+@pytest.mark.parametrize("path", ["create_agent", "create_react_agent"])
+def test_a_store_failing_one_operation_in_ten_fails_no_turn(path: str, mode: str) -> None:
+    store = FlakyStore(0.1, seed=7)
+    memory: Any
+    if path == "create_agent":
+        mw = WorkingMemoryMiddleware(wm_model(), config=CONFIGS[mode])
+        memory = mw.memory
+        agent = create_agent(
+            agent_model(), [lookup], middleware=[mw], checkpointer=InMemorySaver(), store=store
+        )
+    else:
+        memory = WorkingMemory(wm_model(), config=CONFIGS[mode])
+        agent = create_react_agent(
+            agent_model(),
+            [lookup],
+            pre_model_hook=memory.pre_model_hook,
+            post_model_hook=memory.post_model_hook,
+            checkpointer=InMemorySaver(),
+            store=store,
+            version="v2",
+        )
+    config = thread_config(f"flaky-{path}-{mode}")
+    for n in range(1, 31):
+        agent.invoke({"messages": [HumanMessage(f"note FACT-{n}")]}, config)  # never raises
+    assert memory.wait(config, timeout=60)
+    assert store.failures > 10  # the store did fail, often
+    store._rate = 0.0
+    archived = [i for record in memory.list_archives(config) for i in ids(record.messages)]
+    assert len(archived) == len(set(archived))
+    assert "FACT-1" in memory.get_working_memory(config)
+
+
+def test_only_transient_errors_are_retried_and_the_retries_are_bounded() -> None:
+    calls = []
+
+    def always(exc: Exception) -> Any:
+        def op() -> None:
+            calls.append(exc)
+            raise exc
+
+        return op
+
+    with pytest.raises(ConnectionError):
+        retrying(always(ConnectionError("reset")), attempts=4, base_delay=0.001)
+    assert len(calls) == 4
+    calls.clear()
+    with pytest.raises(ValueError):
+        retrying(always(ValueError("bad value")), base_delay=0.001)
+    assert len(calls) == 1
+    assert is_transient(sqlite3.OperationalError("database is locked"))
+    assert not is_transient(sqlite3.OperationalError("no such table: store"))
+    assert not is_transient(KeyError("x"))
