@@ -166,8 +166,9 @@ class Hit:
         text: The message text (for a moved item: the item).
         start: Where the best literal or term match starts in ``text`` (for the excerpt).
         length: Its length.
-        before: The message before it (possibly in the previous archive).
-        after: The message after it.
+        before: The messages right before it, oldest first (possibly from the previous
+            archive), at most :data:`NEIGHBOURS`.
+        after: The messages right after it, oldest first, at most :data:`NEIGHBOURS`.
         created_at: When the archive was written (ISO), "" when unknown.
         seq: The archive's position in the timeline.
         section: For a moved item, its section; ``moved_key``: the WM version that moved it.
@@ -180,8 +181,8 @@ class Hit:
     text: str
     start: int = 0
     length: int = 0
-    before: Neighbour | None = None
-    after: Neighbour | None = None
+    before: tuple[Neighbour, ...] = ()
+    after: tuple[Neighbour, ...] = ()
     created_at: str = ""
     seq: int = 0
     section: str = ""
@@ -242,13 +243,18 @@ def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
     indexes = corpus.indexes
     hidden = corpus.hidden
     moved_counts = [term_counts(text) for _, _, text in corpus.moved]
+    question = not (parsed.identifier or parsed.keywords)
     scores, matched = _keyword_scores(parsed.terms, indexes, hidden, moved_counts)
-    need = len(parsed.terms) if (parsed.identifier or parsed.keywords) else 1
+    need = 1 if question else len(parsed.terms)
     candidates = [k for k, n in matched.items() if n >= need]
+    if question:
+        scores = _with_context(scores, indexes, hidden)
+        candidates = list(scores)
     candidates.sort(key=lambda k: _order(k, scores, indexes))
     if parsed.identifier:
         candidates = _verified(parsed.text, candidates[:_VERIFY_LIMIT], indexes, corpus, texts)
-    if not candidates:  # no word matches: a fragment of a word or an id, stop words, symbols
+    semantic = _semantic(corpus, parsed, indexes, hidden, limit)
+    if not candidates and not semantic:  # no word matches: a fragment of a word or an id
         recent = indexes[-LITERAL_FALLBACK_ARCHIVES:]
         offset = len(indexes) - len(recent)
         found = _literal_scan(parsed.text, recent, hidden, corpus.moved, texts)
@@ -256,7 +262,6 @@ def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
         return _finish(corpus, parsed, texts, found, limit)
     tiers = _tiers(parsed, candidates[:_LITERAL_CHECKS], indexes, corpus, texts)
     keyword = sorted(candidates, key=lambda k: (*tiers.get(k, (0, 0)), *_order(k, scores, indexes)))
-    semantic = _semantic(corpus, parsed, indexes, hidden, limit)
     if semantic:
         fused = rank_fusion([keyword, semantic])
         pool = list(dict.fromkeys([*keyword, *semantic]))
@@ -285,8 +290,8 @@ def _keyword_scores(
             documents += len(index.lengths)
             total += sum(index.lengths)
     average = total / documents if documents else 1.0
-    scores: dict[DocKey, float] = {}
-    matched: dict[DocKey, int] = {}
+    moved_lengths = [sum(c.values()) for c in moved]
+    lists: list[list[tuple[DocKey, int, int]]] = []
     for term in terms:
         postings: list[tuple[DocKey, int, int]] = []
         for a, index in enumerate(indexes):
@@ -297,7 +302,11 @@ def _keyword_scores(
         for m, counts in enumerate(moved):
             tf = counts.get(term, 0)
             if tf:
-                postings.append(((-1, m), tf, sum(counts.values())))
+                postings.append(((-1, m), tf, moved_lengths[m]))
+        lists.append(postings)
+    scores: dict[DocKey, float] = {}
+    matched: dict[DocKey, int] = {}
+    for postings in lists:
         if not postings:
             continue
         weight = idf(documents, len(postings))
@@ -305,6 +314,39 @@ def _keyword_scores(
             scores[key] = scores.get(key, 0.0) + bm25_part(tf, length, weight, average)
             matched[key] = matched.get(key, 0) + 1
     return scores, matched
+
+
+NEIGHBOURS = 2
+"""A hit shows up to this many messages before it and after it."""
+CONTEXT_WEIGHT = 0.4
+
+
+def _with_context(
+    scores: Mapping[DocKey, float], indexes: Sequence[ArchiveIndex], hidden: set[str]
+) -> dict[DocKey, float]:
+    """Question scores that count the neighbouring messages: a message's own BM25 plus
+    :data:`CONTEXT_WEIGHT` times each visible neighbour's (an answer follows its question)."""
+    out: dict[DocKey, float] = {}
+    for (a, p), score in scores.items():
+        out[(a, p)] = out.get((a, p), 0.0) + score
+        if a < 0:
+            continue
+        ids = indexes[a].ids
+        for q in _adjacent(ids, p, hidden):
+            out[(a, q)] = out.get((a, q), 0.0) + CONTEXT_WEIGHT * score
+    return out
+
+
+def _adjacent(ids: Sequence[str], position: int, hidden: set[str]) -> list[int]:
+    """The visible positions right before and after ``position`` in one archive."""
+    found: list[int] = []
+    for step in (-1, 1):
+        q = position + step
+        while 0 <= q < len(ids) and hidden and ids[q] in hidden:
+            q += step
+        if 0 <= q < len(ids):
+            found.append(q)
+    return found
 
 
 def _order(
@@ -422,7 +464,7 @@ def read_hits(corpus: Corpus, parsed: _Query, texts: _Texts, keys: Sequence[DocK
     wanted: list[str] = []
     for a, _ in keys:
         if a >= 0:
-            wanted += [indexes[i].archive_id for i in (a - 1, a, a + 1) if 0 <= i < len(indexes)]
+            wanted += [indexes[i].archive_id for i in (a, a - 1, a + 1) if 0 <= i < len(indexes)]
     texts.need(wanted)
     hits: list[Hit] = []
     for a, position in keys:
@@ -448,8 +490,8 @@ def read_hits(corpus: Corpus, parsed: _Query, texts: _Texts, keys: Sequence[DocK
                 text=text,
                 start=start,
                 length=length,
-                before=_neighbour(corpus, texts, a, number - 1),
-                after=_neighbour(corpus, texts, a, number + 1),
+                before=_around(corpus, texts, a, number, -1),
+                after=_around(corpus, texts, a, number, 1),
                 created_at=index.created_at,
                 seq=index.seq,
             )
@@ -461,30 +503,29 @@ def _visible(messages: Sequence[BaseMessage], hidden: set[str]) -> list[tuple[in
     return [(p, m) for p, m in enumerate(messages) if not hidden or str(m.id) not in hidden]
 
 
-def _neighbour(corpus: Corpus, texts: _Texts, a: int, number: int) -> Neighbour | None:
-    """The visible message at ``number`` (0-based) of archive ``a``; ``-1`` and one past the
-    end reach into the previous and the next archive of the timeline."""
+def _around(corpus: Corpus, texts: _Texts, a: int, number: int, step: int) -> tuple[Neighbour, ...]:
+    """Up to :data:`NEIGHBOURS` visible messages before (``step=-1``) or after (``1``) the
+    visible message ``number`` (0-based) of archive ``a``, across into the adjacent archive of
+    the timeline; oldest first."""
     indexes = corpus.indexes
+    found: list[Neighbour] = []
     visible = _visible(texts.messages(indexes[a].archive_id), corpus.hidden)
-    if number < 0:
-        if a == 0:
-            return None
-        a -= 1
-        visible = _visible(texts.messages(indexes[a].archive_id), corpus.hidden)
-        number = len(visible) - 1
-    elif number >= len(visible):
-        if a + 1 >= len(indexes):
-            return None
-        a += 1
-        visible = _visible(texts.messages(indexes[a].archive_id), corpus.hidden)
-        number = 0
-    if not 0 <= number < len(visible):
-        return None
-    message = visible[number][1]
-    return Neighbour(
-        indexes[a].archive_id, number + 1, len(visible), role_label(message),
-        searchable_text(message),
-    )  # fmt: skip
+    while len(found) < NEIGHBOURS:
+        number += step
+        if not 0 <= number < len(visible):
+            a += step
+            if not 0 <= a < len(indexes):
+                break
+            visible = _visible(texts.messages(indexes[a].archive_id), corpus.hidden)
+            if not visible:
+                break
+            number = len(visible) - 1 if step < 0 else 0
+        message = visible[number][1]
+        text = searchable_text(message)
+        found.append(
+            Neighbour(indexes[a].archive_id, number + 1, len(visible), role_label(message), text)
+        )
+    return tuple(reversed(found)) if step < 0 else tuple(found)
 
 
 def _match_span(text: str, parsed: _Query) -> tuple[int, int]:

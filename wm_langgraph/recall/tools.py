@@ -316,29 +316,47 @@ def _format_hit(hit: Hit) -> str:
     label = f"[{hit.archive_id} · message {hit.number}/{hit.total} · {hit.role}]"
     when = _when(hit.created_at)
     footer = [f"  (archived {when})"] if when else []
-    sides = [
-        (f"  {side} · {_where(n, hit.archive_id)}: ", " ".join(n.text.split()))
-        for side, n in (("before", hit.before), ("after", hit.after))
-        if n is not None
-    ]
-    room = MAX_HIT_CHARS - sum(len(f) + 1 for f in footer) - sum(len(p) + 1 for p, _ in sides)
-    shares = [min(len(t), NEIGHBOUR_CHARS) for _, t in sides]
-    main = max(MIN_EXCERPT_CHARS, min(len(hit.text), room - sum(shares)))
-    spare = max(0, room - main - sum(shares))
-    for i, (_, text) in enumerate(sides):
-        extra = min(len(text) - shares[i], spare)
-        shares[i] += extra
-        spare -= extra
+    # nearest neighbours first: they get their share before the farther ones
+    near = [*zip(reversed(hit.before), hit.after, strict=False)]
+    order = [n for pair in near for n in pair]
+    order += [n for n in (*hit.before, *hit.after) if n not in order]
+    room = MAX_HIT_CHARS - sum(len(f) + 1 for f in footer)
+    main = min(len(hit.text), max(MIN_EXCERPT_CHARS, room // 2))
+    room -= main
+    shares: dict[int, int] = {}
+    for place, n in enumerate(order):
+        prefix = _prefix(n, hit)
+        want = min(len(_squashed(n.text)), NEIGHBOUR_CHARS if place < 2 else NEIGHBOUR_CHARS // 2)
+        if room - len(prefix) - 1 < min(want, 40):
+            break
+        shares[id(n)] = min(want, room - len(prefix) - 1)
+        room -= len(prefix) + 1 + shares[id(n)]
+    if room > 0:  # a short hit and short neighbours: the rest goes to the hit, then to them
+        grow = min(len(hit.text) - main, room)
+        main += grow
+        room -= grow
+        for n in order:
+            if id(n) in shares and room > 0:
+                extra = min(len(_squashed(n.text)) - shares[id(n)], room)
+                shares[id(n)] += extra
+                room -= extra
     lines = [_excerpt(hit.text, hit.start, hit.length, main)]
     lines += [
-        prefix + _head(text, share) for (prefix, text), share in zip(sides, shares, strict=True)
+        _prefix(n, hit) + _head(_squashed(n.text), shares[id(n)])
+        for n in (*hit.before, *hit.after)
+        if id(n) in shares
     ]
     return "\n".join([label, *lines, *footer])
 
 
-def _where(neighbour: Neighbour, archive_id: str) -> str:
-    place = "" if neighbour.archive_id == archive_id else f"{neighbour.archive_id} "
-    return f"{place}message {neighbour.number}/{neighbour.total} · {neighbour.role}"
+def _prefix(neighbour: Neighbour, hit: Hit) -> str:
+    side = "before" if neighbour in hit.before else "after"
+    place = "" if neighbour.archive_id == hit.archive_id else f"{neighbour.archive_id} "
+    return f"  {side} · {place}message {neighbour.number}/{neighbour.total} · {neighbour.role}: "
+
+
+def _squashed(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _when(stamp: str) -> str:

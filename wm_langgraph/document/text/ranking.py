@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 BM25_K1 = 1.2
-BM25_B = 0.75
+BM25_B = 0.5
 
 SEARCH_STOPWORDS: frozenset[str] = words(
     """a an the and or but if then else of to in on at by for with from into onto about as
@@ -44,7 +44,10 @@ SEARCH_STOPWORDS: frozenset[str] = words(
     we us our ours you your yours he him his she her hers they them their theirs what which
     who whom whose when where why how all any both each few more most other some no nor not
     only own same too very s t just also now ever again once up down out off yes ok okay
-    oh hey hi let lets let's please thanks thank really"""
+    oh hey hi let lets let's please thanks thank really m ve re ll d don didn doesn isn
+    wasn aren weren won wouldn couldn shouldn can't don't i'm i've i'll i'd go goes going
+    went gone get gets got getting make makes made kind kinds type sort thing things stuff
+    much many lot lots likely would could something anything someone anyone every"""
 )
 """Words that carry no meaning for search (questions are mostly made of them)."""
 
