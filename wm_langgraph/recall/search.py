@@ -32,6 +32,7 @@ from wm_langgraph.document.text.ranking import (
     idf,
     is_identifier,
     query_identifiers,
+    query_words,
     rank_fusion,
     search_terms,
     stem,
@@ -201,12 +202,13 @@ class _Query:
     def parse(cls, query: str) -> _Query:
         words = query.split()
         identifier = len(words) == 1 and is_identifier(words[0])
+        count = query_words(query)
         literals = [] if identifier else [*query_identifiers(query), *_QUOTED_RE.findall(query)]
         return cls(
             text=query,
             terms=distinct(search_terms(query)),
             identifier=identifier,
-            keywords=len(words) <= 2,
+            keywords=count <= 2,
             literals=list(dict.fromkeys(x.casefold() for x in literals)),
         )
 

@@ -2,8 +2,9 @@
 
 Terms (:func:`search_terms`): runs of letters and digits, case-folded; English stop words
 dropped; a light suffix stemmer so that ``migrating``, ``migrated`` and ``migration`` meet;
-Chinese, Japanese and Korean runs give their character bigrams (a one-character run gives
-itself), since those scripts do not separate words.
+Chinese, Japanese and Korean runs, split at hiragana and Chinese function characters (的 了
+是 …), give their character bigrams (a one-character piece gives itself), since those scripts
+do not separate words.
 
 Scores (:func:`bm25`): the classic Okapi formula with ``k1 = 1.2`` and ``b = 0.75`` and the
 non-negative idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``. The caller keeps the postings (see
@@ -28,6 +29,7 @@ __all__ = [
     "idf",
     "is_identifier",
     "query_identifiers",
+    "query_words",
     "search_terms",
     "stem",
     "term_counts",
@@ -54,6 +56,9 @@ SEARCH_STOPWORDS: frozenset[str] = words(
 _RUN_RE = re.compile(r"[^\W_]+")
 _SCRIPT_RE = re.compile(f"([{CJK_CHARS}]+)")
 _CJK_RE = re.compile(f"[{CJK_CHARS}]")
+# Hiragana (Japanese particles, inflection) and Chinese function characters split a CJK run
+# before its bigrams, so "移是" or "成的" never make two texts look alike.
+_CJK_SEPARATOR_RE = re.compile(r"[\u3040-\u309f的了和与及在是为对之把被等或中吗呢吧啊]+")
 _SUFFIXES: tuple[tuple[str, str], ...] = (
     ("ations", "ate"), ("ation", "ate"), ("ings", ""), ("ing", ""), ("ied", "y"), ("ies", "y"),
     ("ions", ""), ("ion", ""), ("ers", ""), ("er", ""), ("ed", ""), ("es", ""), ("s", ""),
@@ -61,6 +66,7 @@ _SUFFIXES: tuple[tuple[str, str], ...] = (
 _DOUBLED = frozenset("bdfgkmnprtz")
 _UNDOUBLE = frozenset({"ing", "ings", "ed", "er", "ers"})
 _IDENTIFIER_RE = re.compile(r"[^\w\s]|_|\d")
+_EDGE_PUNCTUATION = ".,;:!?\"'()[]{}<>。，、；：？！「」『』（）《》"
 
 
 def stem(word: str) -> str:
@@ -97,10 +103,11 @@ def _terms(text: str) -> tuple[str, ...]:
             if not part:
                 continue
             if _CJK_RE.match(part):
-                if len(part) == 1:
-                    out.append(part)
-                else:
-                    out.extend(part[i : i + 2] for i in range(len(part) - 1))
+                for piece in _CJK_SEPARATOR_RE.split(part):
+                    if len(piece) == 1:
+                        out.append(piece)
+                    else:
+                        out.extend(piece[i : i + 2] for i in range(len(piece) - 1))
                 continue
             word = part.casefold()
             if word in SEARCH_STOPWORDS:
@@ -121,20 +128,33 @@ def term_counts(text: str) -> Counter[str]:
 
 def is_identifier(word: str) -> bool:
     """True for a whitespace-free word that is more than plain letters: it holds a digit, an
-    underscore or punctuation (``billing_v2``, ``src/app.py``, ``E1234``, ``FACT-1``)."""
-    stripped = word.strip(".,;:!?\"'()[]{}<>")
+    underscore or punctuation (``billing_v2``, ``src/app.py``, ``E1234``, ``FACT-1``); never
+    for Chinese, Japanese or Korean text (whose sentences have no spaces)."""
+    stripped = word.strip(_EDGE_PUNCTUATION)
     return (
         bool(stripped)
         and not any(c.isspace() for c in stripped)
+        and not _CJK_RE.search(stripped)
         and bool(_IDENTIFIER_RE.search(stripped))
         and bool(_RUN_RE.search(stripped))
     )
 
 
 def query_identifiers(query: str) -> list[str]:
-    """The identifier-like words of a query (:func:`is_identifier`), trailing punctuation off."""
-    found = [w.strip(".,;:!?\"'()[]{}<>") for w in query.split() if is_identifier(w)]
+    """The identifier-like words of a query (:func:`is_identifier`), edge punctuation off."""
+    found = [w.strip(_EDGE_PUNCTUATION) for w in query.split() if is_identifier(w)]
     return list(dict.fromkeys(w for w in found if len(w) >= 2))
+
+
+def query_words(query: str) -> int:
+    """How many words a query has: whitespace-separated words, where a run of Chinese,
+    Japanese or Korean characters counts one word per two characters."""
+    count = 0
+    for word in query.split():
+        cjk = "".join(_CJK_RE.findall(word))
+        rest = _CJK_RE.sub(" ", word).split()
+        count += (len(cjk) + 1) // 2 + len([r for r in rest if _RUN_RE.search(r)])
+    return count
 
 
 def idf(documents: int, frequency: int) -> float:
