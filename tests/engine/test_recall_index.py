@@ -45,11 +45,12 @@ TURNS = [
 ]
 
 
+CONCEPTS = {"car": 0, "automobile": 0, "vehicle": 0, "sedan": 0, "cat": 1, "kitten": 1}
+
+
 class ConceptEmbeddings(Embeddings):
     """Deterministic fake embeddings: words of one concept share a dimension, every other word
     hashes to one; records every text it embeds."""
-
-    GROUPS = {"car": 0, "automobile": 0, "vehicle": 0, "sedan": 0, "cat": 1, "kitten": 1}
 
     def __init__(self, dims: int = 32) -> None:
         self.dims = dims
@@ -58,7 +59,7 @@ class ConceptEmbeddings(Embeddings):
     def _vector(self, text: str) -> list[float]:
         vector = [0.0] * self.dims
         for word in re.findall(r"[a-z0-9]+", text.lower()):
-            slot = self.GROUPS.get(word, 2 + zlib.crc32(word.encode()) % (self.dims - 2))
+            slot = CONCEPTS.get(word, 2 + zlib.crc32(word.encode()) % (self.dims - 2))
             vector[slot] += 1.0
         norm = math.sqrt(sum(v * v for v in vector)) or 1.0
         return [v / norm for v in vector]
@@ -210,9 +211,7 @@ def test_a_store_with_a_vector_index_adds_meaning_to_the_keywords():
     graph, mw = _agent(store)
     config = thread_config("hybrid")
     _play(graph, config)
-    archived = {
-        str(m.text) for r in mw.memory.list_archives(config) for m in r.messages if m.text
-    }
+    archived = {str(m.text) for r in mw.memory.list_archives(config) for m in r.messages if m.text}
     # only archived message texts are embedded (no WM versions, meta, index records)
     assert embeddings.embedded
     assert set(embeddings.embedded) <= archived
