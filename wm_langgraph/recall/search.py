@@ -20,6 +20,7 @@ keyword ranking (reciprocal rank fusion); the literal tiers still lead. Hidden m
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +28,8 @@ from dataclasses import dataclass, field
 from langchain_core.messages import BaseMessage
 
 from wm_langgraph.document.text.ranking import (
-    bm25_part,
+    BM25_B,
+    BM25_K1,
     distinct,
     idf,
     is_identifier,
@@ -55,13 +57,13 @@ DocKey = tuple[int, int]
 """``(archive position in the corpus, message position in the record)``; moved items use
 archive position ``-1``."""
 
-LITERAL_FALLBACK_ARCHIVES = 20
+LITERAL_FALLBACK_ARCHIVES = 10
 """A query none of whose words match is looked up literally (case-insensitive substring) in
 this many newest archives (and the moved items): a fragment of a word or of an id still finds
 recent text, and a query never reads every archive."""
 
-_LITERAL_CHECKS = 60
-"""Literal tiers are checked for this many of the best keyword candidates (texts are read)."""
+_LITERAL_CHECKS = 20
+"""Literal tiers are checked for this many of the best candidates (their texts are read)."""
 _VERIFY_LIMIT = 400
 """An identifier query reads at most this many candidate messages to confirm the literal text."""
 _QUOTED_RE = re.compile(r"[\"“”「」『』]([^\"“”「」『』]{2,200})[\"“”「」『』]")
@@ -248,28 +250,66 @@ def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
     question = not (parsed.identifier or parsed.keywords)
     scores, matched = _keyword_scores(parsed.terms, indexes, hidden, moved_counts)
     need = 1 if question else len(parsed.terms)
-    candidates = [k for k, n in matched.items() if n >= need]
     if question:
         scores = _with_context(scores, indexes, hidden)
         candidates = list(scores)
-    candidates.sort(key=lambda k: _order(k, scores, indexes))
+    else:
+        candidates = [k for k, n in matched.items() if n >= need]
+    seqs = [index.seq for index in indexes]
+
+    def order(key: DocKey) -> tuple[float, int, int]:
+        """Best score, then the newest archive (moved items count as the newest), then the
+        earlier message."""
+        seq = seqs[key[0]] if key[0] >= 0 else 1 << 30
+        return (-scores.get(key, 0.0), -seq, key[1])
+
     if parsed.identifier:
-        candidates = _verified(parsed.text, candidates[:_VERIFY_LIMIT], indexes, corpus, texts)
+        best = heapq.nsmallest(_VERIFY_LIMIT, candidates, key=order)
+        candidates = _verified(parsed.text, best, indexes, corpus, texts)
     semantic = _semantic(corpus, parsed, indexes, hidden, limit)
     if not candidates and not semantic:  # no word matches: a fragment of a word or an id
         recent = indexes[-LITERAL_FALLBACK_ARCHIVES:]
         offset = len(indexes) - len(recent)
         found = _literal_scan(parsed.text, recent, hidden, corpus.moved, texts)
         found = [(a + offset, p) if a >= 0 else (a, p) for a, p in found]
-        return _finish(corpus, parsed, texts, found, limit)
-    tiers = _tiers(parsed, candidates[:_LITERAL_CHECKS], indexes, corpus, texts)
-    keyword = sorted(candidates, key=lambda k: (*tiers.get(k, (0, 0)), *_order(k, scores, indexes)))
+        return _finish(corpus, parsed, texts, found, limit=limit, total=len(found))
+    top = heapq.nsmallest(max(limit + 1, _LITERAL_CHECKS), candidates, key=order)
+    # the whole-query tier reorders the hits to be shown (their texts are read anyway)
+    checked = list(top[: limit + 1]) if parsed.keywords and not parsed.identifier else []
+    for literal in parsed.literals:  # messages that may hold an identifier of the query
+        holders = _docs_with(search_terms(literal), indexes, hidden)
+        checked += heapq.nsmallest(_LITERAL_CHECKS, holders, key=order)
+    tiers = _tiers(parsed, list(dict.fromkeys(checked)), indexes, corpus, texts)
+    pool = list(dict.fromkeys([*top, *tiers]))
+    keyword = sorted(pool, key=lambda k: (*tiers.get(k, (0, 0)), *order(k)))
+    total = len(set(candidates) | set(tiers))
     if semantic:
         fused = rank_fusion([keyword, semantic])
         pool = list(dict.fromkeys([*keyword, *semantic]))
-        pool.sort(key=lambda k: (*tiers.get(k, (0, 0)), -fused[k], *_order(k, scores, indexes)))
+        pool.sort(key=lambda k: (*tiers.get(k, (0, 0)), -fused[k], *order(k)))
         keyword = pool
-    return _finish(corpus, parsed, texts, keyword, limit)
+        total = len(set(candidates) | set(tiers) | set(semantic))
+    return _finish(corpus, parsed, texts, keyword, limit=limit, total=total)
+
+
+def _docs_with(
+    terms: Sequence[str], indexes: Sequence[ArchiveIndex], hidden: set[str]
+) -> list[DocKey]:
+    """The visible messages that hold every one of ``terms`` (rarest term first)."""
+    wanted = distinct(terms)
+    if not wanted:
+        return []
+    found: list[DocKey] = []
+    for a, index in enumerate(indexes):
+        lists = [index.postings.get(t, ()) for t in wanted]
+        if not all(lists):
+            continue
+        lists.sort(key=len)
+        common = {p for p, _ in lists[0]}
+        for other in lists[1:]:
+            common &= {p for p, _ in other}
+        found += [(a, p) for p in sorted(common) if not hidden or index.ids[p] not in hidden]
+    return found
 
 
 def _keyword_scores(
@@ -293,27 +333,37 @@ def _keyword_scores(
             total += sum(index.lengths)
     average = total / documents if documents else 1.0
     moved_lengths = [sum(c.values()) for c in moved]
-    lists: list[list[tuple[DocKey, int, int]]] = []
-    for term in terms:
-        postings: list[tuple[DocKey, int, int]] = []
-        for a, index in enumerate(indexes):
-            for position, tf in index.postings.get(term, ()):
-                if hidden and index.ids[position] in hidden:
-                    continue
-                postings.append(((a, position), tf, index.lengths[position]))
-        for m, counts in enumerate(moved):
-            tf = counts.get(term, 0)
-            if tf:
-                postings.append(((-1, m), tf, moved_lengths[m]))
-        lists.append(postings)
+    k1, b = BM25_K1, BM25_B
+    scale = k1 * b / max(average, 1e-9)
+    base = k1 * (1.0 - b)
     scores: dict[DocKey, float] = {}
     matched: dict[DocKey, int] = {}
-    for postings in lists:
-        if not postings:
+    for term in terms:
+        lists = [(a, index, index.postings.get(term)) for a, index in enumerate(indexes)]
+        lists = [entry for entry in lists if entry[2]]
+        moved_tf = [(m, counts[term]) for m, counts in enumerate(moved) if counts.get(term)]
+        frequency = sum(len(p) for _, _, p in lists) + len(moved_tf)
+        if hidden:
+            frequency -= sum(
+                1 for _, index, p in lists for position, _ in p if index.ids[position] in hidden
+            )
+        if frequency <= 0:
             continue
-        weight = idf(documents, len(postings))
-        for key, tf, length in postings:
-            scores[key] = scores.get(key, 0.0) + bm25_part(tf, length, weight, average)
+        weight = idf(documents, frequency) * (k1 + 1.0)
+        for a, index, postings in lists:
+            lengths = index.lengths
+            ids = index.ids
+            for position, tf in postings:  # type: ignore[union-attr]
+                if hidden and ids[position] in hidden:
+                    continue
+                key = (a, position)
+                part = weight * tf / (tf + base + scale * lengths[position])
+                scores[key] = scores.get(key, 0.0) + part
+                matched[key] = matched.get(key, 0) + 1
+        for m, tf in moved_tf:
+            key = (-1, m)
+            part = weight * tf / (tf + base + scale * moved_lengths[m])
+            scores[key] = scores.get(key, 0.0) + part
             matched[key] = matched.get(key, 0) + 1
     return scores, matched
 
@@ -334,8 +384,15 @@ def _with_context(
         if a < 0:
             continue
         ids = indexes[a].ids
-        for q in _adjacent(ids, p, hidden):
-            out[(a, q)] = out.get((a, q), 0.0) + CONTEXT_WEIGHT * score
+        share = CONTEXT_WEIGHT * score
+        if hidden:
+            for q in _adjacent(ids, p, hidden):
+                out[(a, q)] = out.get((a, q), 0.0) + share
+            continue
+        if p > 0:
+            out[(a, p - 1)] = out.get((a, p - 1), 0.0) + share
+        if p + 1 < len(ids):
+            out[(a, p + 1)] = out.get((a, p + 1), 0.0) + share
     return out
 
 
@@ -349,15 +406,6 @@ def _adjacent(ids: Sequence[str], position: int, hidden: set[str]) -> list[int]:
         if 0 <= q < len(ids):
             found.append(q)
     return found
-
-
-def _order(
-    key: DocKey, scores: Mapping[DocKey, float], indexes: Sequence[ArchiveIndex]
-) -> tuple[float, int, int]:
-    """Sort key after the tiers: best score, then the newest archive (moved items first among
-    equals, as the newest record), then the earlier message."""
-    seq = indexes[key[0]].seq if key[0] >= 0 else 1 << 30
-    return (-round(scores.get(key, 0.0), 9), -seq, key[1])
 
 
 def _text_of(key: DocKey, corpus: Corpus, indexes: Sequence[ArchiveIndex], texts: _Texts) -> str:
@@ -420,13 +468,15 @@ def _tiers(
     whole = " ".join(parsed.text.split())
     if not candidates or (not parsed.literals and (parsed.identifier or " " not in whole)):
         return {}
+    # the whole query as a tier only for keywords: a question is rarely written verbatim
     texts.need([indexes[a].archive_id for a, _ in candidates if a >= 0])
     phrase = _bounded(whole)
     literals = [_bounded(x) for x in parsed.literals]
     out: dict[DocKey, tuple[int, int]] = {}
     for key in candidates:
         text = " ".join(_text_of(key, corpus, indexes, texts).split())
-        tier = (-int(bool(phrase.search(text))), -sum(1 for p in literals if p.search(text)))
+        whole_tier = -int(parsed.keywords and bool(phrase.search(text)))
+        tier = (whole_tier, -sum(1 for p in literals if p.search(text)))
         if tier != (0, 0):
             out[key] = tier
     return out
@@ -454,19 +504,29 @@ def _semantic(
 
 
 def _finish(
-    corpus: Corpus, parsed: _Query, texts: _Texts, ranked: Sequence[DocKey], limit: int
+    corpus: Corpus,
+    parsed: _Query,
+    texts: _Texts,
+    ranked: Sequence[DocKey],
+    *,
+    limit: int,
+    total: int,
 ) -> tuple[list[Hit], bool]:
     chosen = list(ranked[:limit])
-    return read_hits(corpus, parsed, texts, chosen), len(ranked) > limit
+    return read_hits(corpus, parsed, texts, chosen), total > limit
 
 
 def read_hits(corpus: Corpus, parsed: _Query, texts: _Texts, keys: Sequence[DocKey]) -> list[Hit]:
     """The hits of ``keys``: each message with its neighbours, as the tools show them."""
     indexes = corpus.indexes
     wanted: list[str] = []
-    for a, _ in keys:
+    for a, position in keys:
         if a >= 0:
-            wanted += [indexes[i].archive_id for i in (a, a - 1, a + 1) if 0 <= i < len(indexes)]
+            wanted.append(indexes[a].archive_id)
+            if position < NEIGHBOURS and a > 0:
+                wanted.append(indexes[a - 1].archive_id)
+            if position >= len(indexes[a].ids) - NEIGHBOURS and a + 1 < len(indexes):
+                wanted.append(indexes[a + 1].archive_id)
     texts.need(wanted)
     hits: list[Hit] = []
     for a, position in keys:
