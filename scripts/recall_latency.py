@@ -36,13 +36,18 @@ from wm_langgraph.recall.tools import archive_search_text
 from wm_langgraph.storage.archives import ArchiveRecord, digest_of, now_iso
 from wm_langgraph.storage.search_index import SearchIndex
 
-WORDS = (
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+WORDS = _words(
     "invoice billing deploy gateway retry timeout database migration postgres schema ledger "
     "refund currency export webhook token session cache worker queue report dashboard "
     "metrics alert incident customer account payment tax region backup restore index query "
     "latency budget review meeting release branch merge review test fixture config secret "
     "passport holiday dinner garden painting concert museum camping kitchen recipe coffee"
-).split()
+)
 QUESTIONS = (
     "when did we move the billing database to postgres",
     "what was the timeout on the payment gateway",
@@ -53,7 +58,7 @@ QUESTIONS = (
 KEYWORDS = ("ledger refund", "tax", "gateway timeout", "museum", "queue worker")
 
 
-FILLER = "the a to and of we it is that for on with this you i was be".split()
+FILLER = _words("the a to and of we it is that for on with this you i was be")
 VOCABULARY = [*WORDS, *(f"{a}{b}{c}" for a in "bdfgklmnprstvz" for b in "aeiou" for c in "lmnrst")]
 WEIGHTS = [1.0 / (rank + 1) for rank in range(len(VOCABULARY))]  # Zipf-like
 
@@ -154,10 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         SearchIndex(memory._archives).forget(thread)  # a fresh process: an empty cache
         reads: Counter[str] = store.reads if isinstance(store, _CountingStore) else Counter()
         cold, out = _time(lambda: archive_search_text(memory, config, QUESTIONS[0]))
-        print(
-            f"first query of the process (reads {reads['search']} index records): "
-            f"{cold:.1f} ms"
-        )
+        print(f"first query of the process (reads {reads['search']} index records): {cold:.1f} ms")
         kinds = {
             "question": QUESTIONS,
             "keywords": KEYWORDS,

@@ -126,12 +126,12 @@ def store_corpus(
     on_timeline = [i.archive_id for i in indexes]
 
     def load(ids: Sequence[str]) -> dict[str, list[BaseMessage]]:
-        records = index.records(key, ids)
-        for record in records.values():
-            if record.digest != digests.get(record.id, record.digest):
+        loaded = index.messages(key, ids)
+        for archive_id, (digest, _) in loaded.items():
+            if digest != digests.get(archive_id, digest):
                 index.forget(key)
-                raise StaleIndexError(f"archive {record.id} changed since it was indexed")
-        return {archive_id: list(r.messages) for archive_id, r in records.items()}
+                raise StaleIndexError(f"archive {archive_id} changed since it was indexed")
+        return {archive_id: messages for archive_id, (_, messages) in loaded.items()}
 
     def semantic(query: str, limit: int) -> list[tuple[str, int]]:
         return index.semantic(key, query, on_timeline, limit) or []

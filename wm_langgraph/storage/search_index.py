@@ -29,7 +29,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
 from wm_langgraph.document.text.ranking import term_counts
-from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore
+from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, message_list
 
 __all__ = [
     "INDEX_VERSION",
@@ -306,9 +306,19 @@ class SearchIndex:
                 found[record.id] = self.write(key, record)
         return [found[a] for a in timeline if a in found]
 
-    def records(self, key: str, ids: Sequence[str]) -> dict[str, ArchiveRecord]:
-        """The archive records of ``ids`` (read from the store: only the few a result shows)."""
-        return {r.id: r for r in self._archives.get_archives(key, list(dict.fromkeys(ids)))}
+    def messages(self, key: str, ids: Sequence[str]) -> dict[str, tuple[str, list[BaseMessage]]]:
+        """The digest and messages of the archives ``ids`` (read from the store, never cached:
+        only the few archives a result shows are read)."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        ns = self._archives.namespace(key, "archives")
+        items = self._archives.store_for(key).batch([GetOp(ns, a) for a in wanted])
+        return {
+            archive_id: (str(item.value.get("digest") or ""), message_list(item.value))
+            for archive_id, item in zip(wanted, items, strict=True)
+            if isinstance(item, Item)
+        }
 
     def forget(self, key: str) -> None:
         """Drop ``key``'s cached indexes."""
