@@ -196,3 +196,13 @@ def test_any_query_gives_bounded_text(query):
             label, _, body = hit.partition("\n")
             assert label.startswith("[archive_")
             assert len(body) <= MAX_HIT_CHARS
+
+
+def test_the_model_is_told_to_search_in_plain_words():
+    from wm_langgraph.context.fit import _note
+    from wm_langgraph.writer.prompts import load_prompt
+
+    system = load_prompt("system")
+    assert "archive_search" in system
+    assert "plain words" in system
+    assert "plain words" in _note(3)

@@ -436,7 +436,7 @@ def _page(messages: Sequence[BaseMessage], offset: int) -> tuple[list[str], int]
             cut = len(block) - PAGE_CHARS
             block = (
                 block[:PAGE_CHARS] + f"\n[… {cut} more characters of this message not shown; "
-                "use archive_search with a keyword from it to see other parts …]"
+                "use archive_search with words from it to see other parts …]"
             )
         lines.append(block)
         used += len(block)
