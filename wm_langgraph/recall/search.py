@@ -339,8 +339,11 @@ def _keyword_scores(
     scores: dict[DocKey, float] = {}
     matched: dict[DocKey, int] = {}
     for term in terms:
-        lists = [(a, index, index.postings.get(term)) for a, index in enumerate(indexes)]
-        lists = [entry for entry in lists if entry[2]]
+        lists: list[tuple[int, ArchiveIndex, tuple[tuple[int, int], ...]]] = []
+        for a, index in enumerate(indexes):
+            found = index.postings.get(term)
+            if found:
+                lists.append((a, index, found))
         moved_tf = [(m, counts[term]) for m, counts in enumerate(moved) if counts.get(term)]
         frequency = sum(len(p) for _, _, p in lists) + len(moved_tf)
         if hidden:
@@ -353,7 +356,7 @@ def _keyword_scores(
         for a, index, postings in lists:
             lengths = index.lengths
             ids = index.ids
-            for position, tf in postings:  # type: ignore[union-attr]
+            for position, tf in postings:
                 if hidden and ids[position] in hidden:
                     continue
                 key = (a, position)
