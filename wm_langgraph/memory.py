@@ -58,9 +58,12 @@ from wm_langgraph.storage.archives import (
 )
 from wm_langgraph.storage.longterm import search_facts, write_after_commit
 from wm_langgraph.storage.retry import ATTEMPTS, is_transient
+from wm_langgraph.storage.search_index import SearchIndex
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
+
+    from wm_langgraph.recall.search import Corpus
 
 __all__ = ["MemoryScope", "TranscriptPage", "WorkingMemory"]
 
@@ -671,6 +674,25 @@ class WorkingMemory:
         if state is None:
             state = await self._session.acheckpoint_state(key, config)
         return await asyncio.to_thread(self._transcript, key, config, state, offset, limit)
+
+    def recall_corpus(self, config: RunnableConfig | None) -> Corpus:
+        """What ``archive_search`` ranks for the config's memory (behaviour §7.6): the
+        per-archive search indexes of its current timeline (from the process cache, else the
+        store; an archive written before the index existed is indexed now), its hidden message
+        ids, the items moved out of its Working Memory, and the store's semantic search when the
+        store has a vector index. Only the archives a result shows are read in full."""
+        from wm_langgraph.recall.search import store_corpus
+
+        thread_id = self._scoper.readable(config)
+        self._scoper.bind_for_read(thread_id, config)
+        timeline = self._session.timeline_for_thread(thread_id, config)
+        return store_corpus(
+            SearchIndex(self._archives),
+            thread_id,
+            timeline,
+            hidden=self._archives.hidden_ids(thread_id) if timeline else set(),
+            moved=self.moved_items(config) if timeline else [],
+        )
 
     # -- phase 2 control ---------------------------------------------------------------------
     def wait(self, config: RunnableConfig | None = None, timeout: float | None = None) -> bool:

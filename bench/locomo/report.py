@@ -64,6 +64,8 @@ def summarise(results: list[dict[str, Any]]) -> dict[tuple[str, int | None], dic
             "covered_all": _share(questions, "covered_all"),
             "memory": _share(questions, "memory"),
             "recall": _share(questions, "recall"),
+            "recall_own": _share(questions, "recall_own"),
+            "found": _share(questions, "found"),
         }
     return out
 
@@ -209,7 +211,10 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
             "Covered by the memory text only (wm_langgraph: the Working Memory document; "
             "summarization / langmem: their current summary), next to the whole final input; "
             "`archive_search` recall: with the question as the only query, an evidence message "
-            "among the top five hits (wm_langgraph only).",
+            "among the top five hits, the hits with their neighbouring messages as the tool "
+            "shows them (and, `hit only`, the matching messages alone); visible or found: the "
+            "answer in the final input, or an evidence message in the top five hits "
+            "(wm_langgraph only).",
             "",
         ]
         rows = []
@@ -223,10 +228,20 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
                     _pct(*g["covered"]),
                     f"{memory_tokens:,.0f}",
                     _pct(*g["recall"]) if g["recall"][1] else "-",
+                    _pct(*g["recall_own"]) if g["recall_own"][1] else "-",
+                    _pct(*g["found"]) if g["found"][1] else "-",
                 ]
             )
         lines += _table(
-            ["system", "memory alone", "final input", "memory (tokens)", "archive_search recall@5"],
+            [
+                "system",
+                "memory alone",
+                "final input",
+                "memory (tokens)",
+                "archive_search recall@5",
+                "recall@5 (hit only)",
+                "visible or found",
+            ],
             rows,
         )
 
@@ -364,6 +379,8 @@ def _definitions() -> list[str]:
         "- **archive_search recall@5.** The `archive_search` tool of the middleware is called "
         'with `{"query": <question>}` in the thread\'s config; a question counts when one of '
         "the first five hits contains the first 60 characters of an evidence message's own "
-        "text (whitespace squashed, case folded). Today's tool is a literal substring search, "
-        "so a whole question almost never matches.",
+        "text (whitespace squashed, case folded), in the hit as the tool shows it (the matching "
+        "message with the messages before and after it); `hit only` looks at the matching "
+        "messages alone. **Visible or found**: the answer is covered by the final input, or "
+        "recall@5 holds.",
     ]

@@ -3,7 +3,9 @@
 One *run* is one system at one budget on one conversation: the conversation is played as one
 thread (:meth:`SystemRun.play` per exchange), then every scored question is checked against
 the input of the agent model's last call (and, for wm_langgraph, against the Working Memory
-alone and against ``archive_search``). Runs are independent; ``--jobs N`` runs N at once in
+alone and against ``archive_search`` called with the question as the only query: recall@5,
+and "visible or found": the answer in the final input or an evidence message in the top
+five). Runs are independent; ``--jobs N`` runs N at once in
 worker processes. Results hold figures only (no dataset text); ``--dump DIR`` writes each run's
 final model input and memory text to DIR for inspection (outside the repository: the dataset's
 licence forbids committing them).
@@ -41,6 +43,7 @@ __all__ = [
     "archive_search_hits",
     "evidence_in_hits",
     "locomo_main",
+    "own_text",
     "run_locomo",
     "run_one",
 ]
@@ -58,8 +61,8 @@ system's recall for that question as the only query, or None when the system has
 
 def archive_search_hits(run: SystemRun, question: str) -> list[str] | None:
     """wm_langgraph's ``archive_search`` tool called with ``{"query": question}`` inside the
-    thread's config: its first :data:`TOP_HITS` hits (today a literal, case-insensitive
-    substring search, so a whole question rarely matches anything)."""
+    thread's config: its first :data:`TOP_HITS` hits as the model sees them (each with its
+    neighbouring messages)."""
     middleware = run.extra.get("middleware")
     if middleware is None:
         return None
@@ -74,6 +77,14 @@ def archive_search_hits(run: SystemRun, question: str) -> list[str] | None:
 
 
 RECALL_HOOKS: dict[str, RecallHook] = {"wm_langgraph": archive_search_hits}
+
+
+_NEIGHBOUR_LINE = re.compile(r"^  (?:before|after) · ")
+
+
+def own_text(hit: str) -> str:
+    """A hit without the lines of its neighbouring messages (the matching message alone)."""
+    return "\n".join(ln for ln in hit.splitlines() if not _NEIGHBOUR_LINE.match(ln))
 
 
 def _squash(text: str) -> str:
@@ -158,9 +169,13 @@ def run_one(
             row["memory"], row["memory_all"] = coverage(q.answer, memory_bag)
         if hook is not None:
             hits = hook(run, q.question)
-            row["recall"] = (
-                None if hits is None else evidence_in_hits(hits, conversation.evidence_texts(q))
-            )
+            evidence = conversation.evidence_texts(q)
+            if hits is None:
+                row["recall"] = row["recall_own"] = row["found"] = None
+            else:
+                row["recall"] = evidence_in_hits(hits, evidence)
+                row["recall_own"] = evidence_in_hits([own_text(h) for h in hits], evidence)
+                row["found"] = bool(covered or row["recall"])
         questions.append(row)
     result = {
         "conv": conversation.conv_id,

@@ -96,6 +96,9 @@ def test_wm_langgraph_commits_and_the_recall_hook_runs(quick):
     assert wm["layers"]["summary"] > 0
     assert all(isinstance(q["recall"], bool) for q in wm["questions"])
     assert all("memory" in q for q in wm["questions"])
+    for q in wm["questions"]:  # visible or found: covered by the input, or found by recall
+        assert q["found"] == bool(q["covered"] or q["recall"])
+        assert q["recall"] or not q["recall_own"]  # the hit alone is within the hit shown
 
 
 @pytest.mark.slow
@@ -116,6 +119,7 @@ def test_report_is_written_with_every_table(quick):
         assert heading in report
     for system in _systems():
         assert f"| {system}" in report
+    assert "| archive_search recall@5 | recall@5 (hit only) | visible or found |" in report
 
 
 def test_a_zip_of_per_conversation_files_is_read(tmp_path):

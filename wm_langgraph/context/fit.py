@@ -50,7 +50,8 @@ def _note(omitted: int) -> str:
     noun = "item" if omitted == 1 else "items"
     return (
         f"[{omitted} {noun} of this Working Memory omitted to fit the context window; call "
-        f"{RECALL_TOOL} with a keyword (name, number, path) to recall them.]"
+        f"{RECALL_TOOL} in plain words (a question or a few keywords, or an exact name, number "
+        "or path) to recall them.]"
     )
 
 

@@ -18,6 +18,7 @@ from wm_langgraph.messages import content_text
 from wm_langgraph.phase1.window import MessageCounter, conversation, rebuild_meta, safe_split
 from wm_langgraph.state import WorkingMemoryMeta
 from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, digest_of, now_iso
+from wm_langgraph.storage.search_index import SearchIndex
 
 __all__ = ["Phase1Result", "abstract_of", "archive_oldest"]
 
@@ -162,4 +163,7 @@ def _new_record(
         message_tokens=sizes,
     )
     archives.put_archive(record)
+    # Its search index (behaviour §7.6), once: archives are immutable. A crash in between
+    # leaves the archive to be indexed by the first search that needs it.
+    SearchIndex(archives).write(thread_id, record)
     return record

@@ -6,12 +6,15 @@ the agent read them back:
 - ``archive_expand(archive_id, offset=0)``: one archive's original messages with its abstract and
   message count, in pages (``offset`` is a message offset; the output says how to get the next
   page).
-- ``archive_search(query, archive_id=None)``: a literal, case-insensitive search over the
-  thread's archived messages (not the summaries), newest archive first, at most
-  :data:`MAX_SEARCH_HITS` hits of at most :data:`MAX_HIT_CHARS` characters each, each labelled
-  with its archive id. Without ``archive_id`` it first searches the items the size contract
-  moved out of the Working Memory (the WM's ``[moved out: N older items …]`` marker points
-  here), when the engine offers them (``moved_items(config)``).
+- ``archive_search(query, archive_id=None)``: a ranked search in plain words over the
+  thread's archived messages (not the summaries) and, without ``archive_id``, the items the
+  size contract moved out of the Working Memory (the WM's ``[moved out: N older items …]``
+  marker points here) when the engine offers them (``moved_items(config)``). At most
+  :data:`MAX_SEARCH_HITS` hits, best first, each labelled with its archive id, message number
+  and role, with the messages before and after it, when it was archived and the
+  ``archive_expand`` offset that reads around it, in at most :data:`MAX_HIT_CHARS` characters.
+  How queries are read and ranked: :mod:`wm_langgraph.recall.search`. An engine that offers
+  ``recall_corpus(config)`` serves its stored index; any other source is indexed per query.
 
 Both tools read the thread from the ``RunnableConfig`` of the tool call
 (``configurable.thread_id``), so they only ever see the calling thread's archives. An id that is
@@ -21,21 +24,26 @@ message returned as the tool output; the tools never raise on bad input.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Protocol
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
+
+from wm_langgraph.recall.search import Corpus, Hit, Neighbour, StaleIndexError, rank
+from wm_langgraph.storage.search_index import ArchiveIndex, role_label, searchable_text
 
 __all__ = [
     "ARCHIVE_EXPAND",
     "ARCHIVE_SEARCH",
     "MAX_HIT_CHARS",
     "MAX_SEARCH_HITS",
+    "MIN_EXCERPT_CHARS",
+    "NEIGHBOUR_CHARS",
     "PAGE_CHARS",
     "PAGE_MESSAGES",
     "ArchiveRecordLike",
@@ -54,6 +62,12 @@ MAX_SEARCH_HITS = 12
 MAX_HIT_CHARS = 1500
 """At most this many characters of message text per hit."""
 
+NEIGHBOUR_CHARS = 300
+"""A neighbouring message gets this many characters of a hit (more when the hit is short)."""
+
+MIN_EXCERPT_CHARS = 200
+"""The matching message always gets at least this many characters of its hit."""
+
 PAGE_MESSAGES = 40
 """At most this many messages per ``archive_expand`` page."""
 
@@ -65,6 +79,10 @@ _MAX_ID_CHARS = 128
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
 _MAX_QUERY_CHARS = 500
 _MAX_LISTED_IDS = 20
+_NO_THREAD = (
+    "Refused: no thread_id in the tool call's config, so there is no conversation "
+    "whose archives could be read."
+)
 
 
 class ArchiveRecordLike(Protocol):
@@ -107,7 +125,12 @@ class _ExpandInput(BaseModel):
 
 
 class _SearchInput(BaseModel):
-    query: str = Field(description="Literal text to find (case-insensitive, not a regex).")
+    query: str = Field(
+        description=(
+            "What to find, in plain words: a question or a few keywords (e.g. 'when did we "
+            "move the billing database'), or an exact name, path, id or error text."
+        )
+    )
     archive_id: str | None = Field(
         default=None, description="Limit the search to this archive id (default: all archives)."
     )
@@ -119,9 +142,11 @@ _EXPAND_DESCRIPTION = (
     "message count and one page of messages; pass offset to read further pages."
 )
 _SEARCH_DESCRIPTION = (
-    "Search the original messages of this conversation's archives for literal text "
-    "(case-insensitive). Newest archive first; returns up to 12 matching excerpts labelled "
-    "with their archive id and message number. Use archive_expand to read around a hit."
+    "Search the original messages of this conversation's archives (and the items moved out "
+    "of the Working Memory) in plain words: ask a question or give a few keywords; exact "
+    "names, paths, ids and error text rank first. Returns up to 12 hits, best first, each "
+    "with its archive id, message number, the messages before and after it and when it was "
+    "archived. Use archive_expand with the offset a hit gives to read around it."
 )
 
 
@@ -212,75 +237,143 @@ def archive_search_text(
     Args:
         memory: The engine to read archives from.
         config: The tool call's config (its ``thread_id`` selects the archives).
-        query: Literal text to find, case-insensitively.
+        query: What to find, in plain words, or an exact identifier (see
+            :mod:`wm_langgraph.recall.search` for how a query is read and ranked).
         archive_id: Optionally one archive id of this thread to search in.
 
     Returns:
-        Up to :data:`MAX_SEARCH_HITS` labelled excerpts, newest archive first, or a message
-        saying nothing matched / what was wrong.
+        Up to :data:`MAX_SEARCH_HITS` hits, best first, each with its archive id, message
+        number, role, its neighbouring messages and when it was archived; or a message saying
+        nothing matched / what was wrong.
     """
     if not isinstance(query, str) or not query.strip():
         return "Refused: query must be non-empty text."
     needle = query.strip()
     if len(needle) > _MAX_QUERY_CHARS:
-        return f"Refused: query is longer than {_MAX_QUERY_CHARS} characters; use a keyword."
+        return f"Refused: query is longer than {_MAX_QUERY_CHARS} characters; use fewer words."
+    hits: list[Hit] = []
+    more = False
+    searched = 0
+    for attempt in range(2):
+        corpus = _corpus_or_error(memory, config)
+        if isinstance(corpus, str):
+            return corpus
+        searched = len(corpus.indexes)
+        if archive_id is not None and archive_id != "":
+            found = _find_id(corpus.indexes, archive_id)
+            if found != archive_id:
+                return found
+            corpus.indexes = [i for i in corpus.indexes if i.archive_id == found]
+            corpus.moved = []
+            searched = 1
+        try:
+            hits, more = rank(corpus, needle, MAX_SEARCH_HITS)
+        except StaleIndexError:  # the records changed under the cache: read them anew, once
+            if attempt:
+                raise
+            continue
+        break
+    scope = f"archive {archive_id}" if archive_id else "this conversation's archives"
+    if not hits:
+        return f"No match for {needle!r} in {scope} ({searched} searched)."
+    summary = f"{len(hits)} match(es) for {needle!r} in {scope}, best first"
+    if more:
+        summary += f" (showing the best {MAX_SEARCH_HITS}; narrow the query or pass archive_id)"
+    summary += "; archive_expand(archive_id, offset=<message number - 1>) reads around a hit"
+    return "\n\n".join([summary + ":", *(_format_hit(h) for h in hits)])
+
+
+def _corpus_or_error(memory: ArchiveSource, config: RunnableConfig) -> Corpus | str:
+    """The engine's indexed corpus, or one built from the records of a plain archive source."""
+    thread = (config.get("configurable") or {}).get("thread_id")
+    if thread is None or thread == "":
+        return _NO_THREAD
+    engine = getattr(memory, "recall_corpus", None)
+    if callable(engine):
+        try:
+            corpus = engine(config)
+        except ValueError as exc:
+            return f"Refused: {exc}"
+        if isinstance(corpus, Corpus):
+            return corpus
     archives = _archives_or_error(memory, config)
     if isinstance(archives, str):
         return archives
-    if archive_id is not None and archive_id != "":
-        found = _find(archives, archive_id)
-        if isinstance(found, str):
-            return found
-        archives = [found]
-    # A case-insensitive regex of the escaped text: literal, and its match positions are
-    # positions in the original text (casefold() can change lengths, e.g. "ß" -> "ss").
-    pattern = re.compile(re.escape(needle), re.IGNORECASE)
-    hits: list[str] = []
-    more = False
-    for record in sorted(archives, key=lambda r: r.seq, reverse=True):
-        messages = list(record.messages)
-        for index, message in enumerate(messages):
-            text = _render(message)
-            match = pattern.search(text)
-            if match is None:
-                continue
-            if len(hits) == MAX_SEARCH_HITS:
-                more = True
-                break
-            label = f"[{record.id} · message {index + 1}/{len(messages)} · {_role(message)}]"
-            hits.append(f"{label}\n{_excerpt(text, match.start(), match.end() - match.start())}")
-        if more:
-            break
-    if not archive_id:
-        hits = [*_moved_hits(memory, config, pattern), *hits]
-        more = more or len(hits) > MAX_SEARCH_HITS
-        hits = hits[:MAX_SEARCH_HITS]
-    scope = f"archive {archives[0].id}" if archive_id else "this conversation's archives"
-    if not hits:
-        return f"No match for {needle!r} in {scope} ({len(archives)} searched)."
-    summary = f"{len(hits)} match(es) for {needle!r} in {scope}, newest archive first"
-    if more:
-        summary += f" (showing the first {MAX_SEARCH_HITS}; narrow the query or pass archive_id)"
-    return "\n\n".join([summary + ":", *hits])
-
-
-def _moved_hits(
-    memory: ArchiveSource, config: RunnableConfig, pattern: re.Pattern[str]
-) -> list[str]:
-    """Hits among the items moved out of the Working Memory, newest first."""
+    ordered = sorted(archives, key=lambda r: r.seq)
+    records = [
+        (r.id, r.seq, list(r.messages), str(getattr(r, "created_at", "") or "")) for r in ordered
+    ]
     moved = getattr(memory, "moved_items", None)
-    if not callable(moved):
-        return []
-    hits: list[str] = []
-    for key, section, text in reversed(list(moved(config))):
-        match = pattern.search(text)
-        if match is None:
-            continue
-        label = f"[moved out of the Working Memory · {section} · at {key}]"
-        hits.append(f"{label}\n{_excerpt(text, match.start(), match.end() - match.start())}")
-        if len(hits) > MAX_SEARCH_HITS:
+    return Corpus.of_records(records, list(moved(config)) if callable(moved) else [])
+
+
+def _format_hit(hit: Hit) -> str:
+    """One hit: a label line, the message (an excerpt around the match), the messages before
+    and after it, and where to read on; at most :data:`MAX_HIT_CHARS` after the label."""
+    if hit.archive_id is None:
+        label = f"[moved out of the Working Memory · {hit.section} · at {hit.moved_key}]"
+        return f"{label}\n{_excerpt(hit.text, hit.start, hit.length)}"
+    label = f"[{hit.archive_id} · message {hit.number}/{hit.total} · {hit.role}]"
+    when = _when(hit.created_at)
+    footer = [f"  (archived {when})"] if when else []
+    # nearest neighbours first: they get their share before the farther ones
+    near = [*zip(reversed(hit.before), hit.after, strict=False)]
+    order = [n for pair in near for n in pair]
+    order += [n for n in (*hit.before, *hit.after) if n not in order]
+    room = MAX_HIT_CHARS - sum(len(f) + 1 for f in footer)
+    main = min(len(hit.text), max(MIN_EXCERPT_CHARS, room // 2))
+    room -= main
+    shares: dict[int, int] = {}
+    for place, n in enumerate(order):
+        prefix = _prefix(n, hit)
+        want = min(len(_squashed(n.text)), NEIGHBOUR_CHARS if place < 2 else NEIGHBOUR_CHARS // 2)
+        if room - len(prefix) - 1 < min(want, 40):
             break
-    return hits
+        shares[id(n)] = min(want, room - len(prefix) - 1)
+        room -= len(prefix) + 1 + shares[id(n)]
+    if room > 0:  # a short hit and short neighbours: the rest goes to the hit, then to them
+        grow = min(len(hit.text) - main, room)
+        main += grow
+        room -= grow
+        for n in order:
+            if id(n) in shares and room > 0:
+                extra = min(len(_squashed(n.text)) - shares[id(n)], room)
+                shares[id(n)] += extra
+                room -= extra
+    lines = [_excerpt(hit.text, hit.start, hit.length, main)]
+    lines += [
+        _prefix(n, hit) + _head(_squashed(n.text), shares[id(n)])
+        for n in (*hit.before, *hit.after)
+        if id(n) in shares
+    ]
+    return "\n".join([label, *lines, *footer])
+
+
+def _prefix(neighbour: Neighbour, hit: Hit) -> str:
+    side = "before" if neighbour in hit.before else "after"
+    place = "" if neighbour.archive_id == hit.archive_id else f"{neighbour.archive_id} "
+    return f"  {side} · {place}message {neighbour.number}/{neighbour.total} · {neighbour.role}: "
+
+
+def _squashed(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _when(stamp: str) -> str:
+    """An ISO time as ``2026-03-01 14:05 UTC`` (as given when it does not parse)."""
+    if not stamp:
+        return ""
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        return stamp[:32]
+    if moment.tzinfo is None:
+        return moment.strftime("%Y-%m-%d %H:%M")
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _head(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
 def _archives_or_error(
@@ -288,10 +381,7 @@ def _archives_or_error(
 ) -> list[ArchiveRecordLike] | str:
     thread = (config.get("configurable") or {}).get("thread_id")
     if thread is None or thread == "":
-        return (
-            "Refused: no thread_id in the tool call's config, so there is no conversation "
-            "whose archives could be read."
-        )
+        return _NO_THREAD
     try:
         # An engine hides messages removed after they were archived (RemoveMessage).
         recall = getattr(memory, "recall_archives", None)
@@ -301,6 +391,17 @@ def _archives_or_error(
 
 
 def _find(archives: Sequence[ArchiveRecordLike], archive_id: object) -> ArchiveRecordLike | str:
+    found = _find_id([(r.id, r.seq) for r in archives], archive_id)
+    for record in archives:
+        if record.id == found:
+            return record
+    return found
+
+
+def _find_id(archives: Sequence[tuple[str, int] | ArchiveIndex], archive_id: object) -> str:
+    """``archive_id`` when it names one of ``archives`` (``(id, seq)`` pairs or indexes), else
+    a refusal saying why (ids are untrusted input: path-like and malformed ones are refused)."""
+    pairs = [(a.archive_id, a.seq) if isinstance(a, ArchiveIndex) else a for a in archives]
     if not isinstance(archive_id, str):
         return f"Refused: archive_id must be text such as 'archive_001', got {archive_id!r}."
     shown = archive_id if len(archive_id) <= 80 else archive_id[:80] + "…"
@@ -310,12 +411,11 @@ def _find(archives: Sequence[ArchiveRecordLike], archive_id: object) -> ArchiveR
         )
     if len(archive_id) > _MAX_ID_CHARS or not _ID_RE.fullmatch(archive_id):
         return f"Refused: {shown!r} is not a valid archive id (expected e.g. 'archive_001')."
-    for record in archives:
-        if record.id == archive_id:
-            return record
-    if not archives:
+    if any(a == archive_id for a, _ in pairs):
+        return archive_id
+    if not pairs:
         return f"Refused: {shown!r} is not an archive of this conversation (it has none yet)."
-    ids = [r.id for r in sorted(archives, key=lambda r: r.seq)]
+    ids = [a for a, _ in sorted(pairs, key=lambda p: p[1])]
     listed = ", ".join(ids[-_MAX_LISTED_IDS:])
     prefix = "…, " if len(ids) > _MAX_LISTED_IDS else ""
     return (
@@ -336,7 +436,7 @@ def _page(messages: Sequence[BaseMessage], offset: int) -> tuple[list[str], int]
             cut = len(block) - PAGE_CHARS
             block = (
                 block[:PAGE_CHARS] + f"\n[… {cut} more characters of this message not shown; "
-                "use archive_search with a keyword from it to see other parts …]"
+                "use archive_search with words from it to see other parts …]"
             )
         lines.append(block)
         used += len(block)
@@ -345,27 +445,19 @@ def _page(messages: Sequence[BaseMessage], offset: int) -> tuple[list[str], int]
 
 
 def _role(message: BaseMessage) -> str:
-    if isinstance(message, ToolMessage):
-        name = message.name or "tool"
-        status = " error" if message.status == "error" else ""
-        return f"tool result{status} ({name})"
-    return {"human": "user", "ai": "assistant"}.get(message.type, message.type)
+    return role_label(message)
 
 
 def _render(message: BaseMessage) -> str:
-    parts: list[str] = [str(message.text)]
-    if isinstance(message, AIMessage):
-        for call in message.tool_calls:
-            args = json.dumps(call.get("args", {}), ensure_ascii=False, default=str)
-            parts.append(f"→ tool call {call['name']}({args})")
-    return "\n".join(p for p in parts if p)
+    return searchable_text(message)
 
 
-def _excerpt(text: str, position: int, length: int) -> str:
-    if len(text) <= MAX_HIT_CHARS:
+def _excerpt(text: str, position: int, length: int, limit: int = MAX_HIT_CHARS) -> str:
+    """At most ``limit`` characters of ``text`` around ``position`` (cuts marked with …)."""
+    if len(text) <= limit:
         return text
     marker = "…"
-    room = MAX_HIT_CHARS - 2 * len(marker)
+    room = limit - 2 * len(marker)
     start = max(0, min(position - (room - length) // 2, len(text) - room))
     end = start + room
     head = marker if start > 0 else ""

@@ -77,6 +77,7 @@ __all__ = [
     "graph_namespace",
     "memory_key",
     "memory_scope",
+    "message_list",
     "namespace",
     "now_iso",
     "split_memory_key",
@@ -133,6 +134,11 @@ def _restore(value: Any) -> Any:
     if isinstance(value, list):
         return [_restore(v) for v in value]
     return value
+
+
+def message_list(value: Mapping[str, Any]) -> list[BaseMessage]:
+    """The messages of a stored archive record value (without reading its other fields)."""
+    return messages_from_dict(_restore(value.get("messages") or []))
 
 
 def digest_of(messages: Sequence[BaseMessage]) -> str:

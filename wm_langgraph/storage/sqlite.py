@@ -13,7 +13,8 @@ archives whose Phase 2 was interrupted are folded in again.
 Both objects get their own connection to the file (WAL journal, busy timeout), opened with
 ``check_same_thread=False`` because Phase 2 runs in background threads; both serialise their
 use of the connection with a lock. The store's vector index is not used (it needs SQLite
-extension loading, which not every Python build has); archive search is literal.
+extension loading, which not every Python build has); ``archive_search`` ranks with its keyword
+index (BM25), which lives in the same file.
 """
 
 from __future__ import annotations

@@ -1,0 +1,611 @@
+"""Ranked recall over the archives: what ``archive_search`` finds and in which order (§7.6).
+
+A query is read in one of three ways:
+
+- **an identifier**: one word that is more than letters (``src/app.py``, ``billing_v2``,
+  ``E1234``, ``FACT-1``): only messages that contain it literally (case-insensitive) match;
+- **keywords**: one or two words: a message must contain every one of their terms;
+- **a question in plain words** (three words or more): every message with at least one of its
+  terms is ranked.
+
+Terms are matched stemmed, without stop words, Chinese/Japanese/Korean by character bigrams
+(:mod:`wm_langgraph.document.text.ranking`), and scored with BM25 over the messages of the
+memory's current timeline plus the items moved out of the Working Memory. Literal matches come
+first: a message that holds the whole query, then one that holds more of the query's
+identifiers (paths, ids, error codes) or quoted phrases, before the BM25 order. When the store
+has a vector index, the store's semantic search over the archived texts is fused with the
+keyword ranking (reciprocal rank fusion); the literal tiers still lead. Hidden messages
+(removed after archiving) never match; equal scores put the newest archive first.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.messages import BaseMessage
+
+from wm_langgraph.document.text.ranking import (
+    BM25_B,
+    BM25_K1,
+    distinct,
+    idf,
+    is_identifier,
+    query_identifiers,
+    query_words,
+    rank_fusion,
+    search_terms,
+    stem,
+    term_counts,
+)
+from wm_langgraph.storage.search_index import (
+    ArchiveIndex,
+    SearchIndex,
+    build_index,
+    role_label,
+    searchable_text,
+)
+
+__all__ = ["Corpus", "Hit", "Neighbour", "StaleIndexError", "rank", "store_corpus"]
+
+MovedItem = tuple[str, str, str]
+"""``(WM version key, section, text)`` of an item moved out of the Working Memory."""
+
+DocKey = tuple[int, int]
+"""``(archive position in the corpus, message position in the record)``; moved items use
+archive position ``-1``."""
+
+LITERAL_FALLBACK_ARCHIVES = 10
+"""A query none of whose words match is looked up literally (case-insensitive substring) in
+this many newest archives (and the moved items): a fragment of a word or of an id still finds
+recent text, and a query never reads every archive."""
+
+_LITERAL_CHECKS = 20
+"""Literal tiers are checked for this many of the best candidates (their texts are read)."""
+_VERIFY_LIMIT = 400
+"""An identifier query reads at most this many candidate messages to confirm the literal text."""
+_QUOTED_RE = re.compile(r"[\"“”「」『』]([^\"“”「」『』]{2,200})[\"“”「」『』]")
+_WORD_RE = re.compile(r"[^\W_]+")
+
+
+@dataclass
+class Corpus:
+    """What a search reads: the timeline's archive indexes and how to load their messages.
+
+    Attributes:
+        indexes: The archives of the current timeline, oldest first.
+        load: Loads archive ids' messages (verbatim, hidden ones included) by archive id.
+        hidden: Message ids that are never returned.
+        moved: Items moved out of the Working Memory (searched when no archive is named).
+        semantic: The store's semantic search, ``(query, limit) -> [(archive id, position)]``;
+            None without a vector index.
+    """
+
+    indexes: list[ArchiveIndex]
+    load: Callable[[Sequence[str]], Mapping[str, Sequence[BaseMessage]]]
+    hidden: set[str] = field(default_factory=set)
+    moved: list[MovedItem] = field(default_factory=list)
+    semantic: Callable[[str, int], list[tuple[str, int]]] | None = None
+
+    @classmethod
+    def of_records(
+        cls,
+        records: Sequence[tuple[str, int, Sequence[BaseMessage], str]],
+        moved: list[MovedItem] | None = None,
+    ) -> Corpus:
+        """A corpus built in memory from ``(id, seq, messages, created_at)`` of each archive
+        (an archive source without a store index: the index is built per query)."""
+        by_id = {r[0]: list(r[2]) for r in records}
+        indexes = [build_index(r[0], r[1], r[2], created_at=r[3]) for r in records]
+        return cls(
+            indexes=indexes,
+            load=lambda ids: {a: by_id[a] for a in ids if a in by_id},
+            moved=list(moved or []),
+        )
+
+
+class StaleIndexError(RuntimeError):
+    """A cached index no longer matches its archive record (the memory's records were
+    replaced); the cache was dropped, searching again reads the indexes anew."""
+
+
+def store_corpus(
+    index: SearchIndex,
+    key: str,
+    timeline: Sequence[str],
+    *,
+    hidden: set[str],
+    moved: list[MovedItem],
+) -> Corpus:
+    """The corpus of memory ``key`` on ``timeline``, read through ``index`` (per-archive
+    postings from the process cache or the store; messages only for the archives shown)."""
+    indexes = index.indexes(key, timeline)
+    digests = {i.archive_id: i.digest for i in indexes}
+    on_timeline = [i.archive_id for i in indexes]
+
+    def load(ids: Sequence[str]) -> dict[str, list[BaseMessage]]:
+        loaded = index.messages(key, ids)
+        for archive_id, (digest, _) in loaded.items():
+            if digest != digests.get(archive_id, digest):
+                index.forget(key)
+                raise StaleIndexError(f"archive {archive_id} changed since it was indexed")
+        return {archive_id: messages for archive_id, (_, messages) in loaded.items()}
+
+    def semantic(query: str, limit: int) -> list[tuple[str, int]]:
+        return index.semantic(key, query, on_timeline, limit) or []
+
+    return Corpus(
+        indexes=indexes,
+        load=load,
+        hidden=hidden,
+        moved=moved,
+        semantic=semantic if index.embeds(key) else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """A message next to a hit (the turn before or after it)."""
+
+    archive_id: str
+    number: int
+    total: int
+    role: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One ranked result.
+
+    Attributes:
+        archive_id: The archive (``None`` for an item moved out of the Working Memory).
+        number: The message's number in the archive as the tools show it (1-based, hidden
+            messages not counted); ``archive_expand(archive_id, offset=number - 1)`` opens it.
+        total: The archive's message count as shown.
+        role: ``user``, ``assistant``, ``tool result (name)``, ...
+        text: The message text (for a moved item: the item).
+        start: Where the best literal or term match starts in ``text`` (for the excerpt).
+        length: Its length.
+        before: The messages right before it, oldest first (possibly from the previous
+            archive), at most :data:`NEIGHBOURS`.
+        after: The messages right after it, oldest first, at most :data:`NEIGHBOURS`.
+        created_at: When the archive was written (ISO), "" when unknown.
+        seq: The archive's position in the timeline.
+        section: For a moved item, its section; ``moved_key``: the WM version that moved it.
+    """
+
+    archive_id: str | None
+    number: int
+    total: int
+    role: str
+    text: str
+    start: int = 0
+    length: int = 0
+    before: tuple[Neighbour, ...] = ()
+    after: tuple[Neighbour, ...] = ()
+    created_at: str = ""
+    seq: int = 0
+    section: str = ""
+    moved_key: str = ""
+
+
+@dataclass
+class _Query:
+    text: str
+    terms: list[str]
+    identifier: bool
+    keywords: bool
+    literals: list[str]
+
+    @classmethod
+    def parse(cls, query: str) -> _Query:
+        words = query.split()
+        identifier = len(words) == 1 and is_identifier(words[0])
+        count = query_words(query)
+        literals = [] if identifier else [*query_identifiers(query), *_QUOTED_RE.findall(query)]
+        return cls(
+            text=query,
+            terms=distinct(search_terms(query)),
+            identifier=identifier,
+            keywords=count <= 2,
+            literals=list(dict.fromkeys(x.casefold() for x in literals)),
+        )
+
+
+class _Texts:
+    """Message texts loaded on demand (one load call per batch of archives)."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        self._corpus = corpus
+        self._messages: dict[str, list[BaseMessage]] = {}
+
+    def need(self, archive_ids: Sequence[str]) -> None:
+        missing = [a for a in dict.fromkeys(archive_ids) if a not in self._messages]
+        if missing:
+            loaded = self._corpus.load(missing)
+            for archive_id in missing:
+                self._messages[archive_id] = list(loaded.get(archive_id) or [])
+
+    def messages(self, archive_id: str) -> list[BaseMessage]:
+        self.need([archive_id])
+        return self._messages[archive_id]
+
+
+def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
+    """The best ``limit`` hits for ``query`` and whether more matched.
+
+    Args:
+        corpus: What to search.
+        query: The query (see the module docstring for how it is read).
+        limit: At most this many hits.
+    """
+    parsed = _Query.parse(query)
+    texts = _Texts(corpus)
+    indexes = corpus.indexes
+    hidden = corpus.hidden
+    moved_counts = [term_counts(text) for _, _, text in corpus.moved]
+    question = not (parsed.identifier or parsed.keywords)
+    scores, matched = _keyword_scores(parsed.terms, indexes, hidden, moved_counts)
+    need = 1 if question else len(parsed.terms)
+    if question:
+        scores = _with_context(scores, indexes, hidden)
+        candidates = list(scores)
+    else:
+        candidates = [k for k, n in matched.items() if n >= need]
+    seqs = [index.seq for index in indexes]
+
+    def order(key: DocKey) -> tuple[float, int, int]:
+        """Best score, then the newest archive (moved items count as the newest), then the
+        earlier message."""
+        seq = seqs[key[0]] if key[0] >= 0 else 1 << 30
+        return (-scores.get(key, 0.0), -seq, key[1])
+
+    if parsed.identifier:
+        best = heapq.nsmallest(_VERIFY_LIMIT, candidates, key=order)
+        candidates = _verified(parsed.text, best, indexes, corpus, texts)
+    semantic = _semantic(corpus, parsed, indexes, hidden, limit)
+    if not candidates and not semantic:  # no word matches: a fragment of a word or an id
+        recent = indexes[-LITERAL_FALLBACK_ARCHIVES:]
+        offset = len(indexes) - len(recent)
+        found = _literal_scan(parsed.text, recent, hidden, corpus.moved, texts)
+        found = [(a + offset, p) if a >= 0 else (a, p) for a, p in found]
+        return _finish(corpus, parsed, texts, found, limit=limit, total=len(found))
+    top = heapq.nsmallest(max(limit + 1, _LITERAL_CHECKS), candidates, key=order)
+    # the whole-query tier reorders the hits to be shown (their texts are read anyway)
+    checked = list(top[: limit + 1]) if parsed.keywords and not parsed.identifier else []
+    for literal in parsed.literals:  # messages that may hold an identifier of the query
+        holders = _docs_with(search_terms(literal), indexes, hidden)
+        checked += heapq.nsmallest(_LITERAL_CHECKS, holders, key=order)
+    tiers = _tiers(parsed, list(dict.fromkeys(checked)), indexes, corpus, texts)
+    pool = list(dict.fromkeys([*top, *tiers]))
+    keyword = sorted(pool, key=lambda k: (*tiers.get(k, (0, 0)), *order(k)))
+    total = len(set(candidates) | set(tiers))
+    if semantic:
+        fused = rank_fusion([keyword, semantic])
+        pool = list(dict.fromkeys([*keyword, *semantic]))
+        pool.sort(key=lambda k: (*tiers.get(k, (0, 0)), -fused[k], *order(k)))
+        keyword = pool
+        total = len(set(candidates) | set(tiers) | set(semantic))
+    return _finish(corpus, parsed, texts, keyword, limit=limit, total=total)
+
+
+def _docs_with(
+    terms: Sequence[str], indexes: Sequence[ArchiveIndex], hidden: set[str]
+) -> list[DocKey]:
+    """The visible messages that hold every one of ``terms`` (rarest term first)."""
+    wanted = distinct(terms)
+    if not wanted:
+        return []
+    found: list[DocKey] = []
+    for a, index in enumerate(indexes):
+        lists = [index.postings.get(t, ()) for t in wanted]
+        if not all(lists):
+            continue
+        lists.sort(key=len)
+        common = {p for p, _ in lists[0]}
+        for other in lists[1:]:
+            common &= {p for p, _ in other}
+        found += [(a, p) for p in sorted(common) if not hidden or index.ids[p] not in hidden]
+    return found
+
+
+def _keyword_scores(
+    terms: Sequence[str],
+    indexes: Sequence[ArchiveIndex],
+    hidden: set[str],
+    moved: Sequence[Mapping[str, int]],
+) -> tuple[dict[DocKey, float], dict[DocKey, int]]:
+    """BM25 of every document holding a query term, and how many distinct terms it holds."""
+    if not terms:
+        return {}, {}
+    documents = len(moved)
+    total = sum(sum(c.values()) for c in moved)
+    for index in indexes:
+        if hidden:
+            visible = [n for n, i in zip(index.lengths, index.ids, strict=True) if i not in hidden]
+            documents += len(visible)
+            total += sum(visible)
+        else:
+            documents += len(index.lengths)
+            total += sum(index.lengths)
+    average = total / documents if documents else 1.0
+    moved_lengths = [sum(c.values()) for c in moved]
+    k1, b = BM25_K1, BM25_B
+    scale = k1 * b / max(average, 1e-9)
+    base = k1 * (1.0 - b)
+    scores: dict[DocKey, float] = {}
+    matched: dict[DocKey, int] = {}
+    for term in terms:
+        lists: list[tuple[int, ArchiveIndex, tuple[tuple[int, int], ...]]] = []
+        for a, index in enumerate(indexes):
+            found = index.postings.get(term)
+            if found:
+                lists.append((a, index, found))
+        moved_tf = [(m, counts[term]) for m, counts in enumerate(moved) if counts.get(term)]
+        frequency = sum(len(p) for _, _, p in lists) + len(moved_tf)
+        if hidden:
+            frequency -= sum(
+                1 for _, index, p in lists for position, _ in p if index.ids[position] in hidden
+            )
+        if frequency <= 0:
+            continue
+        weight = idf(documents, frequency) * (k1 + 1.0)
+        for a, index, postings in lists:
+            lengths = index.lengths
+            ids = index.ids
+            for position, tf in postings:
+                if hidden and ids[position] in hidden:
+                    continue
+                key = (a, position)
+                part = weight * tf / (tf + base + scale * lengths[position])
+                scores[key] = scores.get(key, 0.0) + part
+                matched[key] = matched.get(key, 0) + 1
+        for m, tf in moved_tf:
+            key = (-1, m)
+            part = weight * tf / (tf + base + scale * moved_lengths[m])
+            scores[key] = scores.get(key, 0.0) + part
+            matched[key] = matched.get(key, 0) + 1
+    return scores, matched
+
+
+NEIGHBOURS = 2
+"""A hit shows up to this many messages before it and after it."""
+CONTEXT_WEIGHT = 0.4
+
+
+def _with_context(
+    scores: Mapping[DocKey, float], indexes: Sequence[ArchiveIndex], hidden: set[str]
+) -> dict[DocKey, float]:
+    """Question scores that count the neighbouring messages: a message's own BM25 plus
+    :data:`CONTEXT_WEIGHT` times each visible neighbour's (an answer follows its question)."""
+    out: dict[DocKey, float] = {}
+    for (a, p), score in scores.items():
+        out[(a, p)] = out.get((a, p), 0.0) + score
+        if a < 0:
+            continue
+        ids = indexes[a].ids
+        share = CONTEXT_WEIGHT * score
+        if hidden:
+            for q in _adjacent(ids, p, hidden):
+                out[(a, q)] = out.get((a, q), 0.0) + share
+            continue
+        if p > 0:
+            out[(a, p - 1)] = out.get((a, p - 1), 0.0) + share
+        if p + 1 < len(ids):
+            out[(a, p + 1)] = out.get((a, p + 1), 0.0) + share
+    return out
+
+
+def _adjacent(ids: Sequence[str], position: int, hidden: set[str]) -> list[int]:
+    """The visible positions right before and after ``position`` in one archive."""
+    found: list[int] = []
+    for step in (-1, 1):
+        q = position + step
+        while 0 <= q < len(ids) and hidden and ids[q] in hidden:
+            q += step
+        if 0 <= q < len(ids):
+            found.append(q)
+    return found
+
+
+def _text_of(key: DocKey, corpus: Corpus, indexes: Sequence[ArchiveIndex], texts: _Texts) -> str:
+    if key[0] < 0:
+        return corpus.moved[key[1]][2]
+    messages = texts.messages(indexes[key[0]].archive_id)
+    return searchable_text(messages[key[1]]) if key[1] < len(messages) else ""
+
+
+def _verified(
+    needle: str,
+    candidates: Sequence[DocKey],
+    indexes: Sequence[ArchiveIndex],
+    corpus: Corpus,
+    texts: _Texts,
+) -> list[DocKey]:
+    """The candidates whose text holds ``needle`` literally (case-insensitive)."""
+    texts.need([indexes[a].archive_id for a, _ in candidates if a >= 0])
+    pattern = re.compile(re.escape(needle), re.IGNORECASE)
+    return [k for k in candidates if pattern.search(_text_of(k, corpus, indexes, texts))]
+
+
+def _literal_scan(
+    needle: str,
+    indexes: Sequence[ArchiveIndex],
+    hidden: set[str],
+    moved: Sequence[MovedItem],
+    texts: _Texts,
+) -> list[DocKey]:
+    """Every visible message (and moved item) holding ``needle`` literally, newest first."""
+    pattern = re.compile(re.escape(needle.strip()), re.IGNORECASE)
+    found: list[DocKey] = [(-1, m) for m, item in enumerate(moved) if pattern.search(item[2])]
+    texts.need([index.archive_id for index in indexes])
+    for a in range(len(indexes) - 1, -1, -1):
+        index = indexes[a]
+        for position, message in enumerate(texts.messages(index.archive_id)):
+            if position < len(index.ids) and index.ids[position] in hidden:
+                continue
+            if pattern.search(searchable_text(message)):
+                found.append((a, position))
+    return found
+
+
+def _bounded(literal: str) -> re.Pattern[str]:
+    """``literal`` case-insensitively, not inside a longer word of letters or digits."""
+    head = r"(?<![^\W_])" if literal[:1].isalnum() and literal[:1].isascii() else ""
+    tail = r"(?![^\W_])" if literal[-1:].isalnum() and literal[-1:].isascii() else ""
+    return re.compile(head + re.escape(literal) + tail, re.IGNORECASE)
+
+
+def _tiers(
+    parsed: _Query,
+    candidates: Sequence[DocKey],
+    indexes: Sequence[ArchiveIndex],
+    corpus: Corpus,
+    texts: _Texts,
+) -> dict[DocKey, tuple[int, int]]:
+    """Literal tiers (as negative numbers, for sorting): the whole query; identifiers and
+    quoted phrases."""
+    whole = " ".join(parsed.text.split())
+    if not candidates or (not parsed.literals and (parsed.identifier or " " not in whole)):
+        return {}
+    # the whole query as a tier only for keywords: a question is rarely written verbatim
+    texts.need([indexes[a].archive_id for a, _ in candidates if a >= 0])
+    phrase = _bounded(whole)
+    literals = [_bounded(x) for x in parsed.literals]
+    out: dict[DocKey, tuple[int, int]] = {}
+    for key in candidates:
+        text = " ".join(_text_of(key, corpus, indexes, texts).split())
+        whole_tier = -int(parsed.keywords and bool(phrase.search(text)))
+        tier = (whole_tier, -sum(1 for p in literals if p.search(text)))
+        if tier != (0, 0):
+            out[key] = tier
+    return out
+
+
+def _semantic(
+    corpus: Corpus,
+    parsed: _Query,
+    indexes: Sequence[ArchiveIndex],
+    hidden: set[str],
+    limit: int,
+) -> list[DocKey]:
+    if corpus.semantic is None or parsed.identifier:
+        return []
+    where = {index.archive_id: a for a, index in enumerate(indexes)}
+    out: list[DocKey] = []
+    for archive_id, position in corpus.semantic(parsed.text, max(limit * 4, 20)):
+        a = where.get(archive_id)
+        if a is None or not 0 <= position < len(indexes[a].ids):
+            continue
+        if indexes[a].ids[position] in hidden:
+            continue
+        out.append((a, position))
+    return list(dict.fromkeys(out))
+
+
+def _finish(
+    corpus: Corpus,
+    parsed: _Query,
+    texts: _Texts,
+    ranked: Sequence[DocKey],
+    *,
+    limit: int,
+    total: int,
+) -> tuple[list[Hit], bool]:
+    chosen = list(ranked[:limit])
+    return read_hits(corpus, parsed, texts, chosen), total > limit
+
+
+def read_hits(corpus: Corpus, parsed: _Query, texts: _Texts, keys: Sequence[DocKey]) -> list[Hit]:
+    """The hits of ``keys``: each message with its neighbours, as the tools show them."""
+    indexes = corpus.indexes
+    wanted: list[str] = []
+    for a, position in keys:
+        if a >= 0:
+            wanted.append(indexes[a].archive_id)
+            if position < NEIGHBOURS and a > 0:
+                wanted.append(indexes[a - 1].archive_id)
+            if position >= len(indexes[a].ids) - NEIGHBOURS and a + 1 < len(indexes):
+                wanted.append(indexes[a + 1].archive_id)
+    texts.need(wanted)
+    hits: list[Hit] = []
+    for a, position in keys:
+        if a < 0:
+            key, section, text = corpus.moved[position]
+            start, length = _match_span(text, parsed)
+            hits.append(Hit(None, 0, 0, "", text, start, length, section=section, moved_key=key))
+            continue
+        index = indexes[a]
+        visible = _visible(texts.messages(index.archive_id), corpus.hidden)
+        number = next((n for n, (p, _) in enumerate(visible) if p == position), None)
+        if number is None:
+            continue
+        message = visible[number][1]
+        text = searchable_text(message)
+        start, length = _match_span(text, parsed)
+        hits.append(
+            Hit(
+                archive_id=index.archive_id,
+                number=number + 1,
+                total=len(visible),
+                role=role_label(message),
+                text=text,
+                start=start,
+                length=length,
+                before=_around(corpus, texts, a, number, -1),
+                after=_around(corpus, texts, a, number, 1),
+                created_at=index.created_at,
+                seq=index.seq,
+            )
+        )
+    return hits
+
+
+def _visible(messages: Sequence[BaseMessage], hidden: set[str]) -> list[tuple[int, BaseMessage]]:
+    return [(p, m) for p, m in enumerate(messages) if not hidden or str(m.id) not in hidden]
+
+
+def _around(corpus: Corpus, texts: _Texts, a: int, number: int, step: int) -> tuple[Neighbour, ...]:
+    """Up to :data:`NEIGHBOURS` visible messages before (``step=-1``) or after (``1``) the
+    visible message ``number`` (0-based) of archive ``a``, across into the adjacent archive of
+    the timeline; oldest first."""
+    indexes = corpus.indexes
+    found: list[Neighbour] = []
+    visible = _visible(texts.messages(indexes[a].archive_id), corpus.hidden)
+    while len(found) < NEIGHBOURS:
+        number += step
+        if not 0 <= number < len(visible):
+            a += step
+            if not 0 <= a < len(indexes):
+                break
+            visible = _visible(texts.messages(indexes[a].archive_id), corpus.hidden)
+            if not visible:
+                break
+            number = len(visible) - 1 if step < 0 else 0
+        message = visible[number][1]
+        text = searchable_text(message)
+        found.append(
+            Neighbour(indexes[a].archive_id, number + 1, len(visible), role_label(message), text)
+        )
+    return tuple(reversed(found)) if step < 0 else tuple(found)
+
+
+def _match_span(text: str, parsed: _Query) -> tuple[int, int]:
+    """Where the excerpt of a hit centres: the whole query, an identifier or quoted phrase,
+    else the first word with a query term."""
+    for literal in [" ".join(parsed.text.split()), *parsed.literals]:
+        if not literal:
+            continue
+        found = re.search(re.escape(literal), text, re.IGNORECASE)
+        if found:
+            return found.start(), found.end() - found.start()
+    wanted = set(parsed.terms)
+    if wanted:
+        for word in _WORD_RE.finditer(text):
+            token = word.group().casefold()
+            if stem(token) in wanted or any(t in token for t in wanted if len(t) == 2):
+                return word.start(), word.end() - word.start()
+    return 0, 0

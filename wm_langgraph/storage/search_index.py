@@ -1,0 +1,353 @@
+"""The archives' search index: per-archive term statistics in the store (behaviour §7.6).
+
+Layout, next to the archives of a memory (design §2.2)::
+
+    (..., "search")  <archive id>            term postings, lengths, message ids and roles
+    (..., "texts")   <archive id>:<position>  one archived message's text, embedded by the
+                                             store's vector index (only when it has one)
+
+An archive is immutable, so its index record is written once, when Phase 1 writes the archive
+(:meth:`SearchIndex.write`), and read into a per-process cache keyed by the store, the memory's
+namespace and the archive id: a query reads from the store only the index records it has not
+seen yet. An archive written before the index existed gets its record on the first search that
+needs it. The message texts are written with ``index=["text"]`` only when the store was created
+with a vector index (``index=``); every other record of the memory stays ``index=False``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp
+
+from wm_langgraph.document.text.ranking import term_counts
+from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, message_list
+
+__all__ = [
+    "INDEX_VERSION",
+    "MAX_EMBEDDED_CHARS",
+    "ArchiveIndex",
+    "SearchIndex",
+    "build_index",
+    "has_vector_index",
+    "role_label",
+    "searchable_text",
+]
+
+INDEX_VERSION = 1
+MAX_EMBEDDED_CHARS = 2_000
+"""A message's text is embedded up to this many characters (embedding models read ~512
+tokens; the keyword index sees the whole text)."""
+logger = logging.getLogger("wm_langgraph")
+_CACHE_ARCHIVES = 16_384
+
+
+def searchable_text(message: BaseMessage) -> str:
+    """What search sees of a message: its text, then its tool calls (name and arguments)."""
+    parts: list[str] = [str(message.text)]
+    if isinstance(message, AIMessage):
+        for call in message.tool_calls:
+            args = json.dumps(call.get("args", {}), ensure_ascii=False, default=str)
+            parts.append(f"→ tool call {call['name']}({args})")
+    return "\n".join(p for p in parts if p)
+
+
+def role_label(message: BaseMessage) -> str:
+    """``user``, ``assistant``, ``tool result (name)`` (``tool result error (name)``), ..."""
+    if isinstance(message, ToolMessage):
+        name = message.name or "tool"
+        status = " error" if message.status == "error" else ""
+        return f"tool result{status} ({name})"
+    return {"human": "user", "ai": "assistant"}.get(message.type, message.type)
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveIndex:
+    """One archive's term statistics (its messages are the documents).
+
+    Attributes:
+        archive_id: The archive.
+        seq: Its position in its timeline.
+        digest: The archive's digest (ties the index to the record's content).
+        created_at: When the archive was written.
+        ids: Each message's id (to leave hidden messages out).
+        lengths: Each message's length in terms.
+        postings: Each term's ``(message position, count)`` pairs.
+    """
+
+    archive_id: str
+    seq: int
+    digest: str
+    created_at: str
+    ids: tuple[str, ...]
+    lengths: tuple[int, ...]
+    postings: Mapping[str, tuple[tuple[int, int], ...]]
+
+    def to_value(self) -> dict[str, Any]:
+        """The JSON-plain store value."""
+        return {
+            "version": INDEX_VERSION,
+            "archive_id": self.archive_id,
+            "seq": self.seq,
+            "digest": self.digest,
+            "created_at": self.created_at,
+            "ids": list(self.ids),
+            "lengths": list(self.lengths),
+            "postings": {t: [list(p) for p in ps] for t, ps in self.postings.items()},
+        }
+
+    @classmethod
+    def from_value(cls, value: Mapping[str, Any]) -> ArchiveIndex | None:
+        """Read :meth:`to_value`'s output; None for another version or a malformed value."""
+        try:
+            if value.get("version") != INDEX_VERSION:
+                return None
+            postings = {
+                str(t): tuple((int(p[0]), int(p[1])) for p in ps)
+                for t, ps in dict(value["postings"]).items()
+            }
+            return cls(
+                archive_id=str(value["archive_id"]),
+                seq=int(value["seq"]),
+                digest=str(value.get("digest") or ""),
+                created_at=str(value.get("created_at") or ""),
+                ids=tuple(str(i) for i in value["ids"]),
+                lengths=tuple(int(n) for n in value["lengths"]),
+                postings=postings,
+            )
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+
+
+def build_index(
+    record_id: str,
+    seq: int,
+    messages: Sequence[BaseMessage],
+    *,
+    digest: str = "",
+    created_at: str = "",
+) -> ArchiveIndex:
+    """The term statistics of one archive's messages."""
+    postings: dict[str, list[tuple[int, int]]] = {}
+    lengths: list[int] = []
+    for position, message in enumerate(messages):
+        counts = term_counts(searchable_text(message))
+        lengths.append(sum(counts.values()))
+        for term, count in counts.items():
+            postings.setdefault(term, []).append((position, count))
+    return ArchiveIndex(
+        archive_id=record_id,
+        seq=seq,
+        digest=digest,
+        created_at=created_at,
+        ids=tuple(str(m.id) for m in messages),
+        lengths=tuple(lengths),
+        postings={t: tuple(ps) for t, ps in postings.items()},
+    )
+
+
+def index_of(record: ArchiveRecord) -> ArchiveIndex:
+    """:func:`build_index` of a stored record."""
+    return build_index(
+        record.id,
+        record.seq,
+        record.messages,
+        digest=record.digest,
+        created_at=record.created_at,
+    )
+
+
+def has_vector_index(store: BaseStore) -> bool:
+    """Whether ``store`` was created with a vector index (``index={...}``)."""
+    return bool(getattr(store, "index_config", None))
+
+
+class _Lru:
+    """A small thread-safe LRU map."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self._size:
+                self._data.popitem(last=False)
+
+    def drop(self, predicate: Callable[[Any], bool]) -> None:
+        with self._lock:
+            for key in [k for k in self._data if predicate(k)]:
+                del self._data[key]
+
+
+_STORE_IDS: weakref.WeakKeyDictionary[BaseStore, int] = weakref.WeakKeyDictionary()
+_STORE_LOCK = threading.Lock()
+_NEXT_STORE = [0]
+
+
+def _store_token(store: BaseStore) -> int:
+    """A number for ``store`` that is never reused in this process (``id()`` can be)."""
+    with _STORE_LOCK:
+        try:
+            token = _STORE_IDS.get(store)
+            if token is None:
+                _NEXT_STORE[0] += 1
+                token = _STORE_IDS[store] = _NEXT_STORE[0]
+            return token
+        except TypeError:  # a store that cannot be weakly referenced
+            return id(store)
+
+
+class SearchIndex:
+    """The index records of the memories of one :class:`ArchiveStore`, with the process cache.
+
+    The cache is shared by every ``SearchIndex`` in the process (it holds immutable
+    per-archive data keyed by store, namespace and archive id).
+    """
+
+    _indexes = _Lru(_CACHE_ARCHIVES)
+
+    def __init__(self, archives: ArchiveStore) -> None:
+        """Index the archives of ``archives``."""
+        self._archives = archives
+
+    def _prefix(self, key: str) -> tuple[int, tuple[str, ...]]:
+        store = self._archives.store_for(key)
+        return (_store_token(store), self._archives.namespace(key, "search"))
+
+    # -- writing ----------------------------------------------------------------------------
+    def write(self, key: str, record: ArchiveRecord) -> ArchiveIndex:
+        """Write ``record``'s index record (and its message texts when the store embeds)."""
+        index = index_of(record)
+        store = self._archives.store_for(key)
+        store.put(
+            self._archives.namespace(key, "search"), record.id, index.to_value(), False, ttl=None
+        )
+        self._indexes.put((*self._prefix(key), record.id), index)
+        if has_vector_index(store):
+            self._embed(key, store, record)
+        return index
+
+    def _embed(self, key: str, store: BaseStore, record: ArchiveRecord) -> None:
+        """Write the record's message texts for the store's vector index. An embedding
+        service that fails leaves the archive to keyword search (logged), never the turn."""
+        texts_ns = self._archives.namespace(key, "texts")
+        puts: list[PutOp] = []
+        for position, message in enumerate(record.messages):
+            text = searchable_text(message).strip()
+            if not text:
+                continue
+            value = {
+                "text": text[:MAX_EMBEDDED_CHARS],
+                "archive_id": record.id,
+                "position": position,
+                "message_id": str(message.id),
+            }
+            puts.append(PutOp(texts_ns, f"{record.id}:{position}", value, ["text"], ttl=None))
+        if not puts:
+            return
+        try:
+            store.batch(puts)
+        except Exception as exc:  # the embedding service is outside our control
+            logger.warning(
+                "archive %s: its messages were not embedded for semantic search (%s: %s); "
+                "keyword search still finds them",
+                record.id,
+                type(exc).__name__,
+                exc,
+            )
+
+    # -- reading ----------------------------------------------------------------------------
+    def indexes(self, key: str, timeline: Sequence[str]) -> list[ArchiveIndex]:
+        """The index of every archive of ``timeline`` that exists, in timeline order.
+
+        Cached indexes are used as they are; the rest are read in one batch, and an archive
+        without an index record (written before the index existed) is indexed now and its
+        record written.
+        """
+        found: dict[str, ArchiveIndex] = {}
+        missing: list[str] = []
+        prefix = self._prefix(key)
+        for archive_id in timeline:
+            cached = self._indexes.get((*prefix, archive_id))
+            if cached is not None:
+                found[archive_id] = cached
+            else:
+                missing.append(archive_id)
+        if missing:
+            store = self._archives.store_for(key)
+            ns = self._archives.namespace(key, "search")
+            items = store.batch([GetOp(ns, a) for a in missing])
+            unindexed: list[str] = []
+            for archive_id, item in zip(missing, items, strict=True):
+                index = ArchiveIndex.from_value(item.value) if isinstance(item, Item) else None
+                if index is None:
+                    unindexed.append(archive_id)
+                    continue
+                found[archive_id] = index
+                self._indexes.put((*prefix, archive_id), index)
+            for record in self._archives.get_archives(key, unindexed):
+                found[record.id] = self.write(key, record)
+        return [found[a] for a in timeline if a in found]
+
+    def messages(self, key: str, ids: Sequence[str]) -> dict[str, tuple[str, list[BaseMessage]]]:
+        """The digest and messages of the archives ``ids`` (read from the store, never cached:
+        only the few archives a result shows are read)."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        ns = self._archives.namespace(key, "archives")
+        items = self._archives.store_for(key).batch([GetOp(ns, a) for a in wanted])
+        return {
+            archive_id: (str(item.value.get("digest") or ""), message_list(item.value))
+            for archive_id, item in zip(wanted, items, strict=True)
+            if isinstance(item, Item)
+        }
+
+    def forget(self, key: str) -> None:
+        """Drop ``key``'s cached indexes."""
+        ns = self._archives.namespace(key, "search")
+        self._indexes.drop(lambda k: k[1] == ns)
+
+    def embeds(self, key: str) -> bool:
+        """Whether ``key``'s store has a vector index (semantic search is on)."""
+        return has_vector_index(self._archives.store_for(key))
+
+    def semantic(
+        self, key: str, query: str, timeline: Sequence[str], limit: int
+    ) -> list[tuple[str, int]] | None:
+        """The store's semantic search over ``key``'s archived message texts: ``(archive id,
+        position)`` best first, only archives of ``timeline``; None when the store has no
+        vector index."""
+        store = self._archives.store_for(key)
+        if not has_vector_index(store):
+            return None
+        on_timeline = set(timeline)
+        # other branches' archives share the namespace: ask for more, keep this timeline's
+        items = store.search(self._archives.namespace(key, "texts"), query=query, limit=limit * 3)
+        out: list[tuple[str, int]] = []
+        for item in items:
+            value = item.value
+            archive_id = str(value.get("archive_id", ""))
+            position = value.get("position")
+            if archive_id in on_timeline and isinstance(position, int):
+                out.append((archive_id, position))
+        return out[:limit]
