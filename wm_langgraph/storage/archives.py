@@ -371,6 +371,11 @@ class ArchiveStore:
         """``key``'s store as the memory uses it: each operation retried on a transient error."""
         return RetryingStore(self.store_for(key))
 
+    def io(self, key: str) -> RetryingStore:
+        """``key``'s store with each operation retried on a transient error (a locked SQLite
+        database): what the memory's other record kinds (the search index) write through."""
+        return self._io(key)
+
     @staticmethod
     def namespace(thread_id: str, kind: str) -> tuple[str, ...]:
         """The namespace of ``kind`` ("archives", "wm", "meta") for a memory key."""

@@ -237,11 +237,15 @@ class SearchIndex:
     def write(self, key: str, record: ArchiveRecord) -> ArchiveIndex:
         """Write ``record``'s index record (and its message texts when the store embeds)."""
         index = index_of(record)
-        store = self._archives.store_for(key)
-        store.put(
-            self._archives.namespace(key, "search"), record.id, index.to_value(), False, ttl=None
+        self._archives.io(key).put(
+            self._archives.namespace(key, "search"),
+            record.id,
+            index.to_value(),
+            index=False,
+            ttl=None,
         )
         self._indexes.put((*self._prefix(key), record.id), index)
+        store = self._archives.store_for(key)
         if has_vector_index(store):
             self._embed(key, store, record)
         return index
@@ -315,7 +319,7 @@ class SearchIndex:
         if not wanted:
             return {}
         ns = self._archives.namespace(key, "archives")
-        items = self._archives.store_for(key).batch([GetOp(ns, a) for a in wanted])
+        items = self._archives.io(key).batch([GetOp(ns, a) for a in wanted])
         return {
             archive_id: (str(item.value.get("digest") or ""), message_list(item.value))
             for archive_id, item in zip(wanted, items, strict=True)
