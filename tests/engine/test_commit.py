@@ -385,12 +385,14 @@ def test_error_trail_keeps_the_errors_tool_results_reported(run_config):
     _compact(wm, run_config, messages)
     errors = parse_working_memory(wm.get_working_memory(run_config))["Errors & Corrections"]
     assert errors.splitlines() == [
-        "- tests/test_orders.py::test_total: AssertionError: expected '42.50', got '42.5'",
-        "- KeyError: 'currency'",
+        "- tests/test_orders.py::test_total: AssertionError: expected '42.50', got '42.5'"
+        " (reported by run_tests)",
+        "- KeyError: 'currency' (reported by run_tests)",
     ]
     assert wm.list_archives(run_config)[0].metadata["error_trail"] == [
-        "tests/test_orders.py::test_total: AssertionError: expected '42.50', got '42.5'",
-        "KeyError: 'currency'",
+        "tests/test_orders.py::test_total: AssertionError: expected '42.50', got '42.5'"
+        " (reported by run_tests)",
+        "KeyError: 'currency' (reported by run_tests)",
     ]
     # An error the writer already recorded in Errors & Corrections is not added twice.
     recorded = render_working_memory(
@@ -408,5 +410,5 @@ def test_error_trail_keeps_the_errors_tool_results_reported(run_config):
     ]
     assert errors2.splitlines() == [
         "- test_total: AssertionError: expected '42.50', got '42.5'",
-        "- KeyError: 'currency'",
+        "- KeyError: 'currency' (reported by run_tests)",
     ]
