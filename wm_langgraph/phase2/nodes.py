@@ -39,14 +39,17 @@ from wm_langgraph.writer.calls import CallTimeoutError
 from wm_langgraph.writer.generate import (
     ContextLengthError,
     GenerationError,
+    NoContentError,
     UpdateReply,
     generate_create,
     request_update,
 )
+from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
 from wm_langgraph.writer.prompts import render_create_prompt, render_update_prompt
 from wm_langgraph.writer.provider import ContextOverflow
 
 __all__ = [
+    "EXTRACTIVE_FALLBACK",
     "RETRY_DEFERRED_META",
     "CommitDeps",
     "Create",
@@ -65,6 +68,10 @@ __all__ = [
 
 logger = logging.getLogger("wm_langgraph")
 
+EXTRACTIVE_FALLBACK = "extractive"
+"""``reply.fallback`` (and the WM version's ``fallback``) of a round whose writer replied with
+no content: the Working Memory was extracted from the folded messages by the offline writer's
+rules, for a later writer round to refine."""
 RETRY_DEFERRED_META = "retry_deferred"
 """Meta key: deferred archives deferred before ``{"at": <time>}`` are due again (``resume()``)."""
 FILES_SECTION = "Files & Context"
@@ -337,12 +344,17 @@ class Create:
 
     It runs for a first WM, over a legacy summary, and as the fallback of an update that gave
     nothing usable (with the prior WM as context). The reply goes to ``guard_merge``
-    (``reply.created``); a failed call is recorded for ``save``.
+    (``reply.created``); a failed call is recorded for ``save``. A reply without content (empty,
+    or the seven headers alone: a weak writer's answer) does not end the round: the document is
+    extracted from the same prompt by the offline writer (:class:`OfflineWorkingMemoryModel`,
+    deterministic, no network), marked ``reply.fallback = "extractive"``; it goes through
+    ``guard_merge`` like any reply, and the next writer round refines it.
     """
 
     def __init__(self, deps: CommitDeps) -> None:
         """Bind the node to its graph's dependencies."""
         self._deps = deps
+        self._offline: OfflineWorkingMemoryModel | None = None
 
     def __call__(self, state: CommitState, config: RunnableConfig) -> CommitState:
         """Call the writer; the reply, or the failure, with the call's time."""
@@ -361,6 +373,13 @@ class Create:
                 call_key=state["thread_id"],
                 on_output_limit=deps.limits.learn_output_limit,
             )
+        except NoContentError as exc:
+            extracted = self._extract(state)
+            metrics = _timed(state["metrics"], "create_ms", started)
+            if extracted is None:
+                return {**_failure(exc, plan.deadline), "metrics": metrics}
+            reply = replace(state["reply"], created=extracted, fallback=EXTRACTIVE_FALLBACK)
+            return {"reply": reply, "metrics": {**metrics, "extractive_reason": str(exc)}}
         except GenerationError as exc:
             failure = _failure(exc, plan.deadline)
             return {**failure, "metrics": _timed(state["metrics"], "create_ms", started)}
@@ -368,6 +387,22 @@ class Create:
             "reply": replace(state["reply"], created=created),
             "metrics": _timed(state["metrics"], "create_ms", started),
         }
+
+    def _extract(self, state: CommitState) -> str | None:
+        """The document the offline writer extracts from the slice on top of ``step.prior``
+        (the shipped create prompt: the offline writer reads its tagged inputs); None when it
+        finds nothing either. Not traced into the caller's runs: it is no model's output."""
+        plan, step = state["plan"], state["step"]
+        if self._offline is None:
+            self._offline = OfflineWorkingMemoryModel()
+        try:
+            return generate_create(
+                self._offline,
+                prior=step.prior,
+                messages_text=plan.slices[step.index].text,
+            )
+        except GenerationError:
+            return None
 
 
 class Update:
