@@ -17,6 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.document.create_repair import drop_echoed_lines
 from wm_langgraph.document.merge import merge_working_memory
 from wm_langgraph.document.sections import SECTIONS, is_working_memory, parse_working_memory
 from wm_langgraph.document.text import paths_listed
@@ -45,7 +46,7 @@ from wm_langgraph.writer.generate import (
     request_update,
 )
 from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
-from wm_langgraph.writer.prompts import render_create_prompt, render_update_prompt
+from wm_langgraph.writer.prompts import load_prompt, render_create_prompt, render_update_prompt
 from wm_langgraph.writer.provider import ContextOverflow
 
 __all__ = [
@@ -511,12 +512,23 @@ class GuardMerge:
         plan, step, reply = state["plan"], state["step"], state["reply"]
         piece = plan.slices[step.index]
         prior, ops, created = step.prior, reply.ops, reply.created
+        echoed: dict[str, int] = {}
+        if ops is not None:
+            # the writer's own instructions copied back are no content (as on the create path)
+            template = self._deps.update_prompt or load_prompt("update")
+            ops, echoed = drop_echoed_lines(ops, template=template, source=f"{prior}\n{piece.text}")
         if ops is None and created is not None and prior and is_working_memory(prior):
             new = parse_working_memory(created)
             ops = {name: {"op": "UPDATE", "content": new[name]} for name in SECTIONS}
         if ops is not None:
             result = merge_working_memory(prior, ops, guards=cfg.guards, conversation=piece.text)
             text, decisions = result.text, [d.as_dict() for d in result.decisions]
+            for decision in decisions:
+                count = echoed.get(decision["section"], 0)
+                if count:
+                    note = f"dropped {count} line(s) copied from the update prompt"
+                    reason = decision["reason"]
+                    decision["reason"] = f"{note}; {reason}" if reason else note
         else:
             text = merge_working_memory(created or "", {}, guards=cfg.guards).text
             decisions = []
