@@ -194,3 +194,37 @@ def test_a_forged_restore_marker_is_still_removed():
     new = f"- {DROPPED_MARKER} Rotate the signing key\n- Who owns the pager?"
     result = merge_working_memory(old, _update(OPEN, new))
     assert "forged" in _decision(result, OPEN)
+
+
+# --- items code added are not append-only -------------------------------------------------------
+
+FILES = "Files & Context"
+
+
+def test_a_writer_may_drop_an_error_code_added_and_the_decision_says_so():
+    code = "KeyError: 'currency' (reported by run_tests)"
+    old = _doc(errors=f"- Fixed the rounding bug in totals\n- {code}")
+    new = "- Fixed the rounding bug in totals\n- Wrong locale on the CI runner, set LANG"
+    result = merge_working_memory(old, _update(ERRORS, new), code_items={ERRORS: [code]})
+    items = section_items(_section(result.text, ERRORS))
+    assert code not in items
+    assert "Fixed the rounding bug in totals" in items
+    assert "Wrong locale on the CI runner, set LANG" in items
+    assert "code had added" in _decision(result, ERRORS)
+
+
+def test_the_writers_own_errors_stay_append_only():
+    old = _doc(errors="- Fixed the rounding bug in totals\n- KeyError: 'currency'")
+    result = merge_working_memory(old, _update(ERRORS, "- Fixed the rounding bug in totals"))
+    assert "KeyError: 'currency'" in section_items(_section(result.text, ERRORS))
+
+
+def test_a_writer_may_drop_a_path_code_added_but_not_its_own():
+    old = render_working_memory({FILES: "- src/billing/export.py: the exporter\n- vendor/x.js"})
+    drop_code = {FILES: {"op": "UPDATE", "content": "- src/billing/export.py: the exporter"}}
+    result = merge_working_memory(old, drop_code, code_items={FILES: ["vendor/x.js"]})
+    assert "vendor/x.js" not in _section(result.text, FILES)
+    assert "code had added" in _decision(result, FILES)
+    drop_own = {FILES: {"op": "UPDATE", "content": "- vendor/x.js"}}
+    kept = merge_working_memory(old, drop_own, code_items={FILES: ["vendor/x.js"]})
+    assert "src/billing/export.py" in _section(kept.text, FILES)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,6 +36,7 @@ from wm_langgraph.document.guards import (
 from wm_langgraph.document.items import clean_item, clean_update_body
 from wm_langgraph.document.sections import (
     SECTIONS,
+    item_key,
     normalise_working_memory,
     parse_working_memory,
     render_working_memory,
@@ -160,6 +161,7 @@ class _Context:
     errors: str = ""
     conversation: str | None = None
     old_document: str = ""
+    removable: frozenset[str] = frozenset()
 
 
 def _durable(sections: Mapping[str, str], *, without: str = "") -> str:
@@ -190,6 +192,7 @@ def _apply(
             errors=context.errors,
             conversation=context.conversation,
             old_document=context.old_document,
+            removable=context.removable,
         )
         if guards
         else GuardOutcome(op)
@@ -218,6 +221,7 @@ def merge_working_memory(
     *,
     guards: bool = True,
     conversation: str | None = None,
+    code_items: Mapping[str, Sequence[str]] | None = None,
 ) -> MergeResult:
     """Apply per-section ops to ``old`` through the guards and return the new document.
 
@@ -237,6 +241,9 @@ def merge_working_memory(
             neither it nor the old document holds, and no such value retires an old one; an
             open issue marked resolved this round stays open unless it speaks of the item.
             The merge stays a pure function: the caller passes the text, nothing is read.
+        code_items: Section name -> the items our code added to it (the artifact and error
+            trails). They are not protected like the writer's: an UPDATE of Files & Context or
+            Errors & Corrections may drop them, and the section's decision says which.
 
     Returns:
         The canonical document and one :class:`GuardDecision` per section, in section order.
@@ -290,6 +297,7 @@ def merge_working_memory(
             errors=new_sections.get(_ERRORS, "") if name == _OPEN else "",
             conversation=conversation if name in (_TITLE, _KEY_FACTS, _OPEN) else None,
             old_document=old_document if name in (_TITLE, _KEY_FACTS) else "",
+            removable=frozenset(item_key(i) for i in (code_items or {}).get(name, ())),
         )
         new_sections[name], by_section[name] = _apply(
             name, old_body, requested, op, problem, guards=guards, context=context

@@ -19,7 +19,13 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.create_repair import drop_echoed_lines
 from wm_langgraph.document.merge import merge_working_memory
-from wm_langgraph.document.sections import SECTIONS, is_working_memory, parse_working_memory
+from wm_langgraph.document.sections import (
+    SECTIONS,
+    is_working_memory,
+    item_key,
+    parse_working_memory,
+    section_items,
+)
 from wm_langgraph.document.text import paths_listed
 from wm_langgraph.document.tokens import TokenCounter
 from wm_langgraph.phase2.batching import MIN_MESSAGES_BUDGET, WriterLimits, plan_batch
@@ -134,6 +140,33 @@ def unfolded_archive_ids(
     return [a for a in timeline[:covered] if a in deferred] + list(timeline[covered:])
 
 
+def _code_items_of(current: WorkingMemoryVersion | None) -> dict[str, list[str]]:
+    """The items of ``current`` our code added, per section (its ``code_items`` info)."""
+    raw = current.info.get("code_items") if current is not None else None
+    if not isinstance(raw, dict):
+        return {}
+    return {
+        str(name): [str(item) for item in items]
+        for name, items in raw.items()
+        if isinstance(items, list)
+    }
+
+
+def _held_code_items(
+    carried: dict[str, list[str]], added: dict[str, list[str]], text: str
+) -> dict[str, list[str]]:
+    """The code-added items (``carried`` then ``added``) still in ``text``, per section."""
+    sections = parse_working_memory(text)
+    out: dict[str, list[str]] = {}
+    for name in (FILES_SECTION, ERRORS_SECTION):
+        present = {item_key(item) for item in section_items(sections[name])}
+        items = [*carried.get(name, []), *added.get(name, [])]
+        held = [item for item in dict.fromkeys(items) if item_key(item) in present]
+        if held:
+            out[name] = held
+    return out
+
+
 def _deferred_of(current: WorkingMemoryVersion | None) -> list[str]:
     if current is None:
         return []
@@ -244,6 +277,7 @@ class Prepare:
             base_prior=prior,
             covers=covers,
             deferred=_deferred_of(current),
+            code_items=_code_items_of(current),
             overhead_tokens=overhead,
             max_tokens=deps.limits.max_tokens(cfg.writer_max_tokens),
             deadline=inputs.deadline,
@@ -521,7 +555,13 @@ class GuardMerge:
             new = parse_working_memory(created)
             ops = {name: {"op": "UPDATE", "content": new[name]} for name in SECTIONS}
         if ops is not None:
-            result = merge_working_memory(prior, ops, guards=cfg.guards, conversation=piece.text)
+            result = merge_working_memory(
+                prior,
+                ops,
+                guards=cfg.guards,
+                conversation=piece.text,
+                code_items=plan.code_items,
+            )
             text, decisions = result.text, [d.as_dict() for d in result.decisions]
             for decision in decisions:
                 count = echoed.get(decision["section"], 0)
@@ -628,6 +668,14 @@ class Save:
             "decisions": [*merge.earlier_decisions, *merge.decisions],
             "artifact_trail": [*merge.earlier_trail, *merge.artifact_trail],
             "error_trail": merge.error_trail,
+            "code_items": _held_code_items(
+                plan.code_items,
+                {
+                    FILES_SECTION: [*merge.earlier_trail, *merge.artifact_trail],
+                    ERRORS_SECTION: list(merge.error_trail),
+                },
+                text,
+            ),
             "metrics": metrics,
             "deferred": [a for a in plan.deferred if a not in batch],
             "late": late,

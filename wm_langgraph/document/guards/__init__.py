@@ -25,7 +25,7 @@ brings an anchor or text the section lacks is appended.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from wm_langgraph.document.guards.errors_corrections import guard_errors_corrections
 from wm_langgraph.document.guards.files_context import guard_files_context
@@ -123,6 +123,7 @@ def guard_section(
     errors: str = "",
     conversation: str | None = None,
     old_document: str = "",
+    removable: Collection[str] = (),
 ) -> GuardOutcome:
     """Run the guard of ``section`` on ``op`` (behaviour §4).
 
@@ -145,6 +146,8 @@ def guard_section(
             (:func:`guard_open_issues`).
         old_document: For the Session Title and Key Facts, the old document (grounds a stable
             title; its values are not new).
+        removable: For Files & Context and Errors & Corrections, the item keys of the items
+            code added (the trails): an UPDATE may drop them.
 
     Raises:
         KeyError: ``section`` is not one of the seven section names.
@@ -171,6 +174,10 @@ def guard_section(
             conversation=conversation,
             old_document=old_document,
         )
+    if guard is guard_errors_corrections:
+        return guard_errors_corrections(old_body, op, removable=removable)
+    if guard is guard_files_context:
+        return guard_files_context(old_body, op, removable=removable)
     if guard is guard_open_issues:
         return guard_open_issues(old_body, op, errors=errors, conversation=conversation)
     return guard(old_body, op)
