@@ -68,10 +68,25 @@ def test_create_prompt_substance() -> None:
         "2,000 tokens per section",
         "12,000 tokens",
         "Invent nothing",
-        "7 May",
+        "13 November 2041",
         "language",
     ):
         assert needle in text
+
+
+@pytest.mark.parametrize("name", ["create", "update"])
+def test_prompts_carry_no_benchmark_date(name: str) -> None:
+    # The relative-date example once used 8 May -> 7 May, the first date and a gold answer of
+    # a public chat benchmark; examples must come from nowhere a benchmark could score.
+    text = load_prompt(name)  # type: ignore[arg-type]
+    assert "May" not in text
+    assert "13 November 2041" in text
+
+
+def test_create_prompt_does_not_offer_the_headers_alone_as_an_answer() -> None:
+    text = load_prompt("create")
+    assert "header line alone" not in text
+    assert "never an answer" in text
 
 
 def test_update_prompt_substance() -> None:

@@ -161,3 +161,25 @@ _BODY = st.lists(_WORD.map(lambda w: f"- item {w}"), max_size=4).map("\n".join)
 def test_a_well_formed_document_passes_unchanged(bodies: dict[str, str]) -> None:
     document = render_working_memory(bodies)
     assert repair_created_document(document, template=load_prompt("create")) == document
+
+
+def test_drop_echoed_lines_filters_update_ops_but_keeps_what_the_source_said():
+    from wm_langgraph.document.create_repair import drop_echoed_lines
+    from wm_langgraph.writer.prompts import load_prompt
+
+    template = load_prompt("update")
+    copied = next(line.strip() for line in template.splitlines() if line.startswith("KEEP copies"))
+    ops = {
+        "Current State": {"op": "UPDATE", "content": f"Exporter migrated.\n{copied}"},
+        "Key Facts & Decisions": {"op": "APPEND", "items": [copied, "Port 6543", 7]},
+        "Open Issues": "KEEP",
+    }
+    out, dropped = drop_echoed_lines(ops, template=template, source="")
+    assert out["Current State"]["content"] == "Exporter migrated."
+    assert out["Key Facts & Decisions"]["items"] == ["Port 6543", 7]
+    assert out["Open Issues"] == "KEEP"
+    assert dropped == {"Current State": 1, "Key Facts & Decisions": 1}
+    # a line the conversation itself contains is content
+    kept, none = drop_echoed_lines(ops, template=template, source=f"user: {copied}")
+    assert none == {}
+    assert kept == ops

@@ -385,12 +385,14 @@ def test_error_trail_keeps_the_errors_tool_results_reported(run_config):
     _compact(wm, run_config, messages)
     errors = parse_working_memory(wm.get_working_memory(run_config))["Errors & Corrections"]
     assert errors.splitlines() == [
-        "- tests/test_orders.py::test_total: AssertionError: expected '42.50', got '42.5'",
-        "- KeyError: 'currency'",
+        "- tests/test_orders.py::test_total: AssertionError: expected '42.50', got '42.5'"
+        " (reported by run_tests)",
+        "- KeyError: 'currency' (reported by run_tests)",
     ]
     assert wm.list_archives(run_config)[0].metadata["error_trail"] == [
-        "tests/test_orders.py::test_total: AssertionError: expected '42.50', got '42.5'",
-        "KeyError: 'currency'",
+        "tests/test_orders.py::test_total: AssertionError: expected '42.50', got '42.5'"
+        " (reported by run_tests)",
+        "KeyError: 'currency' (reported by run_tests)",
     ]
     # An error the writer already recorded in Errors & Corrections is not added twice.
     recorded = render_working_memory(
@@ -408,5 +410,57 @@ def test_error_trail_keeps_the_errors_tool_results_reported(run_config):
     ]
     assert errors2.splitlines() == [
         "- test_total: AssertionError: expected '42.50', got '42.5'",
-        "- KeyError: 'currency'",
+        "- KeyError: 'currency' (reported by run_tests)",
     ]
+
+
+def test_a_later_writer_may_drop_an_error_the_error_trail_added(run_config):
+    code = "KeyError: 'currency' (reported by run_tests)"
+    rounds = {"n": 0}
+
+    def writer(messages, tools, tool_choice):
+        rounds["n"] += 1
+        if not is_update_call(tools):
+            return wm_document(["FACT-001"])
+        return {
+            "content": "",
+            "tool_calls": [
+                {
+                    "name": "update_working_memory",
+                    "args": {
+                        "sections": {
+                            "Errors & Corrections": {
+                                "op": "UPDATE",
+                                "content": "- CI runner lacked LANG; the KeyError came from it",
+                            }
+                        }
+                    },
+                }
+            ],
+        }
+
+    wm = WorkingMemory(ScriptedChatModel(respond=writer), config=CONFIG, store=InMemoryStore())
+    call = {"name": "run_tests", "args": {"cmd": "pytest"}, "id": "c1"}
+    first = [
+        HumanMessage("run the tests FACT-001", id="h1"),
+        AIMessage("", tool_calls=[call], id="a1"),
+        ToolMessage(
+            "Traceback (most recent call last):\nKeyError: 'currency'\n", tool_call_id="c1", id="t1"
+        ),
+        AIMessage("it failed", id="a1b"),
+    ]
+    _compact(wm, run_config, first)
+    errors = parse_working_memory(wm.get_working_memory(run_config))["Errors & Corrections"]
+    assert code in errors
+    _compact(
+        wm,
+        run_config,
+        [*first, HumanMessage("the runner lacked LANG", id="h2"), AIMessage("set it", id="a2")],
+    )
+    text = wm.get_working_memory(run_config)
+    errors = parse_working_memory(text)["Errors & Corrections"]
+    assert code not in errors
+    assert "CI runner lacked LANG" in errors
+    latest = wm.list_archives(run_config)[-1].metadata
+    reasons = [d["reason"] for d in latest["decisions"]]
+    assert any("code had added" in r for r in reasons)

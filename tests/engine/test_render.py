@@ -217,9 +217,9 @@ def test_truncate_text() -> None:
         truncate_text("x", -1)
 
 
-def test_artifact_trail_from_tool_arguments_and_results_in_order_unique() -> None:
+def test_artifact_trail_takes_the_paths_acted_on_in_order_unique() -> None:
     messages: list[BaseMessage] = [
-        HumanMessage("look at notes/ideas.md please"),  # prose is not scanned
+        HumanMessage("look at notes/ideas.md please"),  # named by the user
         AIMessage(
             "",
             tool_calls=[
@@ -231,7 +231,7 @@ def test_artifact_trail_from_tool_arguments_and_results_in_order_unique() -> Non
                 },
             ],
         ),
-        ToolMessage("see tests/test_app.py and lib/util.py", tool_call_id="2"),
+        ToolMessage("see tests/test_app.py and lib/util.py", tool_call_id="2"),  # not acted on
         ToolMessage(content=[{"type": "text", "text": "wrote docs/guide.md"}], tool_call_id="1"),
         AIMessage(
             "",
@@ -248,19 +248,18 @@ def test_artifact_trail_from_tool_arguments_and_results_in_order_unique() -> Non
     ]
     trail = extract_paths_from_messages(messages)
     assert trail[:5] == [
+        "notes/ideas.md",
         "src/app.py",
         "lib/util.py",
-        "tests/test_app.py",
         "docs/guide.md",
         "conf/app.toml",
     ]
-    assert "notes/ideas.md" not in trail
+    assert "tests/test_app.py" not in trail
     assert len(trail) == len(set(trail))
     assert any("run.bat" in p for p in trail)
 
 
-def test_artifact_trail_empty_without_tools() -> None:
-    assert (
-        extract_paths_from_messages([HumanMessage("edit src/x.py"), AIMessage("done src/x.py")])
-        == []
-    )
+def test_artifact_trail_takes_a_path_the_user_or_assistant_names() -> None:
+    assert extract_paths_from_messages(
+        [HumanMessage("edit src/x.py"), AIMessage("done src/x.py")]
+    ) == ["src/x.py"]

@@ -143,6 +143,12 @@ _REPLIES: dict[str, dict[str, Callable[[Any], Any] | None]] = {
 # (and kept verbatim) but the WM does not list its messages. Defined, not a loss.
 _RECORDS_NOTHING = {("update", "garbage"), ("update", "schema_violation"), ("update", "not_a_wm")}
 _RECORDS_NOTHING |= {("fallback", "schema_violation"), ("create", "schema_violation")}
+# A create reply without content (empty, or a tool call instead of a document) is replaced by an
+# extractive document: the archive is folded, its messages held as extracted, not as the marker
+# model's "seen" records.
+_RECORDS_NOTHING |= {
+    (step, kind) for step in ("create", "fallback") for kind in ("empty", "wrong_tool")
+}
 
 
 class _FaultSwitch:

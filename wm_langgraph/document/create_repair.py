@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping
 from difflib import SequenceMatcher
+from typing import Any
 
 from wm_langgraph.document.sections import DOCUMENT_TITLE, _canonical_name
 
-__all__ = ["repair_created_document", "template_lines"]
+__all__ = ["drop_echoed_lines", "repair_created_document", "template_lines"]
 
 # Any Markdown heading, or a line that is only a bold/plain label, naming a section; an optional
 # value may follow a colon or dash ("## Session Title: Fixing X", "**Current State:** ...").
@@ -187,3 +189,50 @@ def repair_created_document(reply: str, *, template: str = "", source: str = "")
     if found:
         lines = _drop_preamble(lines)
     return "\n".join(lines).strip() + "\n"
+
+
+def drop_echoed_lines(
+    ops: Mapping[str, Any], *, template: str, source: str
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """The update ops without the lines a writer copied from its own prompt.
+
+    The update path's counterpart of the echo filter of :func:`repair_created_document`: an
+    UPDATE's content loses its lines that are lines of ``template`` (verbatim or nearly so),
+    an APPEND its items that are; a line ``source`` (the Working Memory and the messages the
+    prompt carried) itself contains is content, never echo. Other ops pass as they are.
+
+    Args:
+        ops: Section name -> op object, as read from the update tool call.
+        template: The update prompt template the writer was given (placeholders unfilled).
+        source: The Working Memory and the messages text of the prompt.
+
+    Returns:
+        The filtered ops and, per section, how many lines were dropped (sections without any
+        are left out).
+    """
+    echo = template_lines(template)
+    said = re.sub(r"\s+", " ", re.sub(r"[*_`]+", "", source)).casefold()
+
+    def echoed(line: str) -> bool:
+        key = _key(line)
+        return bool(key) and key not in said and _is_echo(key, echo)
+
+    out: dict[str, Any] = {}
+    dropped: dict[str, int] = {}
+    for name, raw in ops.items():
+        out[name] = raw
+        if not isinstance(raw, Mapping):
+            continue
+        content, items = raw.get("content"), raw.get("items")
+        if isinstance(content, str):
+            lines = content.splitlines()
+            kept = [line for line in lines if not echoed(line)]
+            if len(kept) < len(lines):
+                dropped[name] = len(lines) - len(kept)
+                out[name] = {**raw, "content": "\n".join(kept)}
+        elif isinstance(items, list | tuple):
+            kept_items = [i for i in items if not (isinstance(i, str) and echoed(i))]
+            if len(kept_items) < len(items):
+                dropped[name] = len(items) - len(kept_items)
+                out[name] = {**raw, "items": kept_items}
+    return out, dropped

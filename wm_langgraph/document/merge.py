@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,6 +36,7 @@ from wm_langgraph.document.guards import (
 from wm_langgraph.document.items import clean_item, clean_update_body
 from wm_langgraph.document.sections import (
     SECTIONS,
+    item_key,
     normalise_working_memory,
     parse_working_memory,
     render_working_memory,
@@ -160,6 +161,7 @@ class _Context:
     errors: str = ""
     conversation: str | None = None
     old_document: str = ""
+    removable: frozenset[str] = frozenset()
 
 
 def _durable(sections: Mapping[str, str], *, without: str = "") -> str:
@@ -190,6 +192,7 @@ def _apply(
             errors=context.errors,
             conversation=context.conversation,
             old_document=context.old_document,
+            removable=context.removable,
         )
         if guards
         else GuardOutcome(op)
@@ -218,6 +221,7 @@ def merge_working_memory(
     *,
     guards: bool = True,
     conversation: str | None = None,
+    code_items: Mapping[str, Sequence[str]] | None = None,
 ) -> MergeResult:
     """Apply per-section ops to ``old`` through the guards and return the new document.
 
@@ -233,8 +237,13 @@ def merge_working_memory(
         conversation: The text of the conversation being folded in (the rendered messages).
             When given, a new Session Title must share a meaningful word with it or with the
             old document (an invented title, or one copied from a prompt's example as a small
-            real writer did, is refused). The merge stays a pure function: the caller passes
-            the text, nothing is read.
+            real writer did, is refused); a rejected Key Facts UPDATE salvages no value that
+            neither it nor the old document holds, and no such value retires an old one; an
+            open issue marked resolved this round stays open unless it speaks of the item.
+            The merge stays a pure function: the caller passes the text, nothing is read.
+        code_items: Section name -> the items our code added to it (the artifact and error
+            trails). They are not protected like the writer's: an UPDATE of Files & Context or
+            Errors & Corrections may drop them, and the section's decision says which.
 
     Returns:
         The canonical document and one :class:`GuardDecision` per section, in section order.
@@ -286,8 +295,9 @@ def merge_working_memory(
         context = _Context(
             elsewhere=_durable(new_sections, without=_KEY_FACTS) if name == _KEY_FACTS else "",
             errors=new_sections.get(_ERRORS, "") if name == _OPEN else "",
-            conversation=conversation if name == _TITLE else None,
-            old_document=old_document if name == _TITLE else "",
+            conversation=conversation if name in (_TITLE, _KEY_FACTS, _OPEN) else None,
+            old_document=old_document if name in (_TITLE, _KEY_FACTS) else "",
+            removable=frozenset(item_key(i) for i in (code_items or {}).get(name, ())),
         )
         new_sections[name], by_section[name] = _apply(
             name, old_body, requested, op, problem, guards=guards, context=context
@@ -295,12 +305,15 @@ def merge_working_memory(
     decisions = [by_section[name] for name in SECTIONS]
     ordered = {name: new_sections[name] for name in SECTIONS}
     if guards:
-        _restore_key_facts(old_sections, ordered, decisions)
+        _restore_key_facts(old_sections, ordered, decisions, conversation)
     return MergeResult(render_working_memory(ordered), decisions)
 
 
 def _restore_key_facts(
-    old_sections: Mapping[str, str], new_sections: dict[str, str], decisions: list[GuardDecision]
+    old_sections: Mapping[str, str],
+    new_sections: dict[str, str],
+    decisions: list[GuardDecision],
+    conversation: str | None = None,
 ) -> None:
     """After an accepted Key Facts UPDATE, settle the old bullets whose anchors vanished.
 
@@ -319,6 +332,7 @@ def _restore_key_facts(
         new_sections[_KEY_FACTS],
         document,
         old_document=_durable(old_sections),
+        conversation=conversation,
     )
     notes: list[str] = []
     if settled.restored:

@@ -17,8 +17,15 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.document.create_repair import drop_echoed_lines
 from wm_langgraph.document.merge import merge_working_memory
-from wm_langgraph.document.sections import SECTIONS, is_working_memory, parse_working_memory
+from wm_langgraph.document.sections import (
+    SECTIONS,
+    is_working_memory,
+    item_key,
+    parse_working_memory,
+    section_items,
+)
 from wm_langgraph.document.text import paths_listed
 from wm_langgraph.document.tokens import TokenCounter
 from wm_langgraph.phase2.batching import MIN_MESSAGES_BUDGET, WriterLimits, plan_batch
@@ -39,14 +46,17 @@ from wm_langgraph.writer.calls import CallTimeoutError
 from wm_langgraph.writer.generate import (
     ContextLengthError,
     GenerationError,
+    NoContentError,
     UpdateReply,
     generate_create,
     request_update,
 )
-from wm_langgraph.writer.prompts import render_create_prompt, render_update_prompt
+from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
+from wm_langgraph.writer.prompts import load_prompt, render_create_prompt, render_update_prompt
 from wm_langgraph.writer.provider import ContextOverflow
 
 __all__ = [
+    "EXTRACTIVE_FALLBACK",
     "RETRY_DEFERRED_META",
     "CommitDeps",
     "Create",
@@ -65,6 +75,10 @@ __all__ = [
 
 logger = logging.getLogger("wm_langgraph")
 
+EXTRACTIVE_FALLBACK = "extractive"
+"""``reply.fallback`` (and the WM version's ``fallback``) of a round whose writer replied with
+no content: the Working Memory was extracted from the folded messages by the offline writer's
+rules, for a later writer round to refine."""
 RETRY_DEFERRED_META = "retry_deferred"
 """Meta key: deferred archives deferred before ``{"at": <time>}`` are due again (``resume()``)."""
 FILES_SECTION = "Files & Context"
@@ -124,6 +138,33 @@ def unfolded_archive_ids(
     covered = len(current.covers) if current else 0
     deferred = set(_deferred_of(current))
     return [a for a in timeline[:covered] if a in deferred] + list(timeline[covered:])
+
+
+def _code_items_of(current: WorkingMemoryVersion | None) -> dict[str, list[str]]:
+    """The items of ``current`` our code added, per section (its ``code_items`` info)."""
+    raw = current.info.get("code_items") if current is not None else None
+    if not isinstance(raw, dict):
+        return {}
+    return {
+        str(name): [str(item) for item in items]
+        for name, items in raw.items()
+        if isinstance(items, list)
+    }
+
+
+def _held_code_items(
+    carried: dict[str, list[str]], added: dict[str, list[str]], text: str
+) -> dict[str, list[str]]:
+    """The code-added items (``carried`` then ``added``) still in ``text``, per section."""
+    sections = parse_working_memory(text)
+    out: dict[str, list[str]] = {}
+    for name in (FILES_SECTION, ERRORS_SECTION):
+        present = {item_key(item) for item in section_items(sections[name])}
+        items = [*carried.get(name, []), *added.get(name, [])]
+        held = [item for item in dict.fromkeys(items) if item_key(item) in present]
+        if held:
+            out[name] = held
+    return out
 
 
 def _deferred_of(current: WorkingMemoryVersion | None) -> list[str]:
@@ -236,6 +277,7 @@ class Prepare:
             base_prior=prior,
             covers=covers,
             deferred=_deferred_of(current),
+            code_items=_code_items_of(current),
             overhead_tokens=overhead,
             max_tokens=deps.limits.max_tokens(cfg.writer_max_tokens),
             deadline=inputs.deadline,
@@ -337,12 +379,17 @@ class Create:
 
     It runs for a first WM, over a legacy summary, and as the fallback of an update that gave
     nothing usable (with the prior WM as context). The reply goes to ``guard_merge``
-    (``reply.created``); a failed call is recorded for ``save``.
+    (``reply.created``); a failed call is recorded for ``save``. A reply without content (empty,
+    or the seven headers alone: a weak writer's answer) does not end the round: the document is
+    extracted from the same prompt by the offline writer (:class:`OfflineWorkingMemoryModel`,
+    deterministic, no network), marked ``reply.fallback = "extractive"``; it goes through
+    ``guard_merge`` like any reply, and the next writer round refines it.
     """
 
     def __init__(self, deps: CommitDeps) -> None:
         """Bind the node to its graph's dependencies."""
         self._deps = deps
+        self._offline: OfflineWorkingMemoryModel | None = None
 
     def __call__(self, state: CommitState, config: RunnableConfig) -> CommitState:
         """Call the writer; the reply, or the failure, with the call's time."""
@@ -361,6 +408,13 @@ class Create:
                 call_key=state["thread_id"],
                 on_output_limit=deps.limits.learn_output_limit,
             )
+        except NoContentError as exc:
+            extracted = self._extract(state)
+            metrics = _timed(state["metrics"], "create_ms", started)
+            if extracted is None:
+                return {**_failure(exc, plan.deadline), "metrics": metrics}
+            reply = replace(state["reply"], created=extracted, fallback=EXTRACTIVE_FALLBACK)
+            return {"reply": reply, "metrics": {**metrics, "extractive_reason": str(exc)}}
         except GenerationError as exc:
             failure = _failure(exc, plan.deadline)
             return {**failure, "metrics": _timed(state["metrics"], "create_ms", started)}
@@ -368,6 +422,22 @@ class Create:
             "reply": replace(state["reply"], created=created),
             "metrics": _timed(state["metrics"], "create_ms", started),
         }
+
+    def _extract(self, state: CommitState) -> str | None:
+        """The document the offline writer extracts from the slice on top of ``step.prior``
+        (the shipped create prompt: the offline writer reads its tagged inputs); None when it
+        finds nothing either. Not traced into the caller's runs: it is no model's output."""
+        plan, step = state["plan"], state["step"]
+        if self._offline is None:
+            self._offline = OfflineWorkingMemoryModel()
+        try:
+            return generate_create(
+                self._offline,
+                prior=step.prior,
+                messages_text=plan.slices[step.index].text,
+            )
+        except GenerationError:
+            return None
 
 
 class Update:
@@ -476,12 +546,29 @@ class GuardMerge:
         plan, step, reply = state["plan"], state["step"], state["reply"]
         piece = plan.slices[step.index]
         prior, ops, created = step.prior, reply.ops, reply.created
+        echoed: dict[str, int] = {}
+        if ops is not None:
+            # the writer's own instructions copied back are no content (as on the create path)
+            template = self._deps.update_prompt or load_prompt("update")
+            ops, echoed = drop_echoed_lines(ops, template=template, source=f"{prior}\n{piece.text}")
         if ops is None and created is not None and prior and is_working_memory(prior):
             new = parse_working_memory(created)
             ops = {name: {"op": "UPDATE", "content": new[name]} for name in SECTIONS}
         if ops is not None:
-            result = merge_working_memory(prior, ops, guards=cfg.guards, conversation=piece.text)
+            result = merge_working_memory(
+                prior,
+                ops,
+                guards=cfg.guards,
+                conversation=piece.text,
+                code_items=plan.code_items,
+            )
             text, decisions = result.text, [d.as_dict() for d in result.decisions]
+            for decision in decisions:
+                count = echoed.get(decision["section"], 0)
+                if count:
+                    note = f"dropped {count} line(s) copied from the update prompt"
+                    reason = decision["reason"]
+                    decision["reason"] = f"{note}; {reason}" if reason else note
         else:
             text = merge_working_memory(created or "", {}, guards=cfg.guards).text
             decisions = []
@@ -581,6 +668,14 @@ class Save:
             "decisions": [*merge.earlier_decisions, *merge.decisions],
             "artifact_trail": [*merge.earlier_trail, *merge.artifact_trail],
             "error_trail": merge.error_trail,
+            "code_items": _held_code_items(
+                plan.code_items,
+                {
+                    FILES_SECTION: [*merge.earlier_trail, *merge.artifact_trail],
+                    ERRORS_SECTION: list(merge.error_trail),
+                },
+                text,
+            ),
             "metrics": metrics,
             "deferred": [a for a in plan.deferred if a not in batch],
             "late": late,

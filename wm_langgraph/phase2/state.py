@@ -57,6 +57,8 @@ class RoundPlan:
         overhead_tokens: The prompt without its messages, plus room for a retry note.
         max_tokens: The reply limit sent with each writer call.
         deadline: A monotonic time after which no writer call starts (an inline run's bound).
+        code_items: Section -> the items of the base WM that our code added (the trails), which
+            a writer's UPDATE may drop (carried in the WM version's ``code_items``).
     """
 
     base_prior: str = ""
@@ -67,6 +69,7 @@ class RoundPlan:
     overhead_tokens: int = 0
     max_tokens: int | None = None
     deadline: float | None = None
+    code_items: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

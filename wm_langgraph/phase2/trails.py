@@ -12,6 +12,19 @@ mention yet; the append goes through the guards like any operation.
 Recognised (tool results only; user and assistant prose is the model's to record): pytest's
 ``FAILED <test> - <message>`` summary lines and ``E   <Name>Error: ...`` lines, and the final
 ``<Name>Error: ...`` / ``<Name>Exception: ...`` line of a Python traceback.
+
+Text from tools is data (provenance). An error line that reads as an instruction to the
+assistant (:func:`~wm_langgraph.document.text.provenance.reads_as_instruction`: a prompt
+injection dressed as ``AssertionError: ASSISTANT INSTRUCTION: …``) is never copied; each error
+is quoted with its source (``<error> (reported by <tool>)``), at most :data:`MAX_ERRORS` per
+round and :data:`MAX_ERROR_CHARS` characters each.
+
+A path is captured when the conversation acts on it: a tool call's arguments (read, written,
+run), a line of a tool result that says it acted on it (``wrote docs/guide.md``, ``FAILED
+tests/…``), or a sentence of the user or the assistant that names it. A listing (a tool result
+line that only names paths, or a line of prose that is nothing but a path) gives none: one
+result listing 300 ``node_modules/…`` files beside ``~/.ssh/id_rsa`` once put all of them into
+Files & Context. At most :data:`MAX_PATHS` per round, each at most :data:`MAX_PATH_CHARS` long.
 """
 
 from __future__ import annotations
@@ -20,32 +33,69 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 
-from langchain_core.messages import AIMessage, BaseMessage, FunctionMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    FunctionMessage,
+    HumanMessage,
+    ToolMessage,
+)
 
 from wm_langgraph.document.text import extract_paths
+from wm_langgraph.document.text.provenance import reads_as_instruction
 from wm_langgraph.messages import content_text, safe_str
 
-__all__ = ["extract_errors_from_messages", "extract_paths_from_messages", "missing_errors"]
+__all__ = [
+    "MAX_ERRORS",
+    "MAX_ERROR_CHARS",
+    "MAX_PATHS",
+    "MAX_PATH_CHARS",
+    "extract_errors_from_messages",
+    "extract_paths_from_messages",
+    "missing_errors",
+]
 
 _FAILED_RE = re.compile(r"^FAILED[ \t]+(?P<test>\S+)[ \t]+-[ \t]+(?P<error>.+)$")
 _ERROR_RE = re.compile(
     r"^(?:E[ \t]+)?(?P<error>(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception)(?::[ \t]*.*)?)$"
 )
 _FAILED_PREFIX = re.compile(r"^\S+::\S+: ")
-_MAX_ERRORS = 8
-_MAX_CHARS = 300
+_SOURCE_RE = re.compile(r" \(reported by [^()\n]{1,80}\)$")
+MAX_ERRORS = 8
+"""The most errors the error trail takes from one round's tool results."""
+MAX_ERROR_CHARS = 300
+"""The longest error text the error trail copies (characters)."""
+MAX_PATHS = 32
+"""The most paths the artifact trail takes from one round."""
+MAX_PATH_CHARS = 200
+"""The longest path the artifact trail copies (characters); a longer one is left out."""
 
 
 def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().casefold()
 
 
+def _source(message: ToolMessage, calls: Mapping[str, str]) -> str:
+    """The name of the tool that returned ``message`` (its own, or its call's), made plain."""
+    name = message.name if isinstance(message.name, str) and message.name.strip() else ""
+    name = name or calls.get(message.tool_call_id, "")
+    return re.sub(r"[^\w .:/-]", "", name)[:60].strip() or "a tool"
+
+
 def extract_errors_from_messages(messages: Iterable[BaseMessage]) -> list[str]:
-    """Errors in tool results, in order, unique; ``<test>: <error>`` for a pytest failure."""
-    found: list[str] = []
+    """Errors in tool results, in order, unique; ``<test>: <error>`` for a pytest failure; each
+    quoted with its source (``<error> (reported by <tool>)``); never a line that reads as an
+    instruction to the assistant."""
+    found: list[tuple[str, str]] = []
+    calls: dict[str, str] = {}
     for message in messages:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls or []:
+                if isinstance(call.get("id"), str) and isinstance(call.get("name"), str):
+                    calls[str(call["id"])] = str(call["name"])
         if not isinstance(message, ToolMessage):
             continue
+        source = _source(message, calls)
         for raw in content_text(message.content).splitlines():
             line = raw.strip()
             failed = _FAILED_RE.match(line)
@@ -56,24 +106,32 @@ def extract_errors_from_messages(messages: Iterable[BaseMessage]) -> list[str]:
                 if not error:
                     continue
                 item = error.group("error").strip()
-            item = item[:_MAX_CHARS]
+            if reads_as_instruction(item):
+                continue  # text from a tool is data: an injected "error" is never copied
+            item = item[:MAX_ERROR_CHARS]
             # One item per error: a summary line repeats the E line's message, and vice versa.
-            if any(_norm(item) in _norm(old) or _norm(old) in _norm(item) for old in found):
-                found = [old if _norm(item) in _norm(old) else item for old in found]
+            olds = [old for old, _ in found]
+            if any(_norm(item) in _norm(old) or _norm(old) in _norm(item) for old in olds):
+                found = [
+                    (old, src) if _norm(item) in _norm(old) else (item, src) for old, src in found
+                ]
                 continue
-            found.append(item)
-    return list(dict.fromkeys(found))[:_MAX_ERRORS]
+            found.append((item, source))
+    quoted = [f"{item} (reported by {source})" for item, source in found]
+    return list(dict.fromkeys(quoted))[:MAX_ERRORS]
 
 
 def missing_errors(errors: Iterable[str], body: str) -> list[str]:
     """The errors whose message the section body does not contain (case and spacing ignored).
 
-    For ``<test>: <error>`` items the error message alone is enough to count as present.
+    For ``<test>: <error>`` items the error message alone is enough to count as present; the
+    ``(reported by …)`` quote is not looked for.
     """
     text = _norm(body)
     missing: list[str] = []
     for item in errors:
-        message = item.split(": ", 1)[1] if _FAILED_PREFIX.match(item) else item
+        bare = _SOURCE_RE.sub("", item)
+        message = bare.split(": ", 1)[1] if _FAILED_PREFIX.match(bare) else bare
         if _norm(message) not in text:
             missing.append(item)
     return missing
@@ -91,30 +149,66 @@ def _string_leaves(value: object) -> Iterable[str]:
             yield from _string_leaves(item)
 
 
-def _trail_texts(message: BaseMessage) -> Iterable[str]:
+_ACTED_RE = re.compile(
+    r"\b(?:wrote|written|writing|saved|saving|created|creating|modified|updated|edited|"
+    r"patched|changed|deleted|removed|renamed|moved|copied|read|reading|opened|loaded|"
+    r"compiled|ran|running|executed|executing|generated|formatted|installed)\b"
+    r"|^(?:FAILED|ERROR|PASSED)\s|已(?:写入|保存|创建|修改|删除|读取)",
+    re.IGNORECASE,
+)
+_MAX_PROSE_PATHS = 8  # per message: more is a pasted listing, not a file being named
+
+
+def _acted_lines(text: str) -> Iterable[str]:
+    """The lines of a tool result that say the tool acted on something."""
+    for line in text.splitlines():
+        if _ACTED_RE.search(line.strip()):
+            yield line
+
+
+def _named_lines(text: str) -> Iterable[str]:
+    """The lines of a user's or the assistant's message that say something besides paths."""
+    for line in text.splitlines():
+        rest = line
+        for path in extract_paths(line):
+            rest = rest.replace(path, " ")
+        if re.search(r"[^\W\d_]{2,}", rest):
+            yield line
+
+
+def _trail_texts(message: BaseMessage) -> Iterable[tuple[str, int | None]]:
+    """(text, the most paths it may give) for the parts of ``message`` that act on paths."""
     if isinstance(message, AIMessage):
         for call in message.tool_calls or []:
-            yield from _string_leaves(call.get("args", {}))
+            for leaf in _string_leaves(call.get("args", {})):
+                yield leaf, None
         for bad in message.invalid_tool_calls or []:
-            yield safe_str(bad.get("args") or "")
+            yield safe_str(bad.get("args") or ""), None
         legacy = (message.additional_kwargs or {}).get("function_call")
         if isinstance(legacy, Mapping):
             raw = legacy.get("arguments", "")
             try:
-                yield from _string_leaves(json.loads(raw))
+                for leaf in _string_leaves(json.loads(raw)):
+                    yield leaf, None
             except (TypeError, ValueError):
-                yield safe_str(raw)
-    elif isinstance(message, (ToolMessage, FunctionMessage)):
-        yield content_text(message.content)
+                yield safe_str(raw), None
+    if isinstance(message, (ToolMessage, FunctionMessage)):
+        for line in _acted_lines(content_text(message.content)):
+            yield line, None
+    elif isinstance(message, (HumanMessage, AIMessage)):
+        named = "\n".join(_named_lines(content_text(message.content)))
+        if named:
+            yield named, _MAX_PROSE_PATHS
 
 
 def extract_paths_from_messages(messages: Iterable[BaseMessage]) -> list[str]:
-    """The artifact trail: file paths in tool-call arguments and tool results, in order, unique.
+    """The artifact trail: the paths the conversation acts on, in order, unique, bounded.
 
     Tool-call arguments are scanned value by value (so JSON escaping cannot mangle a path);
-    tool results are scanned as text. Path detection is
-    :func:`wm_langgraph.document.text.extract_paths`. User and assistant prose is not scanned
-    (the model sees it and records what matters).
+    tool results only on lines that say the tool acted on something; the user's and the
+    assistant's prose on lines that say more than paths, at most a few per message. Path
+    detection is :func:`wm_langgraph.document.text.extract_paths`. At most :data:`MAX_PATHS`
+    paths, each at most :data:`MAX_PATH_CHARS` characters.
 
     Args:
         messages: The messages being folded into the Working Memory.
@@ -122,11 +216,14 @@ def extract_paths_from_messages(messages: Iterable[BaseMessage]) -> list[str]:
     seen: set[str] = set()
     paths: list[str] = []
     for message in messages:
-        for text in _trail_texts(message):
+        for text, most in _trail_texts(message):
             if not text:
                 continue
-            for path in extract_paths(text):
+            found = [p for p in extract_paths(text) if len(p) <= MAX_PATH_CHARS]
+            for path in found if most is None else found[:most]:
                 if path not in seen:
                     seen.add(path)
                     paths.append(path)
+                    if len(paths) >= MAX_PATHS:
+                        return paths
     return paths

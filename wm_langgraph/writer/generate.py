@@ -69,12 +69,23 @@ __all__ = [
     "TRACE_TAGS",
     "ContextLengthError",
     "GenerationError",
+    "NoContentError",
     "UpdateReply",
     "generate_create",
     "generate_update",
     "request_update",
     "validate_created_document",
 ]
+
+
+class NoContentError(GenerationError):
+    """A create reply without content: empty, or the section headers and nothing under them.
+
+    A weak writer answers so (a small real model returned the seven headers alone); the commit
+    then builds the round's Working Memory by extraction instead (``phase2.nodes.Create``).
+    """
+
+    kind = "unusable"
 
 
 RETRY_NOTE = (
@@ -182,13 +193,13 @@ def validate_created_document(reply: str, *, template: str = "", source: str = "
         the seven sections is folded in by normalisation, never dropped.
 
     Raises:
-        GenerationError: The reply is empty, a refusal, only a code fence, a short text with no
-            section header, or a document whose sections are all empty once the prompt echo is
-            removed.
+        NoContentError: The reply is empty, only a code fence, or a document whose sections
+            are all empty once the prompt echo is removed.
+        GenerationError: The reply is a refusal or a short text with no section header.
     """
     text = _strip_fence(reply)
     if not text.strip().strip("`").strip():
-        raise GenerationError("create: the model returned no Working Memory (empty reply)")
+        raise NoContentError("create: the model returned no Working Memory (empty reply)")
     text = repair_created_document(text, template=template, source=source)
     if not is_working_memory(text):
         if _REFUSAL_RE.match(text):
@@ -199,7 +210,7 @@ def validate_created_document(reply: str, *, template: str = "", source: str = "
             )
     document = normalise_working_memory(text)
     if not any(section_items(body) for body in parse_working_memory(document).values()):
-        raise GenerationError("create: the reply has the section headers but no content")
+        raise NoContentError("create: the reply has the section headers but no content")
     return document
 
 

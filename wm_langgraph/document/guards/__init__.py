@@ -25,7 +25,7 @@ brings an anchor or text the section lacks is appended.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from wm_langgraph.document.guards.errors_corrections import guard_errors_corrections
 from wm_langgraph.document.guards.files_context import guard_files_context
@@ -55,7 +55,12 @@ from wm_langgraph.document.guards.sizes import (
     is_oversized,
     section_size,
 )
-from wm_langgraph.document.guards.title import guard_session_title, title_text
+from wm_langgraph.document.guards.title import (
+    MAX_TITLE_CHARS,
+    guard_session_title,
+    has_invisible_characters,
+    title_text,
+)
 from wm_langgraph.document.ops import KEEP as _KEEP
 from wm_langgraph.document.ops import GuardOutcome, OpKind, SectionOp, new_items
 from wm_langgraph.document.sections import DURABLE_SECTIONS, has_content
@@ -118,6 +123,7 @@ def guard_section(
     errors: str = "",
     conversation: str | None = None,
     old_document: str = "",
+    removable: Collection[str] = (),
 ) -> GuardOutcome:
     """Run the guard of ``section`` on ``op`` (behaviour §4).
 
@@ -133,17 +139,24 @@ def guard_section(
             (:data:`DURABLE_SECTIONS`; see :func:`guard_key_facts`).
         errors: For Open Issues, the new Errors & Corrections body (see
             :func:`guard_open_issues`).
-        conversation: For the Session Title, the conversation being folded in (see
-            :func:`guard_session_title`); None skips that check.
-        old_document: For the Session Title, the old document (grounds a stable title).
+        conversation: The conversation being folded in; None skips the checks that need it.
+            The Session Title must share a word with it (:func:`guard_session_title`); a
+            rejected Key Facts UPDATE salvages no value it lacks (:func:`guard_key_facts`); an
+            Open Issues item marked resolved this round must be spoken of in it
+            (:func:`guard_open_issues`).
+        old_document: For the Session Title and Key Facts, the old document (grounds a stable
+            title; its values are not new).
+        removable: For Files & Context and Errors & Corrections, the item keys of the items
+            code added (the trails): an UPDATE may drop them.
 
     Raises:
         KeyError: ``section`` is not one of the seven section names.
     """
     guard = _GUARDS[section]
     if guard is guard_session_title:
+        plain = not has_invisible_characters(op.content) and len(op.content) <= MAX_TITLE_CHARS
         if op.kind == "KEEP" or (
-            not title_text(old_body) and conversation is None and op.kind == "UPDATE"
+            plain and not title_text(old_body) and conversation is None and op.kind == "UPDATE"
         ):
             return GuardOutcome(op)
         return guard_session_title(
@@ -154,7 +167,17 @@ def guard_section(
     if op.kind == "UPDATE" and not has_content(op.content):
         return GuardOutcome(_KEEP, "empty UPDATE of a non-empty section")
     if guard is guard_key_facts:
-        return guard_key_facts(old_body, op, elsewhere=elsewhere)
+        return guard_key_facts(
+            old_body,
+            op,
+            elsewhere=elsewhere,
+            conversation=conversation,
+            old_document=old_document,
+        )
+    if guard is guard_errors_corrections:
+        return guard_errors_corrections(old_body, op, removable=removable)
+    if guard is guard_files_context:
+        return guard_files_context(old_body, op, removable=removable)
     if guard is guard_open_issues:
-        return guard_open_issues(old_body, op, errors=errors)
+        return guard_open_issues(old_body, op, errors=errors, conversation=conversation)
     return guard(old_body, op)

@@ -2,29 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from wm_langgraph.document.guards.key_facts import clauses
 from wm_langgraph.document.ops import KEEP, GuardOutcome, SectionOp, count, new_items
-from wm_langgraph.document.sections import section_items
+from wm_langgraph.document.sections import item_key, section_items
 from wm_langgraph.document.text import extract_paths
 from wm_langgraph.document.text.match import path_listed, paths_listed
 
 __all__ = ["guard_files_context"]
 
 
-def guard_files_context(old_body: str, op: SectionOp) -> GuardOutcome:
+def guard_files_context(
+    old_body: str, op: SectionOp, *, removable: Collection[str] = ()
+) -> GuardOutcome:
     """Behaviour §4.4: an UPDATE that loses an old path is rejected; KEEP the old body and APPEND
     the paths the UPDATE introduced (its own entry for each — the clause of a consolidated line
     that lists it — else ``<path> (newly referenced)``).
 
     Paths are compared at path boundaries (``src/a.py`` keeps ``a.py``; ``src/data.py`` does
     not). Only real paths are protected: an entry that is not a path (a base64 blob, a digest,
-    a route) is not, so an UPDATE may drop it.
+    a route) is not, so an UPDATE may drop it. Nor is a path only code added (``removable``:
+    the item keys of the artifact trail's lines): an UPDATE may drop it, and the decision says
+    so.
     """
     if op.kind != "UPDATE":
         return GuardOutcome(op)
     old_paths = extract_paths(old_body)
     kept = paths_listed(old_paths, op.content)
     lost = [path for path, ok in zip(old_paths, kept, strict=True) if not ok]
+    if lost and removable:
+        keys = set(removable)
+        writers = "\n".join(i for i in section_items(old_body) if item_key(i) not in keys)
+        by_code = [p for p, ok in zip(lost, paths_listed(lost, writers), strict=True) if not ok]
+        lost = [path for path in lost if path not in by_code]
+        if by_code and not lost:
+            why = f"dropped {count(len(by_code), 'path')} code had added ({', '.join(by_code[:5])})"
+            return GuardOutcome(op, why)
     if not lost:
         return GuardOutcome(op)
     new_paths = extract_paths(op.content)

@@ -20,7 +20,16 @@ records it in Errors & Corrections as ``superseded: <old clause>`` — visible, 
 and not current.
 
 From a rejected UPDATE, :func:`salvage_clauses` appends only the clauses that bring an anchor
-or text the section lacks, so a regrouping of old facts is not appended a second time.
+or text the section lacks, so a regrouping of old facts is not appended a second time. When the
+folded conversation is known, a clause whose new value neither the conversation nor the old
+document holds (``port 5432`` mis-copied as ``port 5423``) is not salvaged: a rejected UPDATE
+is the writer's mistake, and the value was never said. Such a value does not retire an old one
+either (it is no candidate for a changed value, below).
+
+A consolidation may drop a subject its bullet already names: ``Priya booked the studio;
+picked linocut over etching`` still holds the old fact ``Priya picked linocut over etching``.
+An old clause is held by a new bullet whose clause has all of its words and no other anchor,
+when the anchors that clause lacks are in the bullet's first clause (its subject).
 
 "Clearly the same fact with a changed value" means, for an old bullet ``B`` and a new bullet
 ``N``:
@@ -219,10 +228,47 @@ class _Keepers:
     """Is an old fact still held by the new durable sections?"""
 
     def __init__(self, document: str, old_items: Iterable[str]) -> None:
-        self._new = _ClauseIndex(section_items(document))
+        items = section_items(document)
+        self._new = _ClauseIndex(items)
         self._old = _ClauseIndex(old_items)
         old = set(self._old.cores)
         self._was_old = {i for i, core in enumerate(self._new.cores) if core in old}
+        self._items = items
+        self._bullets: list[tuple[frozenset[str], list[tuple[frozenset[str], set[str]]]]] | None
+        self._bullets = None
+
+    def _consolidated(self) -> list[tuple[frozenset[str], list[tuple[frozenset[str], set[str]]]]]:
+        """Per bullet of two clauses or more: its first clause's anchors (the subject) and, for
+        each later clause, its anchors and words (built when first asked for)."""
+        if self._bullets is None:
+            self._bullets = []
+            for item in self._items:
+                parts = clauses(item)
+                if len(parts) < 2:
+                    continue
+                head = frozenset(extract_anchors(parts[0], include_markers=False))
+                rest = [
+                    (frozenset(extract_anchors(part, include_markers=False)), _plain_words(part))
+                    for part in parts[1:]
+                ]
+                self._bullets.append((head, rest))
+        return self._bullets
+
+    def held_in_bullet(self, anchors: set[str], need: set[str]) -> bool:
+        """True when a consolidated bullet states the fact with its subject said once: a later
+        clause of it has every word of ``need`` (forms alike) and no anchor but ``anchors`` (some
+        of them when ``need`` is empty), and the anchors it lacks are in the bullet's first
+        clause. "Priya booked the studio;
+        picked linocut over etching" holds "Priya picked linocut over etching"."""
+        for head, rest in self._consolidated():
+            for part_anchors, part_words in rest:
+                if not part_anchors <= anchors or not anchors - part_anchors <= head:
+                    continue
+                if not need and not part_anchors:
+                    continue  # an old clause of anchors alone needs them stated here
+                if all(_same_word(word, part_words) for word in need):
+                    return True
+        return False
 
     def holds(self, anchors: set[str], words: set[str]) -> bool:
         """True when one clause of the new document holds all of ``anchors`` and is the same
@@ -289,7 +335,13 @@ def _to_restore(
         reached |= clause_anchors
         clause_words = _content_words(clause) - _anchor_tokens(clause_anchors)
         plain = _plain_words(clause) - _anchor_tokens(clause_anchors)
-        if not clause_anchors or (not gone and keepers.holds(clause_anchors, plain)):
+        if not clause_anchors or (
+            not gone
+            and (
+                keepers.holds(clause_anchors, plain)
+                or keepers.held_in_bullet(clause_anchors, clause_words)
+            )
+        ):
             continue
         if (
             gone
@@ -317,6 +369,7 @@ def settle_vanished_facts(
     *,
     supersede: bool = True,
     old_document: str = "",
+    conversation: str | None = None,
 ) -> VanishedFacts:
     """Restore or retire the old Key Facts clauses whose anchors vanished from the document.
 
@@ -338,6 +391,8 @@ def settle_vanished_facts(
         supersede: Look for changed values (False: restore every vanished clause).
         old_document: The durable sections of the old document: its clauses are other facts,
             so one of them keeps a vanished clause only if it also has all of its words.
+        conversation: The folded messages. When given, a new bullet with a value neither they
+            nor the old document hold retires nothing (the old clause is restored instead).
     """
     per_item: list[tuple[str, set[str]]] = []
     for item in old_items:
@@ -351,6 +406,9 @@ def settle_vanished_facts(
     current = section_items(new_body)
     old_keys = {item_key(item) for item in old_items}
     candidates = [item for item in current if item_key(item) not in old_keys] if supersede else []
+    if conversation is not None:
+        source = f"{conversation}\n{old_document}\n" + "\n".join(old_items)
+        candidates = [item for item in candidates if not unheard_anchors(item, source)]
     wanted: list[str] = []
     retired: list[str] = []
     keepers = _Keepers(new_document, [*old_items, *section_items(old_document)])
@@ -508,13 +566,54 @@ CONSOLIDATION_SENTINEL = (
 """The bullet appended (once) when Key Facts is in emergency and the model still APPENDs."""
 
 
-def _salvage(old_body: str, op: SectionOp, why: str, *, emergency: bool) -> GuardOutcome:
+_DIGIT_TOKEN_RE = re.compile(r"[^\W_]*\d[\w.:/-]*")
+
+
+def heard(anchor: str, source: str) -> bool:
+    """True when ``source`` holds ``anchor``: the anchor itself, or every number-bearing token
+    of it (``port 5423`` is heard in "use 5423 for the port")."""
+    if not missing_anchors({anchor}, source):
+        return True
+    tokens = _DIGIT_TOKEN_RE.findall(anchor)
+    return bool(tokens) and all(term_in(token, source) for token in tokens)
+
+
+def unheard_anchors(text: str, source: str) -> set[str]:
+    """The anchors of ``text`` (decision markers aside) that ``source`` does not hold."""
+    return {a for a in extract_anchors(text, include_markers=False) if not heard(a, source)}
+
+
+def _heard_only(items: Sequence[str], source: str) -> tuple[list[str], list[str]]:
+    """``items`` whose every clause's anchors ``source`` holds, the clauses with an unheard
+    value taken out; and the clauses taken out."""
+    kept: list[str] = []
+    dropped: list[str] = []
+    for item in items:
+        parts = clauses(item)
+        good = [part for part in parts if not unheard_anchors(part, source)]
+        dropped.extend(part for part in parts if part not in good)
+        if good:
+            kept.append(_join(good))
+    return kept, dropped
+
+
+def _salvage(
+    old_body: str, op: SectionOp, why: str, *, emergency: bool, source: str | None = None
+) -> GuardOutcome:
     if emergency:
         return GuardOutcome(_KEEP, f"{why}; salvage suppressed (Key Facts in emergency size)")
     fresh = salvage_clauses(old_body, new_items(old_body, section_items(op.content)))
+    unheard: list[str] = []
+    if source is not None:
+        fresh, unheard = _heard_only(fresh, f"{source}\n{old_body}")
+    note = (
+        f"; not salvaged: {_count(len(unheard), 'clause')} with a value not in the conversation"
+        if unheard
+        else ""
+    )
     if not fresh:
-        return GuardOutcome(_KEEP, f"{why}; no new bullets or clauses to salvage")
-    reason = f"{why}; salvaged {_count(len(fresh), 'new bullet')} as APPEND"
+        return GuardOutcome(_KEEP, f"{why}; no new bullets or clauses to salvage{note}")
+    reason = f"{why}; salvaged {_count(len(fresh), 'new bullet')} as APPEND{note}"
     return GuardOutcome(SectionOp("APPEND", items=tuple(fresh)), reason)
 
 
@@ -528,6 +627,8 @@ def guard_key_facts(
     counter: TokenCounter = count_tokens,
     *,
     elsewhere: str = "",
+    conversation: str | None = None,
+    old_document: str = "",
 ) -> GuardOutcome:
     """Behaviour §4.3: layered UPDATE checks with salvage, and anti-bloat for APPEND.
 
@@ -545,14 +646,18 @@ def guard_key_facts(
             never Current State). An old anchor found there counts as kept (behaviour §4.3: a
             corrected value whose old value moved to Errors & Corrections as superseded is a
             clean update).
+        conversation: The folded messages. When given, a rejected UPDATE salvages no clause
+            with a value that neither they, ``old_document`` nor the old body hold.
+        old_document: The old document (its values are not new).
     """
     emergency = is_emergency(old_body, counter)
+    source = None if conversation is None else f"{conversation}\n{old_document}"
     if op.kind == "UPDATE":
         old_count = len(section_items(old_body))
         new_count = len(section_items(op.content))
         if old_count and new_count / old_count < LAYER1_MIN_RATIO:
             why = f"rejected UPDATE: {new_count} of {old_count} bullets left (< 15%)"
-            return _salvage(old_body, op, why, emergency=emergency)
+            return _salvage(old_body, op, why, emergency=emergency, source=source)
         anchors = extract_anchors("\n".join(_fact_lines(old_body)), include_phrases=False)
         if anchors:
             lost = missing_anchors(anchors, f"{op.content}\n{elsewhere}")
@@ -563,7 +668,7 @@ def guard_key_facts(
                     f"rejected UPDATE: keeps {coverage:.0%} of the old anchors (< 70%); "
                     f"lost e.g. {sample}"
                 )
-                return _salvage(old_body, op, why, emergency=emergency)
+                return _salvage(old_body, op, why, emergency=emergency, source=source)
         return GuardOutcome(op)
     if op.kind != "APPEND" or not op.items:
         return GuardOutcome(op)
@@ -611,7 +716,12 @@ def restore_vanished_facts(
 
 
 def settle_key_facts(
-    old_body: str, new_body: str, new_document: str, *, old_document: str = ""
+    old_body: str,
+    new_body: str,
+    new_document: str,
+    *,
+    old_document: str = "",
+    conversation: str | None = None,
 ) -> VanishedFacts:
     """After an accepted Key Facts UPDATE: restore vanished bullets, retire changed values.
 
@@ -626,7 +736,12 @@ def settle_key_facts(
         new_body: The accepted Key Facts body.
         new_document: The durable sections of the new document (``new_body`` included).
         old_document: The durable sections of the old document (see ``document.guards.key_facts``).
+        conversation: The folded messages (a value they do not hold retires nothing).
     """
     return settle_vanished_facts(
-        _fact_lines(old_body), new_body, new_document, old_document=old_document
+        _fact_lines(old_body),
+        new_body,
+        new_document,
+        old_document=old_document,
+        conversation=conversation,
     )

@@ -9,6 +9,9 @@ conversation.
 * When the merge is given the conversation, a new title must also share a meaningful word with
   the conversation or the old document — a title copied from a prompt's example, or invented,
   is refused.
+* A title with a control, bidirectional-override or zero-width character is refused (it could
+  show one text and hold another), and a title longer than :data:`MAX_TITLE_CHARS` is cut at a
+  word boundary.
 """
 
 from __future__ import annotations
@@ -19,7 +22,23 @@ from wm_langgraph.document.ops import KEEP, GuardOutcome, SectionOp
 from wm_langgraph.document.sections import is_template_line
 from wm_langgraph.document.text import meaningful_words, shares_meaningful_word
 
-__all__ = ["TitleVerdict", "guard_session_title", "judge_title", "title_text"]
+__all__ = [
+    "MAX_TITLE_CHARS",
+    "TitleVerdict",
+    "guard_session_title",
+    "has_invisible_characters",
+    "judge_title",
+    "title_text",
+]
+
+MAX_TITLE_CHARS = 160
+"""The longest title kept (characters); a longer one is cut at a word boundary."""
+
+# C0/C1 controls (tab aside: it is spacing), bidirectional embeddings, overrides and isolates,
+# the implicit direction marks, zero-width characters, word joiner and invisible operators, BOM.
+_INVISIBLE_RE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+)
 
 _MARKER_RE = re.compile(r"^(?:#{1,6}[ \t]+|#{1,6}$|(?:[-*+•]|\d{1,3}[.)])[ \t]+)+")
 
@@ -34,6 +53,21 @@ def _lines(body: str) -> list[str]:
         if line and not is_template_line(line) and line.strip("#").strip():
             out.append(line)
     return out
+
+
+def has_invisible_characters(text: str) -> bool:
+    """True when ``text`` holds a control, bidirectional or zero-width character."""
+    return _INVISIBLE_RE.search(text) is not None
+
+
+def _bounded(title: str) -> str:
+    """``title`` cut to :data:`MAX_TITLE_CHARS` at a word boundary (a hard cut without one)."""
+    if len(title) <= MAX_TITLE_CHARS:
+        return title
+    head = title[: MAX_TITLE_CHARS + 1]
+    space = head.rfind(" ")
+    cut = head[:space] if space >= MAX_TITLE_CHARS // 2 else head[:MAX_TITLE_CHARS]
+    return cut.rstrip(" ,;:-–—")
 
 
 def title_text(body: str) -> str:
@@ -68,6 +102,11 @@ def judge_title(
     new = new_lines[0] if new_lines else ""
     if not new:
         return None, "empty UPDATE of a non-empty section" if old else "empty title"
+    if has_invisible_characters(new):
+        return None, "the new title holds invisible or control characters: refused"
+    if len(new) > MAX_TITLE_CHARS:
+        new = _bounded(new)
+        notes.append(f"a title is at most {MAX_TITLE_CHARS} characters: cut")
     if old and not shares_meaningful_word(old, new):
         return None, "title drift: the new title shares no meaningful word with the old"
     if conversation is not None and not (
