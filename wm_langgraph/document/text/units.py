@@ -109,6 +109,12 @@ _ZH_DATE_RE = re.compile(r"(?P<y>\d{4})\s*年\s*(?P<m>\d{1,2})\s*月\s*(?P<d>\d{
 _DATE_LINE_RE = re.compile(r"^\s*\[(?P<inner>[^\]\n]{6,60})\]\s*")
 
 
+_LEADING_DATES = tuple(
+    re.compile(r"^\s*(?:" + p.pattern + r")", p.flags)
+    for p in (_DAY_MONTH_YEAR_RE, _MONTH_DAY_YEAR_RE, _ISO_RE, _ZH_DATE_RE)
+)
+
+
 def _make_date(year: str, month: str | int, day: str) -> date | None:
     number = month if isinstance(month, int) else _MONTHS.get(month.casefold().rstrip("."))
     if number is None:
@@ -138,9 +144,16 @@ def parse_session_date(text: str) -> date | None:
 
 
 def date_line(text: str) -> tuple[date | None, str]:
-    """A message's leading ``[… date …]`` line: the date it holds and the text after it."""
+    """A message's leading date: ``[… 4 March, 2021]`` gives the date and the text after the
+    brackets; a bare full date at the start gives the date and the text unchanged (the date is
+    part of what is said); ``(None, text)`` without one."""
     match = _DATE_LINE_RE.match(text)
     if match is None:
+        for pattern in _LEADING_DATES:
+            lead = pattern.match(text)
+            if lead is not None:
+                when = _make_date(lead.group("y"), lead.group("m"), lead.group("d"))
+                return when, text  # a date that is part of what is said stays in it
         return None, text
     when = parse_session_date(match.group("inner"))
     return (when, text[match.end() :]) if when is not None else (None, text)
@@ -347,7 +360,7 @@ _EVENT_RE = re.compile(
     r"bought|adopted|met|married|lost|won|ran|took|made|painted|wrote|signed up|"
     r"had|saw|traveled|travelled|returned|opened|launched|quit|hired|celebrated|"
     r"volunteered|competed|performed|learned|learnt|received|gave|hosted|organi[sz]ed|"
-    r"just \w+ed|have been|has been|was|were|did)\b"
+    r"just \w+ed|have been|has been|was|were|did)\b|\b(?:I|we) (?:\w+ )?\w{3,}ed\b"
     r"|去了|参加了|开始了|完成了|搬到|买了|领养了|认识了|结婚|失去|赢了|收到了|见了|看了|学了",
     _I,
 )

@@ -62,6 +62,7 @@ class ChatContext:
     user: str = ""
     assistant: str = ""
     when: date | None = None
+    chat: bool = False
 
 
 def read_context(state: str) -> ChatContext:
@@ -72,7 +73,8 @@ def read_context(state: str) -> ChatContext:
     return ChatContext(
         "" if user == "User" else user,
         "" if assistant == "Assistant" else assistant,
-        parse_session_date(state),
+        parse_session_date(state) if match else None,
+        chat=match is not None,
     )
 
 
@@ -90,7 +92,7 @@ def speakers_of(messages: list[tuple[str, str]], known: ChatContext) -> ChatCont
             assistant = name
         elif role == "assistant" and not user and name != assistant:
             user = name
-    return ChatContext(user, assistant, when)
+    return ChatContext(user, assistant, when, known.chat)
 
 
 def _label(unit: Unit, context: ChatContext) -> str:

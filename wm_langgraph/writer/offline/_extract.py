@@ -13,7 +13,14 @@ import re
 from dataclasses import dataclass, field
 
 from wm_langgraph.document.text import extract_paths
-from wm_langgraph.document.text.units import Unit, date_line, extract_units, is_chat
+from wm_langgraph.document.text.units import (
+    CHAT_KINDS,
+    CODING_KINDS,
+    Unit,
+    date_line,
+    extract_units,
+    is_chat,
+)
 from wm_langgraph.writer.offline._chat import ChatContext, speakers_of
 from wm_langgraph.writer.offline._files import (
     FileNote,
@@ -290,7 +297,13 @@ def _chat_findings(found: Findings, turns: list[Turn], context: ChatContext) -> 
     tools = sum(1 for t in turns if t.role == "tool" or t.tool_calls)
     spoken = "\n".join(t.text for t in turns if t.role in {"user", "assistant"})
     code = "`" in spoken or bool(extract_paths(spoken))
-    found.chat = not code and is_chat(found.units, tool_messages=tools)
+    if context.chat:
+        # A chat goes on being a chat unless the round turns to work.
+        coding = sum(1 for u in found.units if u.kind in CODING_KINDS - {"fact"})
+        narrative = sum(1 for u in found.units if u.kind in CHAT_KINDS)
+        found.chat = not code and not tools and narrative >= coding
+    else:
+        found.chat = not code and is_chat(found.units, tool_messages=tools)
 
 
 def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> Findings:
