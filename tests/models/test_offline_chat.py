@@ -17,10 +17,10 @@ from wm_langgraph import OfflineWorkingMemoryModel, WorkingMemory, WorkingMemory
 from wm_langgraph.document import parse_working_memory
 from wm_langgraph.document.sections import section_items
 from wm_langgraph.document.tokens import count_tokens
+from wm_langgraph.messages import render_messages
 from wm_langgraph.phase2.size import contract_for
 from wm_langgraph.writer.generate import generate_create
 from wm_langgraph.writer.offline._chat import consolidate_chat, read_context
-from wm_langgraph.messages import render_messages
 
 SESSIONS: list[tuple[str, list[tuple[str, str]]]] = [
     (
@@ -98,16 +98,19 @@ def test_a_scripted_chat_folds_into_its_people_places_events_and_dates() -> None
     assert "2022" not in sections["Session Title"]
     context = read_context(sections["Current State"])
     assert (context.user, context.assistant) == ("Lotte", "Ruben")
-    assert context.when is not None and context.when.isoformat() == "2022-03-20"
+    assert context.when is not None
+    assert context.when.isoformat() == "2022-03-20"
 
 
 def test_the_create_path_never_titles_a_chat_with_its_date_line() -> None:
-    messages = _messages(SESSIONS[:1])[:1] + [AIMessage("Oh nice.", id="r")]
+    messages = [*_messages(SESSIONS[:1])[:1], AIMessage("Oh nice.", id="r")]
     wm = generate_create(
         OfflineWorkingMemoryModel(), prior="", messages_text=render_messages(messages)
     )
     title = parse_working_memory(wm)["Session Title"]
-    assert "am on" not in title and "2022" not in title and "[" not in title
+    assert "am on" not in title
+    assert "2022" not in title
+    assert "[" not in title
 
 
 def test_a_chat_round_dates_a_session_continued_from_the_previous_round() -> None:
@@ -119,8 +122,10 @@ def test_a_chat_round_dates_a_session_continued_from_the_previous_round() -> Non
     ]
     wm = _fold([*first, *later], WorkingMemoryConfig(background=False), every=6)
     facts = parse_working_memory(wm)["Key Facts & Decisions"]
-    assert "Maastricht" in facts and "2 February 2022" in facts
-    assert "Rotterdam" in facts and "March 2022" in facts
+    assert "Maastricht" in facts
+    assert "2 February 2022" in facts
+    assert "Rotterdam" in facts
+    assert "March 2022" in facts
 
 
 def test_a_coding_transcript_is_not_read_as_a_chat() -> None:
@@ -137,10 +142,28 @@ def test_a_coding_transcript_is_not_read_as_a_chat() -> None:
 
 
 def test_chat_consolidation_keeps_anchored_clauses_and_drops_unanchored_ones_first() -> None:
-    moods = (
-        "calm quiet lazy slow warm cosy long short late early soft loud busy odd "
-        "fine mild dull wild rainy sunny".split()
-    )
+    moods = [
+        "calm",
+        "quiet",
+        "lazy",
+        "slow",
+        "warm",
+        "cosy",
+        "long",
+        "short",
+        "late",
+        "early",
+        "soft",
+        "loud",
+        "busy",
+        "odd",
+        "fine",
+        "mild",
+        "dull",
+        "wild",
+        "rainy",
+        "sunny",
+    ]
     items = [
         f"Lotte ({d} February 2022): I adopted a kitten named Quince{d}; we had a {moods[d - 1]} "
         f"relaxing evening together at home with some friends and family"

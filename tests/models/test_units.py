@@ -113,7 +113,8 @@ def test_a_chat_gives_events_with_resolved_dates_people_places_and_possessions()
     texts = " | ".join(u.text for u in units)
     assert "yesterday (1 October 2019)" in texts
     assert "Pebble" in texts
-    assert "next month (November 2019)" in texts and "Tallinn" in texts
+    assert "next month (November 2019)" in texts
+    assert "Tallinn" in texts
     assert "Gdansk" in texts
     kinds = {u.kind for u in units}
     assert kinds <= CHAT_KINDS
@@ -121,8 +122,11 @@ def test_a_chat_gives_events_with_resolved_dates_people_places_and_possessions()
     # the question and the reaction carry nothing
     assert not any("?" in u.text or "awesome" in u.text for u in units)
     first = units[0]
-    assert first.index == 0 and first.role == "user" and first.when == REF
-    assert "2019-10-01" in first.anchors and "pebble" in first.anchors
+    assert first.index == 0
+    assert first.role == "user"
+    assert first.when == REF
+    assert "2019-10-01" in first.anchors
+    assert "pebble" in first.anchors
 
 
 def test_chinese_chat_units() -> None:
@@ -134,8 +138,10 @@ def test_chinese_chat_units() -> None:
         ]
     )
     texts = " | ".join(u.text for u in units)
-    assert "杭州" in texts and "昨天（1 October 2019）" in texts
-    assert "厦门" in texts and "下个月（November 2019）" in texts
+    assert "杭州" in texts
+    assert "昨天（1 October 2019）" in texts
+    assert "厦门" in texts
+    assert "下个月（November 2019）" in texts
     assert not any(u.text.startswith("太好了") for u in units)
 
 
