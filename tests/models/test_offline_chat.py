@@ -1,6 +1,6 @@
 """The offline writer on conversations: a chat folds into a Working Memory that holds its people,
 places, events and their dates (relative dates resolved against the session date), consolidated
-per speaker within the size contract — not chit-chat, not rhetorical questions, not a date line
+per speaker within the size contract (plans in Task & Goals) — not chit-chat, not rhetorical questions, not a date line
 as the title. Every conversation here is invented."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def _fold(messages: list[BaseMessage], config: WorkingMemoryConfig, every: int =
 def test_a_scripted_chat_folds_into_its_people_places_events_and_dates() -> None:
     wm = _fold(_messages(SESSIONS), WorkingMemoryConfig(background=False))
     sections = parse_working_memory(wm)
-    facts = sections["Key Facts & Decisions"]
+    facts = sections["Key Facts & Decisions"] + "\n" + sections["Task & Goals"]
     for needle in (
         "Quince",
         "2 February 2022",  # "yesterday" in the first session
@@ -87,6 +87,10 @@ def test_a_scripted_chat_folds_into_its_people_places_events_and_dates() -> None
         "2023",  # "next year" in the second session
     ):
         assert needle in facts, (needle, facts)
+    # plans are the speakers' goals
+    assert "Leiden" in sections["Task & Goals"]
+    assert "Porto" in sections["Task & Goals"]
+    assert "Utrecht" in sections["Key Facts & Decisions"]
     # per speaker, dated by session
     assert any(i.startswith("Lotte (3 February 2022):") for i in section_items(facts))
     assert any(i.startswith("Ruben (20 March 2022):") for i in section_items(facts))
@@ -121,7 +125,8 @@ def test_a_chat_round_dates_a_session_continued_from_the_previous_round() -> Non
         HumanMessage("I'm going to run a half marathon in Rotterdam next month.", id="x3"),
     ]
     wm = _fold([*first, *later], WorkingMemoryConfig(background=False), every=6)
-    facts = parse_working_memory(wm)["Key Facts & Decisions"]
+    sections = parse_working_memory(wm)
+    facts = sections["Key Facts & Decisions"] + "\n" + sections["Task & Goals"]
     assert "Maastricht" in facts
     assert "2 February 2022" in facts
     assert "Rotterdam" in facts

@@ -52,6 +52,7 @@ _LEAD_RE = re.compile(
 # A round's share of the Key Facts room when no size warning says more: about this many tokens
 # of new facts per round, never fewer than _MIN_UNITS units.
 _ROUND_TOKENS = 260
+_WORK_KINDS = frozenset({"constraint", "decision", "todo", "correction"})
 _MIN_UNITS = 5
 
 
@@ -127,6 +128,9 @@ def chat_items(
 ) -> list[str]:
     """Key Facts bullets for a chat round: per speaker and session date, the speaker's most
     salient statements joined by ``; `` ("Tomas (4 March 2021): Signed up for …; …")."""
+    # In a chat, "always", "never", "because" say how someone feels, not a rule of the work:
+    # such a unit is kept only when it carries an anchor of its own.
+    units = [u for u in units if u.anchors or u.kind not in _WORK_KINDS]
     groups: dict[tuple[str, str], list[str]] = {}
     for unit in _picked(units, max_tokens):
         when = format_date(unit.when) if unit.when else ""
@@ -203,7 +207,9 @@ def _entries(items: list[str]) -> list[tuple[str, list[str]]]:
 
 
 def _weight(clause: str) -> int:
-    anchors = extract_anchors(clause, include_markers=False, include_phrases=False)
+    # Phrases count: the Key Facts guard restores a clause whose phrase ("never skip") is
+    # gone, so such a clause is shortened, not dropped.
+    anchors = extract_anchors(clause, include_markers=False)
     return 3 * len(anchors) + min(len(clause.split()), 20) // 5
 
 

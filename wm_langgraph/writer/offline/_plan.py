@@ -368,24 +368,29 @@ def _chat_ops(
     limits: Mapping[str, int],
     warnings: str = "",
 ) -> dict[str, Op]:
-    """The ops of a chat round (see ``_chat``): dated per-speaker facts, no questions as open
-    issues, the speakers and the session date in Current State."""
-    facts = "Key Facts & Decisions"
-    old_items = section_items(body[facts])
-    share = _CHAT_ROUND_TOKENS // 2 if facts in warned else _CHAT_ROUND_TOKENS
-    new = _fresh(chat_items(found.units, found.context, share), old_items)
-    facts_op: Op = {"op": "APPEND", "items": new} if new else _KEEP
+    """The ops of a chat round (see ``_chat``): dated per-speaker facts in Key Facts, the
+    speakers' plans in Task & Goals, no questions as open issues, the speakers and the session
+    date in Current State."""
     state = chat_state(found.context, found.units, found.language)
-    if facts in warned and old_items:
-        others = count_tokens("\n".join([state, *(body[n] for n in SECTIONS if n != facts)]))
-        goal = min(_CHAT_MAX_TOKENS, chat_goal(warnings, others, _goal(limits, facts)))
-        folded = consolidate_chat([*old_items, *new], goal, _CHAT_MAX_BULLETS)
-        facts_op = {"op": "UPDATE", "content": _bullets(folded)}
     ops: dict[str, Op] = dict.fromkeys(SECTIONS, _KEEP)
     if not body["Session Title"].strip():
         ops["Session Title"] = {"op": "UPDATE", "content": chat_title(found.context, found.units)}
     ops["Current State"] = {"op": "UPDATE", "content": state}
-    ops[facts] = facts_op
+    plans = [u for u in found.units if u.kind == "plan"]
+    rest = [u for u in found.units if u.kind != "plan"]
+    for name, units, room in (
+        ("Key Facts & Decisions", rest, _CHAT_ROUND_TOKENS),
+        ("Task & Goals", plans, _CHAT_ROUND_TOKENS // 2),
+    ):
+        old_items = section_items(body[name])
+        share = room // 2 if name in warned else room
+        new = _fresh(chat_items(units, found.context, share), old_items)
+        ops[name] = {"op": "APPEND", "items": new} if new else _KEEP
+        if name in warned and old_items:
+            others = count_tokens("\n".join([state, *(body[n] for n in SECTIONS if n != name)]))
+            goal = min(_CHAT_MAX_TOKENS, chat_goal(warnings, others, _goal(limits, name)))
+            folded = consolidate_chat([*old_items, *new], goal, _CHAT_MAX_BULLETS)
+            ops[name] = {"op": "UPDATE", "content": _bullets(folded)}
     return ops
 
 
