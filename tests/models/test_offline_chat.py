@@ -1,7 +1,7 @@
 """The offline writer on conversations: a chat folds into a Working Memory that holds its people,
 places, events and their dates (relative dates resolved against the session date), consolidated
-per speaker within the size contract (plans in Task & Goals) — not chit-chat, not rhetorical questions, not a date line
-as the title. Every conversation here is invented."""
+per speaker within the size contract (plans in Task & Goals) — not chit-chat, not rhetorical
+questions, not a date line as the title. Every conversation here is invented."""
 
 from __future__ import annotations
 
