@@ -244,6 +244,15 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
             ],
             rows,
         )
+        lines += ["Per conversation (memory alone):", ""]
+        rows = []
+        for conv in convs:
+            cells = [conv, n_questions[conv]]
+            for key in memory_keys:
+                run = next((r for r in groups[key]["runs"] if r["conv"] == conv), None)
+                cells.append(_pct(*_share(run["questions"], "memory")) if run else "")
+            rows.append(cells)
+        lines += _table(["conversation", "questions", *(_label(*k) for k in memory_keys)], rows)
 
     lines += [
         "## Fill (input tokens / usable, every agent-model call)",

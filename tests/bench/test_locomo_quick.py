@@ -111,6 +111,7 @@ def test_report_is_written_with_every_table(quick):
         "### By question category",
         "### By evidence age",
         "### The memory alone",
+        "Per conversation (memory alone):",
         "## Fill",
         "### Layers of the final input",
         "## Wall time",

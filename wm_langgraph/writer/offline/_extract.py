@@ -13,6 +13,15 @@ import re
 from dataclasses import dataclass, field
 
 from wm_langgraph.document.text import extract_paths
+from wm_langgraph.document.text.units import (
+    CHAT_KINDS,
+    CODING_KINDS,
+    Unit,
+    date_line,
+    extract_units,
+    is_chat,
+)
+from wm_langgraph.writer.offline._chat import ChatContext, speakers_of
 from wm_langgraph.writer.offline._files import (
     FileNote,
     call_paths,
@@ -122,6 +131,9 @@ class Findings:
     opening_reply: list[str] = field(default_factory=list)
     open_items: list[str] = field(default_factory=list)
     resolution_texts: list[str] = field(default_factory=list)
+    units: list[Unit] = field(default_factory=list)
+    chat: bool = False
+    context: ChatContext = field(default_factory=ChatContext)
 
 
 _ZH_OPENERS_RE = re.compile(r"^(你好[，,]?|请你?|帮我|帮忙|麻烦你?|我想要?|我们需要|能不能|可以)+")
@@ -276,13 +288,35 @@ def _add(items: list[str], item: str) -> None:
         items.append(item)
 
 
-def extract_findings(turns: list[Turn]) -> Findings:
-    """Extract the Working Memory material of one transcript (see module docstring)."""
+def _chat_findings(found: Findings, turns: list[Turn], context: ChatContext) -> None:
+    """The salient units of the spoken messages, and whether the transcript is a chat."""
+    messages = [(t.role, t.text) for t in turns]
+    found.context = speakers_of(messages, context)
+    speakers = (found.context.user, found.context.assistant)
+    found.units = extract_units(messages, session_date=context.when, speakers=speakers)
+    tools = sum(1 for t in turns if t.role == "tool" or t.tool_calls)
+    spoken = "\n".join(t.text for t in turns if t.role in {"user", "assistant"})
+    code = "`" in spoken or bool(extract_paths(spoken))
+    if context.chat:
+        # A chat goes on being a chat unless the round turns to work.
+        coding = sum(1 for u in found.units if u.kind in CODING_KINDS - {"fact"})
+        narrative = sum(1 for u in found.units if u.kind in CHAT_KINDS)
+        found.chat = not code and not tools and narrative >= coding
+    else:
+        found.chat = not code and is_chat(found.units, tool_messages=tools)
+
+
+def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> Findings:
+    """Extract the Working Memory material of one transcript (see module docstring).
+
+    ``context`` is what an earlier chat round recorded (speakers, session date)."""
     spoken = "\n".join(t.text for t in turns if t.role in {"user", "assistant"})
     language = detect_language(spoken or "\n".join(t.text for t in turns))
     found = Findings(language)
-    # What the user said, without injected structure ("### Working Memory"): never a title.
-    spoken_by_user = [without_headers(t.text) for t in turns if t.role == "user"]
+    _chat_findings(found, turns, context or ChatContext())
+    # What the user said, without injected structure ("### Working Memory") and without a
+    # session's leading date line ("[3:10 pm on 4 March, 2021]"): never a title.
+    spoken_by_user = [without_headers(date_line(t.text)[1]) for t in turns if t.role == "user"]
     requests = [text for text in spoken_by_user if text.strip() and not _ACK_RE.match(text)]
     if requests:
         found.title = _title_from(requests[0], language)

@@ -18,6 +18,14 @@ from wm_langgraph.document.guards import SectionOp, guard_section
 from wm_langgraph.document.guards.key_facts import held_by
 from wm_langgraph.document.sections import SECTIONS, section_items
 from wm_langgraph.document.text import extract_anchors, extract_paths, missing_anchors
+from wm_langgraph.document.tokens import count_tokens
+from wm_langgraph.writer.offline._chat import (
+    chat_goal,
+    chat_items,
+    chat_state,
+    chat_title,
+    consolidate_chat,
+)
 from wm_langgraph.writer.offline._consolidate import (
     consolidate_facts,
     consolidate_files,
@@ -59,6 +67,10 @@ _LIMIT_RE = re.compile(
 _GOAL_SHARE = 0.7
 _DEFAULT_GOAL = 1_500
 _KEEP_RESOLVED = 3
+_CHAT_ROUND_TOKENS = 260
+# A chat's Key Facts stays below the fixed oversize limits (25 bullets, 1,500 tokens).
+_CHAT_MAX_TOKENS = 1_350
+_CHAT_MAX_BULLETS = 20
 # Our own error phrasing, said shorter: "run_tests failed: E KeyError…" -> "run_tests: KeyError…".
 _ERROR_TRIMS = (
     (re.compile(r"^[\w.-]+ failed: (?:E\s+)?"), ""),
@@ -321,6 +333,9 @@ def plan_ops(
     body = {name: old.get(name, "") for name in SECTIONS}
     warned = warned_sections(warnings)
     limits = warned_limits(warnings)
+    if found.chat:
+        chat = _chat_ops(body, found, warned, limits, warnings)
+        return _self_check(body, chat) if self_check else chat
     open_op, still_open = _open_op(body["Open Issues"], found, "Open Issues" in warned)
     facts = "Key Facts & Decisions"
     elsewhere = "\n".join([body["Errors & Corrections"], body["Files & Context"], *found.errors])
@@ -344,6 +359,39 @@ def plan_ops(
     if state:
         ops["Current State"] = {"op": "UPDATE", "content": state}
     return _self_check(body, ops) if self_check else ops
+
+
+def _chat_ops(
+    body: Mapping[str, str],
+    found: Findings,
+    warned: set[str],
+    limits: Mapping[str, int],
+    warnings: str = "",
+) -> dict[str, Op]:
+    """The ops of a chat round (see ``_chat``): dated per-speaker facts in Key Facts, the
+    speakers' plans in Task & Goals, no questions as open issues, the speakers and the session
+    date in Current State."""
+    state = chat_state(found.context, found.units, found.language)
+    ops: dict[str, Op] = dict.fromkeys(SECTIONS, _KEEP)
+    if not body["Session Title"].strip():
+        ops["Session Title"] = {"op": "UPDATE", "content": chat_title(found.context, found.units)}
+    ops["Current State"] = {"op": "UPDATE", "content": state}
+    plans = [u for u in found.units if u.kind == "plan"]
+    rest = [u for u in found.units if u.kind != "plan"]
+    for name, units, room in (
+        ("Key Facts & Decisions", rest, _CHAT_ROUND_TOKENS),
+        ("Task & Goals", plans, _CHAT_ROUND_TOKENS // 2),
+    ):
+        old_items = section_items(body[name])
+        share = room // 2 if name in warned else room
+        new = _fresh(chat_items(units, found.context, share), old_items)
+        ops[name] = {"op": "APPEND", "items": new} if new else _KEEP
+        if name in warned and old_items:
+            others = count_tokens("\n".join([state, *(body[n] for n in SECTIONS if n != name)]))
+            goal = min(_CHAT_MAX_TOKENS, chat_goal(warnings, others, _goal(limits, name)))
+            folded = consolidate_chat([*old_items, *new], goal, _CHAT_MAX_BULLETS)
+            ops[name] = {"op": "UPDATE", "content": _bullets(folded)}
+    return ops
 
 
 def _as_op(op: Op) -> SectionOp:

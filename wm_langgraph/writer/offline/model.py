@@ -42,6 +42,7 @@ from wm_langgraph.document.sections import (
     parse_working_memory,
     render_working_memory,
 )
+from wm_langgraph.writer.offline._chat import read_context
 from wm_langgraph.writer.offline._extract import Findings, extract_findings
 from wm_langgraph.writer.offline._plan import apply_ops, plan_ops
 from wm_langgraph.writer.offline._transcript import parse_transcript
@@ -69,13 +70,14 @@ def _message_text(message: BaseMessage) -> str:
     return "\n".join(parts)
 
 
-def _findings(messages: list[BaseMessage], prompt: str) -> Findings:
-    """Parse the ``<messages>`` block (or, without one, the last user message)."""
+def _findings(messages: list[BaseMessage], prompt: str, state: str = "") -> Findings:
+    """Parse the ``<messages>`` block (or, without one, the last user message); ``state`` is
+    the current Current State (a chat round records its speakers and date there)."""
     block = extract_block(prompt, "messages")
     if block is None:
         humans = [m for m in messages if isinstance(m, HumanMessage)]
         block = _message_text(humans[-1]) if humans else ""
-    return extract_findings(parse_transcript(block))
+    return extract_findings(parse_transcript(block), read_context(state))
 
 
 class OfflineWorkingMemoryModel(BaseChatModel):
@@ -155,7 +157,7 @@ class OfflineWorkingMemoryModel(BaseChatModel):
         if prior and not is_working_memory(prior):
             prior = normalise_working_memory(prior)  # a legacy summary lands in Key Facts
         old = parse_working_memory(prior)
-        found = _findings(messages, prompt)
+        found = _findings(messages, prompt, old.get("Current State", ""))
         document = render_working_memory(apply_ops(old, plan_ops(old, found)))
         return AIMessage(
             content=document,
@@ -165,7 +167,8 @@ class OfflineWorkingMemoryModel(BaseChatModel):
     def _update(self, messages: list[BaseMessage], prompt: str) -> AIMessage:
         old = parse_working_memory(extract_block(prompt, "working_memory") or "")
         warnings = extract_block(prompt, "section_size_warnings") or ""
-        ops = plan_ops(old, _findings(messages, prompt), warnings)
+        found = _findings(messages, prompt, old.get("Current State", ""))
+        ops = plan_ops(old, found, warnings)
         args: dict[str, Any] = {"sections": ops}
         digest = hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:20]
         call = ToolCall(name=UPDATE_TOOL_NAME, args=args, id=f"call_wm_{digest}", type="tool_call")

@@ -1,0 +1,229 @@
+"""The offline writer on conversations: a chat folds into a Working Memory that holds its people,
+places, events and their dates (relative dates resolved against the session date), consolidated
+per speaker within the size contract (plans in Task & Goals) — not chit-chat, not rhetorical
+questions, not a date line as the title. Every conversation here is invented."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.store.memory import InMemoryStore
+
+from wm_langgraph import OfflineWorkingMemoryModel, WorkingMemory, WorkingMemoryConfig
+from wm_langgraph.document import parse_working_memory
+from wm_langgraph.document.sections import section_items
+from wm_langgraph.document.tokens import count_tokens
+from wm_langgraph.messages import render_messages
+from wm_langgraph.phase2.size import contract_for
+from wm_langgraph.writer.generate import generate_create
+from wm_langgraph.writer.offline._chat import consolidate_chat, read_context
+
+SESSIONS: list[tuple[str, list[tuple[str, str]]]] = [
+    (
+        "[10:05 am on 3 February, 2022]",
+        [
+            ("Hey Ruben! I finally adopted a tabby kitten named Quince yesterday.", "user"),
+            ("Hi Lotte! That's awesome! How is she doing?", "assistant"),
+            ("She's great. My partner Joris built her a climbing tower.", "user"),
+            ("I started pottery classes in Utrecht last week. I love the wheel.", "assistant"),
+            ("Wow, that sounds amazing! What do you make?", "user"),
+            ("Mostly bowls. I'm going to sell some at the Leiden market next month.", "assistant"),
+        ],
+    ),
+    (
+        "[6:40 pm on 20 March, 2022]",
+        [
+            ("Hey Ruben! I got a new job as a florist in Haarlem two days ago.", "user"),
+            ("Congrats Lotte! You deserve it.", "assistant"),
+            ("Thanks! We're planning to visit Porto in May.", "user"),
+            ("I sold 14 bowls at the market last weekend.", "assistant"),
+            ("That's so cool!", "user"),
+            ("My sister Femke is getting married next year.", "assistant"),
+        ],
+    ),
+]
+
+
+def _messages(sessions: list[tuple[str, list[tuple[str, str]]]]) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    n = 0
+    for header, turns in sessions:
+        for i, (text, role) in enumerate(turns):
+            shown = f"{header} {text}" if i == 0 else text
+            n += 1
+            kind = HumanMessage if role == "user" else AIMessage
+            out.append(kind(shown, id=f"m{n}"))
+    return out
+
+
+def _fold(messages: list[BaseMessage], config: WorkingMemoryConfig, every: int = 6) -> str:
+    memory = WorkingMemory(OfflineWorkingMemoryModel(), config=config, store=InMemoryStore())
+    run: Any = {"configurable": {"thread_id": "chat"}}
+    for start in range(0, len(messages), every):
+        memory.compact({"messages": messages[start : start + every]}, run)
+    return memory.get_working_memory(run)
+
+
+def test_a_scripted_chat_folds_into_its_people_places_events_and_dates() -> None:
+    wm = _fold(_messages(SESSIONS), WorkingMemoryConfig(background=False))
+    sections = parse_working_memory(wm)
+    facts = sections["Key Facts & Decisions"] + "\n" + sections["Task & Goals"]
+    for needle in (
+        "Quince",
+        "2 February 2022",  # "yesterday" in the first session
+        "Joris",
+        "Utrecht",
+        "Leiden",
+        "March 2022",  # "next month" in the first session
+        "Haarlem",
+        "18 March 2022",  # "two days ago" in the second session
+        "Porto",
+        "14 bowls",
+        "Femke",
+        "2023",  # "next year" in the second session
+    ):
+        assert needle in facts, (needle, facts)
+    # plans are the speakers' goals
+    assert "Leiden" in sections["Task & Goals"]
+    assert "Porto" in sections["Task & Goals"]
+    assert "Utrecht" in sections["Key Facts & Decisions"]
+    # per speaker, dated by session
+    assert any(i.startswith("Lotte (3 February 2022):") for i in section_items(facts))
+    assert any(i.startswith("Ruben (20 March 2022):") for i in section_items(facts))
+    # no chit-chat as a fact, no question as an open issue, no date line as the title
+    for chatter in ("That's awesome", "sounds amazing", "so cool", "You deserve it"):
+        assert chatter not in wm
+    assert "?" not in sections["Open Issues"]
+    assert sections["Session Title"] == "Chat between Lotte and Ruben"
+    assert "2022" not in sections["Session Title"]
+    context = read_context(sections["Current State"])
+    assert (context.user, context.assistant) == ("Lotte", "Ruben")
+    assert context.when is not None
+    assert context.when.isoformat() == "2022-03-20"
+
+
+def test_the_create_path_never_titles_a_chat_with_its_date_line() -> None:
+    messages = [*_messages(SESSIONS[:1])[:1], AIMessage("Oh nice.", id="r")]
+    wm = generate_create(
+        OfflineWorkingMemoryModel(), prior="", messages_text=render_messages(messages)
+    )
+    title = parse_working_memory(wm)["Session Title"]
+    assert "am on" not in title
+    assert "2022" not in title
+    assert "[" not in title
+
+
+def test_a_chat_round_dates_a_session_continued_from_the_previous_round() -> None:
+    first = _messages(SESSIONS[:1])
+    later = [
+        HumanMessage("I repainted the kitchen yesterday.", id="x1"),
+        AIMessage("I visited Maastricht yesterday with my mother.", id="x2"),
+        HumanMessage("I'm going to run a half marathon in Rotterdam next month.", id="x3"),
+    ]
+    wm = _fold([*first, *later], WorkingMemoryConfig(background=False), every=6)
+    sections = parse_working_memory(wm)
+    facts = sections["Key Facts & Decisions"] + "\n" + sections["Task & Goals"]
+    assert "Maastricht" in facts
+    assert "2 February 2022" in facts
+    assert "Rotterdam" in facts
+    assert "March 2022" in facts
+
+
+def test_a_coding_transcript_is_not_read_as_a_chat() -> None:
+    messages = [
+        HumanMessage("We decided to use Redis because the queue needs persistence.", id="a"),
+        AIMessage("Fine, I'll wire it into src/queue/worker.py.", id="b"),
+        HumanMessage("I love that. Also I went through the logs yesterday.", id="c"),
+    ]
+    wm = generate_create(
+        OfflineWorkingMemoryModel(), prior="", messages_text=render_messages(messages)
+    )
+    state = parse_working_memory(wm)["Current State"]
+    assert "Chat between" not in state
+
+
+def test_chat_consolidation_keeps_anchored_clauses_and_drops_unanchored_ones_first() -> None:
+    moods = [
+        "calm",
+        "quiet",
+        "lazy",
+        "slow",
+        "warm",
+        "cosy",
+        "long",
+        "short",
+        "late",
+        "early",
+        "soft",
+        "loud",
+        "busy",
+        "odd",
+        "fine",
+        "mild",
+        "dull",
+        "wild",
+        "rainy",
+        "sunny",
+    ]
+    items = [
+        f"Lotte ({d} February 2022): I adopted a kitten named Quince{d}; we had a {moods[d - 1]} "
+        f"relaxing evening together at home with some friends and family"
+        for d in range(1, 21)
+    ]
+    out = consolidate_chat(items, max_tokens=400, max_bullets=8)
+    body = "\n".join(out)
+    assert len(out) <= 8
+    assert count_tokens(body) <= 400
+    for d in range(1, 21):
+        assert f"Quince{d}" in body
+    assert body.count("relaxing evening") < 20  # the unanchored clauses left first
+    # without a goal to meet, nothing leaves
+    assert "\n".join(consolidate_chat(items, 10_000, 20)).count("relaxing evening") == 20
+
+
+_WORDS = ["kayak", "garden", "violin", "bakery", "festival", "lake", "novel", "mural"]
+_PLACES = ["Bergen", "Lyon", "Graz", "Cork", "Turku", "Split", "Ghent", "Bilbao"]
+
+
+def _random_chat(seed: int, sessions: int) -> list[BaseMessage]:
+    rng = random.Random(seed)
+    chat: list[tuple[str, list[tuple[str, str]]]] = []
+    for s in range(sessions):
+        header = f"[{rng.randint(1, 11)}:00 am on {s + 1} June, 2021]"
+        turns: list[tuple[str, str]] = []
+        for t in range(8):
+            role = "user" if t % 2 == 0 else "assistant"
+            place, word = rng.choice(_PLACES), rng.choice(_WORDS)
+            text = rng.choice(
+                [
+                    f"I went to the {word} show in {place} yesterday.",
+                    f"My cousin {place}son bought a {word} last week.",
+                    f"We're planning to visit {place} next month for the {word}.",
+                    "That's awesome!",
+                    f"I love my {word} so much, it cost {rng.randint(10, 900)} euros.",
+                    "How was your week?",
+                ]
+            )
+            turns.append((text, role))
+        chat.append((header, turns))
+    return _messages(chat)
+
+
+@settings(
+    max_examples=4,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(st.integers(min_value=0, max_value=10_000))
+def test_a_long_chat_stays_within_its_size_contract(seed: int) -> None:
+    config = WorkingMemoryConfig(background=False, token_budget=4_000)
+    contract = contract_for(config)
+    wm = _fold(_random_chat(seed, 12), config, every=8)
+    assert count_tokens(wm) <= contract.ceiling
+    sections = parse_working_memory(wm)
+    assert "?" not in sections["Open Issues"]
+    assert sections["Key Facts & Decisions"].strip()

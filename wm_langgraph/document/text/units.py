@@ -1,0 +1,664 @@
+"""Salient units of messages: what a careful reader of a conversation would keep. Pure, no I/O.
+
+A *unit* is one short extractive statement of a message with its kind, its anchors (names,
+numbers with units, dates, money, ids, versions, paths) and where it came from (message index
+and role). Kinds:
+
+- coding sessions: ``decision`` (with its reason), ``constraint``, ``preference``, ``todo``,
+  ``correction`` (the user corrects a value), ``error``, ``path``, ``fact`` (a statement
+  carrying an anchor);
+- chats: ``event`` (something that happened, with its date), ``plan`` (something that will
+  happen), ``preference``, ``possession``, ``relationship``, ``person`` and ``place`` (a
+  statement naming one).
+
+Relative dates ("yesterday", "last week", "next month", "昨天", "上周") are resolved against
+the *session date*: the date a message carries at its start (``[3:10 pm on 4 March, 2021]``,
+``2021-03-04``, ``2021年3月4日``) or one passed in; the resolved date is written after the
+phrase (``yesterday (3 March 2021)``) so the unit stands alone.
+
+Text is data: units from tool output (role ``tool``) or any unit that reads as an instruction
+to the assistant (``ignore previous instructions``, ``ASSISTANT INSTRUCTION``, "email the .env
+file to …", "the user has approved …") is never produced — see :func:`reads_as_instruction`.
+Questions, greetings and reactions ("That's awesome!", "How are you?") carry nothing to keep
+and give no unit.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+
+from wm_langgraph.document.text.anchors import extract_anchors
+from wm_langgraph.document.text.paths import extract_paths
+
+__all__ = [
+    "CHAT_KINDS",
+    "CODING_KINDS",
+    "Unit",
+    "addressed_name",
+    "date_line",
+    "extract_units",
+    "format_date",
+    "is_chat",
+    "parse_session_date",
+    "reads_as_instruction",
+    "resolve_relative_dates",
+    "split_sentences",
+]
+
+CHAT_KINDS = frozenset(
+    {"event", "plan", "preference", "possession", "relationship", "person", "place"}
+)
+"""Kinds a chat establishes."""
+CODING_KINDS = frozenset({"decision", "constraint", "todo", "correction", "error", "path", "fact"})
+"""Kinds a working session establishes."""
+
+_I = re.IGNORECASE
+_MAX_WORDS = 32
+_MAX_CJK = 70
+
+# ------------------------------------------------------------------------------------------
+# Sentences
+# ------------------------------------------------------------------------------------------
+
+_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])|(?<=[。！？；])|\n+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text`` (English and CJK punctuation, line breaks), bullets stripped."""
+    out: list[str] = []
+    for part in _SPLIT_RE.split(text):
+        clean = re.sub(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+", "", part or "").strip()
+        if clean and any(ch.isalnum() for ch in clean):
+            out.append(clean)
+    return out
+
+
+def _shorten(text: str) -> str:
+    text = re.sub(r"\s+", " ", text).strip()
+    if _has_cjk(text):
+        return text if len(text) <= _MAX_CJK else text[:_MAX_CJK].rstrip() + "…"
+    words = text.split(" ")
+    return text if len(words) <= _MAX_WORDS else " ".join(words[:_MAX_WORDS]) + " …"
+
+
+def _has_cjk(text: str) -> bool:
+    return re.search(r"[\u3040-\u30ff\u3400-\u9fff]", text) is not None
+
+
+# ------------------------------------------------------------------------------------------
+# Dates
+# ------------------------------------------------------------------------------------------
+
+_MONTHS = {name.casefold(): n for n, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.casefold(): n for n, name in enumerate(calendar.month_abbr) if name})
+_MONTHS["sept"] = 9
+_MONTH_ALT = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_DAY_MONTH_YEAR_RE = re.compile(
+    rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?P<m>{_MONTH_ALT})\.?,?\s+(?P<y>\d{{4}})\b", _I
+)
+_MONTH_DAY_YEAR_RE = re.compile(
+    rf"\b(?P<m>{_MONTH_ALT})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\d{{4}})\b", _I
+)
+_ISO_RE = re.compile(r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b")
+_ZH_DATE_RE = re.compile(r"(?P<y>\d{4})\s*年\s*(?P<m>\d{1,2})\s*月\s*(?P<d>\d{1,2})\s*[日号]")
+# A date line at the start of a message: "[3:10 pm on 4 March, 2021] …".
+_DATE_LINE_RE = re.compile(r"^\s*\[(?P<inner>[^\]\n]{6,60})\]\s*")
+
+
+_LEADING_DATES = tuple(
+    re.compile(r"^\s*(?:" + p.pattern + r")", p.flags)
+    for p in (_DAY_MONTH_YEAR_RE, _MONTH_DAY_YEAR_RE, _ISO_RE, _ZH_DATE_RE)
+)
+
+
+def _make_date(year: str, month: str | int, day: str) -> date | None:
+    number = month if isinstance(month, int) else _MONTHS.get(month.casefold().rstrip("."))
+    if number is None:
+        try:
+            number = int(month)
+        except ValueError:
+            return None
+    try:
+        return date(int(year), number, int(day))
+    except ValueError:
+        return None
+
+
+def parse_session_date(text: str) -> date | None:
+    """The first full date (day, month and year) written in ``text``, or ``None``.
+
+    Accepts ``4 March, 2021``, ``March 4, 2021``, ``2021-03-04`` and ``2021年3月4日``.
+    """
+    found: list[tuple[int, date]] = []
+    for pattern in (_DAY_MONTH_YEAR_RE, _MONTH_DAY_YEAR_RE, _ISO_RE, _ZH_DATE_RE):
+        for match in pattern.finditer(text):
+            made = _make_date(match.group("y"), match.group("m"), match.group("d"))
+            if made is not None:
+                found.append((match.start(), made))
+                break
+    return min(found)[1] if found else None
+
+
+def date_line(text: str) -> tuple[date | None, str]:
+    """A message's leading date: ``[… 4 March, 2021]`` gives the date and the text after the
+    brackets; a bare full date at the start gives the date and the text unchanged (the date is
+    part of what is said); ``(None, text)`` without one."""
+    match = _DATE_LINE_RE.match(text)
+    if match is None:
+        for pattern in _LEADING_DATES:
+            lead = pattern.match(text)
+            if lead is not None:
+                when = _make_date(lead.group("y"), lead.group("m"), lead.group("d"))
+                return when, text  # a date that is part of what is said stays in it
+        return None, text
+    when = parse_session_date(match.group("inner"))
+    return (when, text[match.end() :]) if when is not None else (None, text)
+
+
+def format_date(when: date) -> str:
+    """``4 March 2021``: the form a reader (and a question about the chat) uses."""
+    return f"{when.day} {calendar.month_name[when.month]} {when.year}"
+
+
+def _month_name(year: int, month: int) -> str:
+    while month < 1:
+        year, month = year - 1, month + 12
+    while month > 12:
+        year, month = year + 1, month - 12
+    return f"{calendar.month_name[month]} {year}"
+
+
+_WEEKDAYS = {name.casefold(): n for n, name in enumerate(calendar.day_name)}
+_NUMBER_WORDS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "a few": 3,
+    "a couple of": 2,
+    "couple of": 2,
+}
+_COUNT = (
+    r"(?P<n>\d{1,2}|a few|a couple of|couple of|an?|one|two|three|four|five|six|seven|eight|"
+    r"nine|ten)"
+)
+_RELATIVE_RE = re.compile(
+    r"\b(?:"
+    r"(?P<yesterday>yesterday|last night)|(?P<today>today|tonight|this morning|this afternoon"
+    r"|this evening)|(?P<tomorrow>tomorrow)"
+    r"|(?P<lastweekday>last (?P<lwd>monday|tuesday|wednesday|thursday|friday|saturday|sunday))"
+    r"|(?P<lastweekend>last weekend)|(?P<lastweek>last week)|(?P<nextweek>next week)"
+    r"|(?P<thisweekend>this (?:past )?weekend)"
+    r"|(?P<lastmonth>last month)|(?P<nextmonth>next month)|(?P<thismonth>this month)"
+    r"|(?P<lastyear>last year)|(?P<nextyear>next year)|(?P<thisyear>this year)"
+    rf"|(?P<ago>{_COUNT} (?P<unit>days?|weeks?|months?|years?) ago)"
+    r")\b"
+    r"|(?P<zh>前天|昨天|昨晚|今天|今晚|明天|上周末|上周|上个?星期|下周|下个?星期|上个月|下个月|本月|"
+    r"这个月|去年|明年|今年)",
+    _I,
+)
+_ZH_MAP = {
+    "前天": "d-2",
+    "昨天": "d-1",
+    "昨晚": "d-1",
+    "今天": "d0",
+    "今晚": "d0",
+    "明天": "d1",
+    "上周末": "wknd",
+    "上周": "w-1",
+    "上星期": "w-1",
+    "上个星期": "w-1",
+    "下周": "w1",
+    "下星期": "w1",
+    "下个星期": "w1",
+    "上个月": "m-1",
+    "上月": "m-1",
+    "下个月": "m1",
+    "下月": "m1",
+    "本月": "m0",
+    "这个月": "m0",
+    "去年": "y-1",
+    "明年": "y1",
+    "今年": "y0",
+}
+
+
+def _resolve(match: re.Match[str], ref: date) -> str:
+    groups = match.groupdict()
+    code = _ZH_MAP.get(groups["zh"] or "", "")
+    if groups["yesterday"] or code == "d-1":
+        return format_date(ref - timedelta(days=1))
+    if code == "d-2":
+        return format_date(ref - timedelta(days=2))
+    if groups["today"] or code == "d0":
+        return format_date(ref)
+    if groups["tomorrow"] or code == "d1":
+        return format_date(ref + timedelta(days=1))
+    if groups["lastweekday"]:
+        back = (ref.weekday() - _WEEKDAYS[groups["lwd"].casefold()]) % 7 or 7
+        return format_date(ref - timedelta(days=back))
+    if groups["lastweekend"] or groups["thisweekend"] or code == "wknd":
+        return f"the weekend before {format_date(ref)}"
+    if groups["lastweek"] or code == "w-1":
+        return f"the week before {format_date(ref)}"
+    if groups["nextweek"] or code == "w1":
+        return f"the week after {format_date(ref)}"
+    if groups["lastmonth"] or code == "m-1":
+        return _month_name(ref.year, ref.month - 1)
+    if groups["nextmonth"] or code == "m1":
+        return _month_name(ref.year, ref.month + 1)
+    if groups["thismonth"] or code == "m0":
+        return _month_name(ref.year, ref.month)
+    if groups["lastyear"] or code == "y-1":
+        return str(ref.year - 1)
+    if groups["nextyear"] or code == "y1":
+        return str(ref.year + 1)
+    if groups["thisyear"] or code == "y0":
+        return str(ref.year)
+    count = _NUMBER_WORDS.get((groups["n"] or "").casefold()) or int(groups["n"] or 1)
+    unit = (groups["unit"] or "day").casefold().rstrip("s")
+    if unit == "day":
+        return format_date(ref - timedelta(days=count))
+    if unit == "week":
+        return f"the week of {format_date(ref - timedelta(weeks=count))}"
+    if unit == "month":
+        return _month_name(ref.year, ref.month - count)
+    return str(ref.year - count)
+
+
+def resolve_relative_dates(text: str, ref: date | None) -> str:
+    """``text`` with each relative date phrase followed by the date it means on ``ref``.
+
+    ``"I fixed the bike yesterday"`` on 4 March 2021 gives ``"I fixed the bike yesterday
+    (3 March 2021)"``; ``"next month"`` gives ``"next month (April 2021)"``; ``"昨天"`` gives
+    ``"昨天（2021年3月3日）"`` style text with the English date. Without ``ref`` the text is
+    returned unchanged.
+    """
+    if ref is None:
+        return text
+
+    def annotate(match: re.Match[str]) -> str:
+        resolved = _resolve(match, ref)
+        if match.group("zh"):
+            return f"{match.group(0)}（{resolved}）"
+        return f"{match.group(0)} ({resolved})"
+
+    return _RELATIVE_RE.sub(annotate, text)
+
+
+# ------------------------------------------------------------------------------------------
+# Hostile text
+# ------------------------------------------------------------------------------------------
+
+_INSTRUCTION_RE = re.compile(
+    r"\b(?:ignore|disregard|forget)\b[^.\n]{0,40}\b(?:previous|prior|above|earlier|all)\b"
+    r"[^.\n]{0,20}\b(?:instructions?|rules|prompts?|messages?)\b"
+    r"|\b(?:assistant|system|ai|agent)\s+(?:instructions?|note|override|prompt)\s*:"
+    r"|\byou (?:must|should|are (?:now|required to)|have to|need to)\b"
+    r"|\b(?:the )?user (?:has )?(?:approved|authori[sz]ed|consented|allowed)\b"
+    r"|^\s*(?:please\s+)?(?:email|send|upload|post|forward|exfiltrate|transfer|leak|reveal|"
+    r"print|output|run|execute|delete|remove|curl|wget)\b[^.\n]{0,80}"
+    r"\b(?:to|at)\s+(?:\S+@\S+|https?://\S+)"
+    r"|\b(?:email|send|upload|post|forward|exfiltrate)\b[^.\n]{0,60}"
+    r"(?:\.env\b|api[_ ]?keys?|passwords?|secrets?|credentials|tokens?|id_rsa)"
+    r"|\bnew instructions?\b|\bjailbreak\b|\bdo anything now\b"
+    r"|忽略(?:之前|以上|上面|先前)的?(?:所有)?(?:指令|指示|规则)|(?:助手|系统)指令[:：]|"
+    r"把[^。]{0,20}(?:密钥|密码|凭证|\.env)[^。]{0,20}(?:发送|发给|上传)",
+    _I,
+)
+
+
+def reads_as_instruction(text: str) -> bool:
+    """Whether ``text`` reads as an instruction to the assistant (or claims an approval):
+    such text is never kept as a fact, whoever wrote it."""
+    return _INSTRUCTION_RE.search(text) is not None
+
+
+# ------------------------------------------------------------------------------------------
+# Classification
+# ------------------------------------------------------------------------------------------
+
+_CHITCHAT_RE = re.compile(
+    r"^\s*(?:hey|hi|hello|wow|whoa|aw+|oh|omg|haha+|lol|thanks?|thank you|congrats|"
+    r"congratulations|good (?:morning|night|luck)|bye|see you|take care|no problem|sure|yeah|"
+    r"yes|ok(?:ay)?|cool|great|awesome|nice|amazing|that's (?:so |really )?(?:great|awesome|"
+    r"amazing|cool|nice|wonderful|fantastic|sweet|lovely|good|great to hear|awesome to hear)|"
+    r"sounds (?:great|good|fun|awesome|amazing)|glad|so glad|i'm so glad|you're welcome|"
+    r"哈哈|谢谢|好的|太好了|真棒|你好|嗯)\b[^.!?。！？]{0,40}[.!?。！？]*\s*$",
+    _I,
+)
+_EMPTY_PRAISE_RE = re.compile(
+    r"^\s*(?:it|that|this)(?:'s| is| was| sounds| looks) (?:so |really |very |super )?"
+    r"(?:great|awesome|amazing|cool|nice|wonderful|fantastic|beautiful|lovely|inspiring|"
+    r"impressive|sweet|fun|hard|tough)\b"
+    r"|^\s*(?:(?:it|that|this|you)\s+)?must(?:'ve| have)? (?:be|been|feel|felt|take|taken)\b"
+    r"|\b(?:your|ur) (?:support|encouragement|kindness|words)\b|\bmeans? (?:a lot|so much)\b"
+    r"|\byou(?:'ve| have) got this\b|\b(?:i'm|i am) (?:always )?here for you\b"
+    r"|\bproud of you\b|\bkeep (?:it up|going|pushing)\b|\bgo for it\b|\bgood luck\b"
+    r"|\bbelieve in (?:yourself|you)\b|\byou can do (?:it|this)\b|\bway to go\b"
+    r"|^\s*(?:no (?:prob(?:lem)?|worries)|gotcha|absolutely|definitely|totally|exactly|"
+    r"i (?:get|understand|hear) (?:it|you)|same here|me too|of course)\b",
+    _I,
+)
+_FIRST_PERSON_RE = re.compile(
+    r"\b(?:I|I'm|I've|I'd|I'll|we|we're|we've|we'll|my|our|me|us)\b|我|我们|咱们", _I
+)
+_EVENT_RE = re.compile(
+    r"\b(?:went|go(?:ne)? to|visited|attended|joined|started|finished|graduated|moved|got|"
+    r"bought|adopted|met|married|lost|won|ran|took|made|painted|wrote|signed up|"
+    r"had|saw|traveled|travelled|returned|opened|launched|quit|hired|celebrated|"
+    r"volunteered|competed|performed|learned|learnt|received|gave|hosted|organi[sz]ed|"
+    r"just \w+ed|have been|has been|was|were|did)\b|\b(?:I|we) (?:\w+ )?\w{3,}ed\b"
+    r"|去了|参加了|开始了|完成了|搬到|买了|领养了|认识了|结婚|失去|赢了|收到了|见了|看了|学了",
+    _I,
+)
+_PLAN_RE = re.compile(
+    r"\b(?:going to|gonna|plan(?:ning)? to|plans? (?:for|to)|will|'ll|hoping to|hope to|"
+    r"want to|wanna|thinking (?:about|of)|about to|looking forward to|intend to|"
+    r"next (?:week|month|year|weekend)|tomorrow|soon|someday|one day)\b"
+    r"|打算|计划|准备|将要|想要|明天|下周|下个月|明年",
+    _I,
+)
+_PREFERENCE_RE = re.compile(
+    r"\b(?:love|loves|loved|like|likes|enjoy|enjoys|enjoyed|prefer|prefers|favou?rite|"
+    r"passionate about|into|fan of|hate|hates|can't stand|dislike|obsessed with)\b"
+    r"|喜欢|爱|最爱|偏好|更喜欢|讨厌|热爱",
+    _I,
+)
+_POSSESSION_RE = re.compile(
+    r"\b(?:I|we) (?:have|own|got|bought|adopted|have got)\b|\bmy (?:new |own )?"
+    r"(?:dog|dogs|cat|cats|pet|pets|car|house|home|apartment|bike|guitar|piano|garden|"
+    r"business|shop|store|studio|company|book|collection|puppy|kitten)\b"
+    r"|我(?:有|养了|买了)",
+    _I,
+)
+_RELATIONSHIP_RE = re.compile(
+    r"\b(?:my|our|his|her|their)\s+(?:(?:best|old|new|close)\s+)?(?:husband|wife|partner|"
+    r"boyfriend|girlfriend|fianc[ée]e?|kids?|children|son|sons|daughter|daughters|mom|mum|"
+    r"mother|dad|father|parents|sister|sisters|brother|brothers|grandma|grandmother|grandpa|"
+    r"grandfather|family|friend|friends|cousin|aunt|uncle|neighbou?r|boss|coworker|colleague|"
+    r"mentor|team|roommate)\b"
+    r"|我的?(?:丈夫|妻子|老公|老婆|孩子|儿子|女儿|妈妈|爸爸|父母|姐姐|妹妹|哥哥|弟弟|朋友|同事|老板)",
+    _I,
+)
+_PLACE_RE = re.compile(
+    r"\b(?:in|at|to|from|near|visited|around)\s+(?:the\s+)?(?P<place>[A-Z][a-z]+(?:\s+[A-Z][a-z]+){0,2})"
+)
+_DECISION_RE = re.compile(
+    r"\b(?:decided|decide|decision|chose|choose|chosen|agreed|we'll use|we will use|"
+    r"going with|switch(?:ed)? to|instead of|because)\b|决定|选择|选用|采用|因为",
+    _I,
+)
+_CONSTRAINT_RE = re.compile(
+    r"\b(?:must|never|always|at most|at least|no more than|required|requirement|deadline|"
+    r"budget|limit|don't|do not|should not|shouldn't|only)\b"
+    r"|必须|务必|不要|不能|禁止|截止|预算|限制",
+    _I,
+)
+_CODING_PREFERENCE_RE = re.compile(r"\b(?:prefer|prefers|preferred|preference)\b|偏好|更喜欢", _I)
+_TODO_RE = re.compile(
+    r"\bTODO\b|\b(?:still|also) need(?:s)? to\b|\bfollow[- ]up\b|\bremind me\b|\bdon't forget\b"
+    r"|\bnext step\b|待办|还需要|别忘了|记得",
+    _I,
+)
+_CORRECTION_RE = re.compile(
+    r"^\s*(?:no\b|nope\b|actually\b|that's (?:wrong|not right|incorrect)|wrong\b|"
+    r"not quite\b|i said\b)|^\s*(?:不对|不是|错了|其实|搞错)",
+    _I,
+)
+_ERROR_RE = re.compile(
+    r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\bexit code [1-9]"
+    r"|错误|失败|报错|异常"
+)
+_QUESTION_RE = re.compile(r"[?？]\s*$")
+_SALIENT_ANCHOR_RE = re.compile(r"\d|[A-Z][a-z]{2,}|[\u3400-\u9fff]{2,}")
+_SENTENCE_START_WORDS = frozenset(
+    re.findall(
+        r"\S+",
+        "i i'm i've i'd i'll we we're the a an it that this my our yes no so and but oh hey hi "
+        "wow yeah well also just thanks thank you congrats what how when why where who",
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One salient statement.
+
+    Attributes:
+        kind: One of :data:`CHAT_KINDS` or :data:`CODING_KINDS`.
+        text: The statement, short and extractive (relative dates resolved in place).
+        anchors: Its anchors in the guards' canonical form (sorted).
+        index: Index of the source message in the input sequence.
+        role: The source message's role (``user``, ``assistant``, ``tool``).
+        when: The session date in force at the message (``None`` when unknown).
+        salience: How much a reader would lose without it (higher keeps longer).
+        names: Capitalised names of people or places it mentions.
+    """
+
+    kind: str
+    text: str
+    anchors: tuple[str, ...]
+    index: int
+    role: str
+    when: date | None = None
+    salience: int = 0
+    names: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _names(sentence: str) -> tuple[str, ...]:
+    out: list[str] = []
+    # "Way to go, Tomas!", "Tomas, you won't believe it": a name said to the reader.
+    sentence = _VOCATIVE_RE.sub(" ", sentence)
+    for match in re.finditer(r"(?<![\w'])([A-Z][a-z]{2,}(?:\s+[A-Z][a-z]{2,}){0,2})\b", sentence):
+        name = match.group(1)
+        first = name.split()[0].casefold()
+        at_start = not sentence[: match.start()].strip(" \"'([")
+        if first in _SENTENCE_START_WORDS or (at_start and " " not in name):
+            continue
+        if first in _WEEKDAYS or first in _MONTHS or name.casefold() in _MONTHS:
+            continue
+        if name not in out:
+            out.append(name)
+    return tuple(out)
+
+
+_VOCATIVE_RE = re.compile(r",\s*[A-Z][a-z]{1,20}\s*(?=[.!?]*\s*$)|^\s*[A-Z][a-z]{1,20}\s*,\s*")
+
+
+def _chat_kind(sentence: str) -> str:
+    if _RELATIONSHIP_RE.search(sentence):
+        return "relationship"
+    if _POSSESSION_RE.search(sentence):
+        return "possession"
+    if _PLAN_RE.search(sentence):
+        return "plan"
+    if _PREFERENCE_RE.search(sentence):
+        return "preference"
+    if _EVENT_RE.search(sentence):
+        return "event"
+    if _PLACE_RE.search(sentence):
+        return "place"
+    return ""
+
+
+def _coding_kind(sentence: str, role: str, correction: bool) -> str:
+    if _ERROR_RE.search(sentence):
+        return "error"
+    if correction and re.search(r"\d", sentence):
+        return "correction"
+    if _TODO_RE.search(sentence):
+        return "todo"
+    if _DECISION_RE.search(sentence):
+        return "decision"
+    if _CODING_PREFERENCE_RE.search(sentence):
+        return "preference"
+    if role == "user" and _CONSTRAINT_RE.search(sentence):
+        return "constraint"
+    if extract_paths(sentence):
+        return "path"
+    return ""
+
+
+def _chit_chat(sentence: str) -> bool:
+    return bool(_CHITCHAT_RE.match(sentence) or _EMPTY_PRAISE_RE.match(sentence))
+
+
+_KIND_WEIGHT = {
+    "correction": 6,
+    "decision": 5,
+    "constraint": 5,
+    "todo": 4,
+    "error": 4,
+    "event": 3,
+    "plan": 3,
+    "possession": 3,
+    "relationship": 3,
+    "preference": 2,
+    "person": 2,
+    "place": 2,
+    "path": 2,
+    "fact": 1,
+}
+
+
+def _unit(
+    sentence: str,
+    index: int,
+    role: str,
+    *,
+    when: date | None,
+    correction: bool,
+    ignore: frozenset[str] = frozenset(),
+) -> Unit | None:
+    if _QUESTION_RE.search(sentence) or _chit_chat(sentence) or reads_as_instruction(sentence):
+        return None
+    if len(sentence) < (6 if _has_cjk(sentence) else 12):
+        return None
+    resolved = resolve_relative_dates(sentence, when)
+    dated = resolved != sentence
+    names = tuple(n for n in _names(sentence) if n.casefold() not in ignore)
+    anchors = {
+        a
+        for a in extract_anchors(resolved, include_markers=False, include_phrases=False)
+        if a not in ignore
+    }
+    kind = _coding_kind(sentence, role, correction)
+    if not kind:
+        kind = _chat_kind(sentence) if _FIRST_PERSON_RE.search(sentence) or names else ""
+    if not kind and names:
+        place = _PLACE_RE.search(sentence)
+        kind = "place" if place and place.group("place") in names else "person"
+    if not kind and anchors and _SALIENT_ANCHOR_RE.search(" ".join(anchors)):
+        kind = "fact"
+    if not kind:
+        return None
+    salient = bool(anchors or names or dated)
+    if kind in {"event", "preference", "plan", "place", "person"} and not salient:
+        # "We had fun." says nothing a question could ask about; a named or dated one does.
+        words = re.findall(r"[A-Za-z]{4,}", sentence)
+        if len(words) < 5 and not _has_cjk(sentence):
+            return None
+    score = _KIND_WEIGHT[kind] + min(len(anchors), 4) + 2 * len(names) + (3 if dated else 0)
+    return Unit(
+        kind=kind,
+        text=_shorten(resolved),
+        anchors=tuple(sorted(anchors)),
+        index=index,
+        role=role,
+        when=when,
+        salience=score,
+        names=names,
+    )
+
+
+def extract_units(
+    messages: Sequence[tuple[str, str]] | Iterable[tuple[str, str]],
+    *,
+    session_date: date | None = None,
+    speakers: Iterable[str] = (),
+) -> list[Unit]:
+    """The salient units of ``messages``, in order.
+
+    Args:
+        messages: ``(role, text)`` pairs; roles ``user``, ``assistant``, ``tool``, ``system``.
+        session_date: The date in force before any message carries its own (a message that
+            starts with a date line, ``[… 4 March, 2021]``, sets it for itself and the
+            following messages).
+        speakers: The names of the people talking: a sentence that only addresses one of
+            them ("Way to go, Tomas!") names no one worth a unit.
+
+    Returns:
+        One unit per salient sentence (questions, greetings, reactions, instruction-like text
+        and tool output left out); duplicates (same text) once.
+    """
+    when = session_date
+    ignore = frozenset(name.casefold() for name in speakers if name)
+    out: list[Unit] = []
+    seen: set[str] = set()
+    for index, (role, raw) in enumerate(messages):
+        if role not in {"user", "assistant"}:
+            continue  # tool output and system text are data, not statements of the chat
+        correction = role == "user" and bool(_CORRECTION_RE.match(date_line(raw)[1]))
+        for line in raw.splitlines():
+            # A message may join several sessions: each date line dates what follows it.
+            dated, text = date_line(line)
+            when = dated or when
+            for sentence in split_sentences(text):
+                unit = _unit(sentence, index, role, when=when, correction=correction, ignore=ignore)
+                if unit is None or unit.text.casefold() in seen:
+                    continue
+                seen.add(unit.text.casefold())
+                out.append(unit)
+    return out
+
+
+def is_chat(units: Sequence[Unit], *, tool_messages: int = 0) -> bool:
+    """Whether ``units`` read as a personal chat rather than a working session: no tool
+    messages, at least three narrative units (events, plans, preferences, possessions,
+    relationships) and more than twice as many as coding kinds."""
+    if tool_messages:
+        return False
+    chat = sum(1 for u in units if u.kind in _NARRATIVE_KINDS)
+    coding = sum(1 for u in units if u.kind in CODING_KINDS - {"fact"})
+    return chat >= _MIN_NARRATIVE and chat > 2 * coding
+
+
+_NARRATIVE_KINDS = CHAT_KINDS - {"person", "place"}
+_MIN_NARRATIVE = 3
+
+
+_ADDRESS_RE = re.compile(
+    r"^\s*(?i:hey|hi|hello|hiya|yo|morning|good (?:morning|afternoon|evening)|thanks|thank you|"
+    r"congrats|congratulations|wow|aw+|oh)\s*,?\s+(?P<name>[A-Z][a-z]{1,20})\b(?!\s+[a-z])"
+    r"|^\s*(?P<zh>[\u4e00-\u9fff]{1,3})[，,]\s*(?:你好|早上好|晚上好)"
+)
+_NOT_NAMES = frozenset(
+    re.findall(
+        r"\S+",
+        "there everyone guys all you man dude buddy friend again so it that this thanks yes no "
+        "the my god wow",
+    )
+)
+
+
+def addressed_name(text: str) -> str:
+    """The name a message greets its reader by ("Hey Tomas!", "Thanks, Ana —"), or ``""``."""
+    _, text = date_line(text)
+    match = _ADDRESS_RE.match(text)
+    if match is None:
+        return ""
+    name = match.group("name") or match.group("zh") or ""
+    return "" if name.casefold() in _NOT_NAMES or name.casefold() in _MONTHS else name
