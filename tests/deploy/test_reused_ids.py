@@ -63,6 +63,8 @@ def test_an_identical_resend_of_an_archived_message_stays_recognised(kind):
         driver.invoke([_with_id(user(i), f"u{i}")], cfg)
     driver.invoke([first, _with_id(user(5), "u5")], cfg)
     prompt = "\n".join(str(m.text) for m in driver.prompts()[-1])
-    assert "turn 1:" not in prompt
+    # at most once: the verbatim fill may show the archived original, never a second copy
+    assert prompt.count("turn 1:") <= 1
+    assert "u1" not in conversation_ids(driver.live(cfg))
     everything = archived_ids(driver, cfg) + conversation_ids(driver.live(cfg))
     assert len(everything) == len(set(everything))

@@ -71,14 +71,17 @@ class ArchiveReader:
         ``count``."""
         self._archives = archives
         self._count = count
-        self._threads: OrderedDict[str, dict[str, _Entry]] = OrderedDict()
+        # keyed by (id of the store, memory key): one memory may serve several stores (tenants)
+        # whose threads share ids, and their archive ids coincide
+        self._threads: OrderedDict[tuple[int, str], dict[str, _Entry]] = OrderedDict()
         self._lock = threading.Lock()
         self.store_reads = 0
         """How many records were read from the store (for tests and measurements)."""
 
     def _entry(self, thread_id: str, archive_id: str) -> _Entry | None:
+        place = self._place(thread_id)
         with self._lock:
-            cached = self._threads.get(thread_id, {}).get(archive_id)
+            cached = self._threads.get(place, {}).get(archive_id)
         if cached is not None:
             return cached
         records = self._archives.get_archives(thread_id, [archive_id])
@@ -87,9 +90,12 @@ class ArchiveReader:
             return None
         entry = self._from_record(records[0])
         with self._lock:
-            per = self._threads.setdefault(thread_id, {})
+            per = self._threads.setdefault(place, {})
             per[archive_id] = entry
         return entry
+
+    def _place(self, thread_id: str) -> tuple[int, str]:
+        return (id(self._archives.store_for(thread_id)), thread_id)
 
     def _from_record(self, record: ArchiveRecord) -> _Entry:
         messages = tuple(record.messages)
@@ -149,11 +155,12 @@ class ArchiveReader:
 
     def _touch(self, thread_id: str, used: set[str]) -> None:
         """Mark the thread recently used; bound the cache (threads least recently used out)."""
+        place = self._place(thread_id)
         with self._lock:
-            per = self._threads.get(thread_id)
+            per = self._threads.get(place)
             if per is None:
                 return
-            self._threads.move_to_end(thread_id)
+            self._threads.move_to_end(place)
             # Keep the records this call used plus a few others (another fork's, or the
             # records a commit is about to move from pending to folded); drop the rest.
             if len(per) > 2 * max(8, len(used)):
@@ -165,4 +172,5 @@ class ArchiveReader:
     def forget(self, thread_id: str) -> None:
         """Drop the cached records of ``thread_id`` (its records were purged)."""
         with self._lock:
-            self._threads.pop(thread_id, None)
+            for place in [p for p in self._threads if p[1] == thread_id]:
+                del self._threads[place]
