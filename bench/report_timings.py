@@ -105,7 +105,10 @@ def _phase_section(phases: dict[str, float]) -> list[str]:
     return [
         "## Wall time of each part",
         "",
-        "Seconds each part of the run took, one after the other in one process (not comparisons).",
+        "Seconds each part of the run took, one after the other in the main process (not "
+        "comparisons). With more than one process for the size runs (see *Machine*), they ran "
+        "in worker processes beside the other parts, sharing the CPUs with them; the last row "
+        "is then only what remained to wait for.",
         "",
         *_table(["part", "seconds"], [[name, f"{s:,.0f}"] for name, s in phases.items()]),
     ]
@@ -120,8 +123,9 @@ def _size_seconds_section(sizes: list[Any], long_sizes: list[Any]) -> list[str]:
         "## Size runs: seconds per writer",
         "",
         "Wall seconds of each writer's commits in the size runs (RESULTS.md, *Working Memory "
-        "size*), run one after the other; they include the scripted writer's own work, which "
-        "differs by writer, so they are no comparison of the code.",
+        "size*), in their worker processes when there were several; they include the "
+        "scripted writer's own work, which differs by writer, so they are no comparison of the "
+        "code.",
         "",
         *_table(["writer", "window", "commits", "seconds"], rows),
     ]

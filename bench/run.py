@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sqlite3
 import sys
 import tempfile
@@ -25,7 +26,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from bench.data import Session, Turn, generate_session
 from bench.measure import Survival, interleaved_seconds, measure_survival, seeded_global_random
-from bench.models import CallRecord, make_model
+from bench.models import CallRecord, make_model, records_of
 from bench.provenance import (
     Stamp,
     code_fingerprint,
@@ -71,6 +72,8 @@ class Options:
     at: int = 20
     out: Path = HERE
     quick: bool = False
+    jobs: int = 1
+    """Processes for the size runs (the longest part); the hot path always runs alone."""
 
 
 @dataclass
@@ -183,11 +186,11 @@ def run_one(
         behaviour,
         len(session.turns),
         compactions[-1],
-        len(getattr(model, "records", [])),
+        len(records_of(model)),
         errors,
         curve,
         final,
-        getattr(model, "records", []),
+        records_of(model),
         memory_tokens,
         title_kept,
         seconds,
@@ -386,6 +389,10 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
     with phase("hot path"):
         hot = hot_path(generate_session("coding", opts.seed, 120), opts.hot_sizes, systems)
     _log(f"hot path: {_hot_summary(hot)}")
+    # The size runs take two thirds of the run and depend on nothing else: with jobs > 1 they
+    # go to worker processes (each run seeds itself, so the figures are the same either way)
+    # while this process runs the other parts.
+    pool = _SizePool(opts) if opts.jobs > 1 else None
     retention: list[RunResult] = []
     with phase("retention"):
         for kind in opts.kinds:
@@ -448,23 +455,16 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
         windows = window_runs(
             opts.kinds, opts.seed, opts.turns, systems, opts.tuning, windows=opts.windows, log=_log
         )
-    sizes = []
-    with phase(f"WM size over {opts.size_commits:,} commits"):
-        for window in opts.size_windows:
-            writers = list(SIZE_WRITERS) if window == opts.size_windows[0] else None
-            sizes += size_runs(
-                opts.size_commits,
-                opts.seed + 2,
-                [window],
-                writers=writers or list(opts.size_writers_small),
-                log=_log,
-            )
-    # Past 1,000 commits at the default budget: where a session's growth goes once the
-    # sections that only grow (paths, errors) outweigh what a writer can consolidate.
-    with phase(f"WM size over {opts.long_commits:,} commits"):
-        long_sizes = size_runs(
-            opts.long_commits, opts.seed + 2, [128_000], writers=list(opts.long_writers), log=_log
-        )
+    if pool is not None:
+        with phase("size runs, waiting for the worker processes"):
+            sizes, long_sizes = pool.results()
+    else:
+        with phase(f"WM size over {opts.size_commits:,} commits"):
+            sizes = [r for task in _size_tasks(opts)[0] for r in _size_task(*task)]
+        # Past 1,000 commits at the default budget: where a session's growth goes once the
+        # sections that only grow (paths, errors) outweigh what a writer can consolidate.
+        with phase(f"WM size over {opts.long_commits:,} commits"):
+            long_sizes = [r for task in _size_tasks(opts)[1] for r in _size_task(*task)]
     command = _command(opts)
     settled = settled_fingerprint(fingerprint)
     installed = versions()
@@ -493,8 +493,8 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
             commit,
             installed,
             generated,
-            machine=f"{machine()}; load average (1 / 5 / 15 min) {load_at_start} at the "
-            f"start, {load_average()} at the end",
+            machine=f"{machine()}; {opts.jobs} process(es) for the size runs; load average "
+            f"(1 / 5 / 15 min) {load_at_start} at the start, {load_average()} at the end",
         ),
     }
     opts.out.mkdir(parents=True, exist_ok=True)
@@ -503,6 +503,59 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
     write_timings(results, opts.out / "TIMINGS.md")
     _log(f"wrote {opts.out / 'RESULTS.md'} and TIMINGS.md in {sum(phase.seconds.values()):.0f}s")
     return results
+
+
+_SizeTask = tuple[int, int, int, str]
+"""One size run: commits, seed, window, writer."""
+
+
+def _size_tasks(opts: Options) -> tuple[list[_SizeTask], list[_SizeTask]]:
+    """The size runs, one writer and window each, in the order the report lists them: the
+    runs over ``size_commits`` commits, then the long runs."""
+    sized: list[_SizeTask] = [
+        (opts.size_commits, opts.seed + 2, window, writer)
+        for window in opts.size_windows
+        for writer in (SIZE_WRITERS if window == opts.size_windows[0] else opts.size_writers_small)
+    ]
+    long = [(opts.long_commits, opts.seed + 2, 128_000, w) for w in opts.long_writers]
+    return sized, long
+
+
+def _size_task(commits: int, seed: int, window: int, writer: str) -> list[Any]:
+    return size_runs(commits, seed, [window], writers=[writer], log=_log)
+
+
+def _size_worker_init() -> None:
+    warnings.simplefilter("ignore")
+    for name in ("langgraph", "wm_langgraph", "langchain"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+class _SizePool:
+    """The size runs in ``opts.jobs`` worker processes, longest first."""
+
+    def __init__(self, opts: Options) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        self._sized, self._long = _size_tasks(opts)
+        self._executor = ProcessPoolExecutor(
+            max_workers=opts.jobs,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_size_worker_init,
+        )
+        tasks = self._sized + self._long
+        # longest first (commits x writer weight is unknown; commits is a fair proxy)
+        order = sorted(tasks, key=lambda t: -t[0])
+        self._futures = {task: self._executor.submit(_size_task, *task) for task in order}
+
+    def results(self) -> tuple[list[Any], list[Any]]:
+        try:
+            sized = [r for t in self._sized for r in self._futures[t].result()]
+            long = [r for t in self._long for r in self._futures[t].result()]
+        finally:
+            self._executor.shutdown()
+        return sized, long
 
 
 def _seeds(opts: Options) -> str:
@@ -586,18 +639,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7, help="session seed (default 7)")
     parser.add_argument("--turns", type=int, default=240, help="turns per session (default 240)")
     parser.add_argument(
+        "--size-jobs",
+        type=int,
+        default=None,
+        help="processes for the Working Memory size runs, the longest part (default: up to 2 "
+        "for the full run, 1 for --quick); the hot path always runs alone first",
+    )
+    parser.add_argument(
         "--real-model",
         action="store_true",
         help="only the 'real small model' rows: a short coding session written by the model at "
         "OPENAI_BASE_URL (see bench/realmodel.py) -> REALMODEL.md",
     )
-    from bench.locomo.run import add_arguments, locomo_main
+    from bench.locomo.run import add_arguments
 
     add_arguments(parser)
     args = parser.parse_args(argv)
-    for name in ("langgraph", "wm_langgraph", "langchain"):
+    with quiet_loggers("langgraph", "wm_langgraph", "langchain"):
+        return _dispatch(parser, args, argv)
+
+
+@contextmanager
+def quiet_loggers(*names: str) -> Iterator[None]:
+    """Only errors from these loggers while the bench runs; their levels restored after (the
+    suite calls ``main`` in-process, and a logger left at ERROR hides later tests' warnings)."""
+    saved = {name: logging.getLogger(name).level for name in names}
+    for name in names:
         logging.getLogger(name).setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def _dispatch(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str] | None
+) -> int:
     if args.locomo is not None:
+        from bench.locomo.run import locomo_main
+
         words = ["python -m bench", *(sys.argv[1:] if argv is None else argv)]
         return locomo_main(args, " ".join(words))
     if args.real_model:
@@ -608,9 +689,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = args.out or Path(tempfile.gettempdir()) / "wm_langgraph_bench_quick"
         if out.resolve() == HERE:
             parser.error("--quick never writes into bench/: its files are the full run's")
-        opts = quick_options(out)
+        opts = replace(quick_options(out), jobs=args.size_jobs or 1)
     else:
-        opts = Options(out=args.out or HERE, seed=args.seed, turns=args.turns)
+        opts = Options(
+            out=args.out or HERE,
+            seed=args.seed,
+            turns=args.turns,
+            jobs=args.size_jobs or min(2, os.cpu_count() or 1),
+        )
     run_benchmark(opts)
     return 0
 

@@ -194,7 +194,7 @@ def run_one(
 
 
 def _count(text: str) -> int:
-    from wm_langgraph import count_tokens
+    from wm_langgraph.document import count_tokens
 
     return count_tokens(text) if text else 0
 
@@ -206,14 +206,17 @@ def _archives(run: SystemRun) -> int | None:
 
 def _worker(args: tuple[dict[str, Any], str, int, dict[str, Any]]) -> dict[str, Any]:
     sample, system, budget, options = args
-    import logging
     import warnings
 
-    warnings.simplefilter("ignore")
-    for name in ("langgraph", "wm_langgraph", "langchain", "langmem"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+    from bench.run import quiet_loggers
+
     conversation = parse_sample(sample["sample"], sample["conv_id"])
-    return run_one(conversation, system, budget, **options)
+    with (
+        warnings.catch_warnings(),
+        quiet_loggers("langgraph", "wm_langgraph", "langchain", "langmem"),
+    ):
+        warnings.simplefilter("ignore")
+        return run_one(conversation, system, budget, **options)
 
 
 def _cost(system: str, size: int) -> float:
