@@ -1,4 +1,4 @@
-"""Measures: needle survival in the assembled context, and the cost figures.
+"""Measures: needle survival in the assembled context, and side-by-side timing.
 
 Survival is measured on the exact messages the agent's model receives (recorded by
 ``ReplayAgent``), split into the summary part (the WM message, LangChain's summary message,
@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import gc
 import json
-import statistics
+import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import BaseMessage
 
@@ -23,9 +24,12 @@ __all__ = [
     "STALE_MARKERS",
     "Survival",
     "context_parts",
+    "interleaved_seconds",
     "measure_survival",
-    "median_seconds",
+    "seeded_global_random",
 ]
+
+K = TypeVar("K")
 
 _SUMMARY_MARKERS = (
     "[Session History Summary]",
@@ -139,19 +143,51 @@ def kinds_present(results: Sequence[Survival]) -> list[str]:
     return [k for k in NEEDLE_KINDS if k in seen]
 
 
-def median_seconds(fn: Callable[[], Any], *, repeat: int = 7) -> float:
-    """Median wall time of ``fn`` over ``repeat`` runs."""
-    times = []
-    gc.collect()
+def interleaved_seconds(
+    calls: Mapping[K, Callable[[], Any]], *, rounds: int = 15
+) -> dict[K, list[float]]:
+    """Wall seconds of every call in ``calls``, measured side by side.
+
+    Each call runs once as a warm-up; then every round runs each call once, starting one place
+    further along the list each round, so a slow moment of a shared machine lands on the calls
+    of that round alike and the ratio of two calls within one round stays fair. Garbage
+    collection is paused while a round runs and done between rounds. Returns the ``rounds``
+    samples of each call, in round order.
+    """
+    keys = list(calls)
+    times: dict[K, list[float]] = {k: [] for k in keys}
     was_enabled = gc.isenabled()
-    gc.disable()  # a collection of an unrelated big heap must not land in one system's figure
     try:
-        fn()  # warm-up
-        for _ in range(repeat):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
+        for k in keys:
+            calls[k]()  # warm-up
+        for r in range(rounds):
+            gc.collect()
+            gc.disable()  # a collection of an unrelated heap must not land in one call's figure
+            shift = r % len(keys) if keys else 0
+            for k in keys[shift:] + keys[:shift]:
+                start = time.perf_counter()
+                calls[k]()
+                times[k].append(time.perf_counter() - start)
+            gc.enable()
     finally:
         if was_enabled:
             gc.enable()
-    return statistics.median(times)
+        else:
+            gc.disable()
+    return times
+
+
+@contextmanager
+def seeded_global_random(label: str) -> Iterator[None]:
+    """Seed the ``random`` module from ``label`` for the block, then restore its state.
+
+    LangGraph's checkpointers draw each channel version's suffix from the global ``random``
+    (``f"{n:032}.{random.random():016}"``), whose printed length varies by a byte or two; seeded,
+    the checkpoint byte counts come out the same on every run.
+    """
+    state = random.getstate()
+    random.seed(label)
+    try:
+        yield
+    finally:
+        random.setstate(state)

@@ -5,8 +5,8 @@ A short generated coding session played through wm_langgraph (``create_agent`` +
 ChatOpenAI at ``OPENAI_BASE_URL`` (for example the llama.cpp server that
 ``python scripts/realmodel_server.py run -- python -m bench --real-model`` starts), next to the
 scripted summarisers on the same session, scored exactly as the survival table (the needles in
-what the agent's model receives). The section is written into RESULTS.md between markers, so a
-full ``python -m bench`` run keeps it.
+what the agent's model receives). It writes REALMODEL.md, stamped with the code it measured
+(RESULTS.md names it; ``python -m bench`` cannot regenerate it without a model server).
 """
 
 from __future__ import annotations
@@ -17,7 +17,16 @@ from pathlib import Path
 
 from bench.data import generate_coding_session
 from bench.measure import kinds_present
-from bench.report import REAL_MODEL_BEGIN, REAL_MODEL_END, _survival_rows, _table
+from bench.provenance import (
+    Stamp,
+    code_fingerprint,
+    git_commit,
+    load_average,
+    machine,
+    settled_fingerprint,
+    stamp_lines,
+)
+from bench.report import _survival_rows, _table
 from bench.run import run_one
 from bench.systems import Tuning
 
@@ -43,10 +52,11 @@ def _writer() -> object:
 
 
 def run_real_model(out: Path, *, seed: int = 7) -> int:
-    """Run the row and write it into ``out/RESULTS.md``; 2 when no server is configured."""
+    """Run the rows and write ``out/REALMODEL.md``; 2 when no server is configured."""
     if not os.environ.get("OPENAI_BASE_URL"):
         print("python -m bench --real-model needs OPENAI_BASE_URL (an OpenAI-compatible server)")
         return 2
+    fingerprint, commit, load = code_fingerprint(), git_commit(), load_average()
     session = generate_coding_session(seed, TURNS)
     label = f"real small model ({os.environ.get('WM_LANGGRAPH_MODEL') or 'local-model'})"
     started = time.perf_counter()
@@ -57,30 +67,37 @@ def run_real_model(out: Path, *, seed: int = 7) -> int:
     at = max(1, real.compactions)
     header = ["session", "summariser", "system", "compactions", "overall", "summary-only"]
     header += [*kinds, "final", "stale"]
+    stamp = Stamp(
+        command=f"python scripts/realmodel_server.py run -- python -m bench --real-model "
+        f"--seed {seed}",
+        seeds=f"session seed {seed}; the scripted rows' loss process seeded from it; the real "
+        "model at temperature 0",
+        fingerprint=settled_fingerprint(fingerprint),
+        commit=commit,
+        machine=f"{machine()}; load average (1 / 5 / 15 min) {load} at the start, "
+        f"{load_average()} at the end",
+        extra=(("Writer", f"{label} at OPENAI_BASE_URL, temperature 0, max_tokens {MAX_TOKENS}"),),
+    )
     lines = [
-        REAL_MODEL_BEGIN,
-        "## Real small model (short coding session)",
+        "# Real small model (short coding session)",
         "",
-        f"Command: `python scripts/realmodel_server.py run -- python -m bench --real-model "
-        f"--seed {seed}`. A {TURNS}-turn coding session (seed {seed}), wm_langgraph with a "
-        f"compaction every {TUNING.chunk_tokens:,} pending tokens (keep {TUNING.keep_messages}); "
-        f"the writer is the model at OPENAI_BASE_URL (temperature 0, max_tokens {MAX_TOKENS}), "
-        f"the other rows the scripted summarisers on the same session. Columns as in the "
-        f"survival table, measured after compaction {at}. The real row took {seconds:.0f} s "
-        f"({real.compactions} compactions, errors: {len(real.errors)}).",
+        "The real model's output depends on the model file and its server, so "
+        "`python -m bench` does not regenerate this file and the freshness test only reports "
+        "(skips) when the code has changed since.",
+        "",
+        *stamp_lines(stamp),
+        "## Survival",
+        "",
+        f"A {TURNS}-turn coding session, wm_langgraph with a compaction every "
+        f"{TUNING.chunk_tokens:,} pending tokens (keep {TUNING.keep_messages}); the writer is the "
+        f"model at OPENAI_BASE_URL, the other rows the scripted summarisers on the same session. "
+        f"Columns as in the survival table of RESULTS.md, measured after compaction {at} "
+        f"({real.compactions} compactions, errors: {len(real.errors)}). The real row took "
+        f"{seconds:.0f} s (wall time on the machine above).",
         "",
         *_table(header, _survival_rows(runs, kinds, at)),
-        "",
-        REAL_MODEL_END,
     ]
-    path = out / "RESULTS.md"
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if REAL_MODEL_BEGIN in text and REAL_MODEL_END in text:
-        before, rest = text.split(REAL_MODEL_BEGIN, 1)
-        after = rest.split(REAL_MODEL_END, 1)[1]
-        text = before + "\n".join(lines) + after
-    else:
-        text = text.rstrip() + "\n\n" + "\n".join(lines) + "\n"
-    path.write_text(text, encoding="utf-8")
+    path = out / "REALMODEL.md"
+    path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     print("\n".join(lines))
     return 0

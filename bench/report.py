@@ -1,13 +1,15 @@
-"""Write RESULTS.md and the survival plot from the results of bench/run.py."""
+"""Write RESULTS.md (the deterministic tables) and the survival plot from the results of
+bench/run.py; the timings of the same run go to TIMINGS.md (bench/report_timings.py)."""
 
 from __future__ import annotations
 
 import statistics
-import time
 from pathlib import Path
 from typing import Any
 
+from bench.locomo.report import results_section as locomo_section
 from bench.measure import Survival, kinds_present
+from bench.provenance import measured_on, read_stamp, stamp_lines
 from bench.report_sizes import (
     checkpoint_assemble_section,
     long_size_section,
@@ -158,18 +160,15 @@ def write_results(results: dict[str, Any], path: Path) -> None:
     lines: list[str] = [
         "# wm_langgraph benchmark results",
         "",
-        f"Command: `{results['command']}` (from the repository root). Generated "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} in {results['seconds']:.0f} s.",
+        "The deterministic figures of `python -m bench`: on the code of the fingerprint below, "
+        "with the same seeds and package versions, every table here comes out the same on every "
+        "run, but for two columns of the SQLite checkpoint table (it says why); "
+        "`tests/bench/test_results_fresh.py` fails when the code has changed since. "
+        "The timings of the same run are in [TIMINGS.md](TIMINGS.md); the LoCoMo figures, "
+        "which need a dataset that is never committed, are copied from "
+        "[LOCOMO.md](LOCOMO.md) with the code they were measured on.",
         "",
-        f"Machine: {results['machine']}. Code: {results.get('revision', 'unknown')}.",
-        "",
-        "Versions: " + ", ".join(f"{k} {v}" for k, v in results["versions"].items()) + ".",
-        "",
-        f"Seeds: sessions seed {opts.seed} (retention), {opts.seed + 1} (misbehaving models), "
-        f"{opts.seed + 2} (bloat), {opts.seed + 3} (checkpoints), extra retention seeds "
-        f"{', '.join(map(str, opts.extra_seeds)) or 'none'}; the summariser's loss process is "
-        "seeded from the session seed, identical for every system.",
-        "",
+        *stamp_lines(results["stamp"]),
     ]
     if results["skipped"]:
         lines += [f"Skipped systems (not installed): {', '.join(results['skipped'])}.", ""]
@@ -235,27 +234,35 @@ def write_results(results: dict[str, Any], path: Path) -> None:
         _cost_rows([r for r in runs if r.behaviour == "drifting"]),
     )
     lines += _bloat_section(results["bloat"])
-    lines += _hot_section(results["hot"])
     lines += _checkpoint_section(results["checkpoints"], opts.checkpoint_turns)
     lines += window_section(results.get("windows", []), at)
     lines += size_section(results.get("sizes", []))
     lines += long_size_section(results.get("long_sizes", []))
     lines += checkpoint_assemble_section(results.get("assemble_checkpoints", []))
-    lines += _kept_real_model_section(path)
+    lines += locomo_section(BENCH / "LOCOMO.md", results["stamp"].fingerprint)
+    lines += _real_model_pointer(BENCH / "REALMODEL.md", results["stamp"].fingerprint)
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
 
 
-REAL_MODEL_BEGIN = "<!-- real-model: written by python -m bench --real-model -->"
-REAL_MODEL_END = "<!-- /real-model -->"
+BENCH = Path(__file__).resolve().parent
+"""bench/: where the committed LOCOMO.md and REALMODEL.md are read from."""
 
 
-def _kept_real_model_section(path: Path) -> list[str]:
-    """The "real small model" section of an existing report (it needs a server to redo)."""
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if REAL_MODEL_BEGIN not in text or REAL_MODEL_END not in text:
+def _real_model_pointer(path: Path, fingerprint: str) -> list[str]:
+    """One paragraph naming REALMODEL.md and the code it was measured on."""
+    if not path.exists():
         return []
-    block = text.split(REAL_MODEL_BEGIN, 1)[1].split(REAL_MODEL_END, 1)[0]
-    return ["", REAL_MODEL_BEGIN, *block.strip("\n").split("\n"), REAL_MODEL_END]
+    stamp = read_stamp(path.read_text(encoding="utf-8"))
+    return [
+        "## Real small model",
+        "",
+        "A short coding session whose Working Memory a real model (served locally) writes, "
+        "next to the scripted summarisers on the same session: [REALMODEL.md](REALMODEL.md), "
+        f"written by `{stamp.get('command', 'python -m bench --real-model')}` "
+        f"{measured_on(stamp, fingerprint, 'the tables above')}. It needs a model server, so "
+        "`python -m bench` does not regenerate it.",
+        "",
+    ]
 
 
 def _setup_section(opts: Any) -> list[str]:
@@ -386,31 +393,6 @@ def _bloat_section(runs: list[Any]) -> list[str]:
     ]
 
 
-def _hot_section(hot: dict[str, dict[int, float]]) -> list[str]:
-    if not hot:
-        return []
-    sizes = sorted({n for per in hot.values() for n in per})
-    rows = []
-    for system, per in hot.items():
-        cells = [system, *(f"{1e6 * per[n]:.0f}" for n in sizes)]
-        cells.append(f"{per[sizes[-1]] / per[sizes[0]]:.1f}x")
-        rows.append(cells)
-    return [
-        "## Hot path: the per-turn hook, no compaction",
-        "",
-        "Median microseconds per call of the hook each system runs every turn (wm_langgraph "
-        "`after_turn` with a new turn of 6 messages; LangChain "
-        "`SummarizationMiddleware.before_model`; LangMem `SummarizationNode`), below the "
-        "compaction threshold, at N live messages; garbage collection paused while timing. "
-        "The last column is the ratio largest/smallest N within this run. `wm_assemble` is "
-        "wm_langgraph's assemble (`build_context`, run before each model call): it renders the "
-        "N live messages it returns, so it grows with N by nature — in normal operation the "
-        "commits keep N small.",
-        "",
-        *_table(["system", *(f"N={n}" for n in sizes), "ratio"], rows),
-    ]
-
-
 def _checkpoint_section(ckpt: dict[str, dict[str, int]], turns: int) -> list[str]:
     if not ckpt:
         return []
@@ -430,7 +412,13 @@ def _checkpoint_section(ckpt: dict[str, dict[str, int]], turns: int) -> list[str
         "",
         "SqliteSaver file after the same two-person chat (faithful summariser); *last checkpoint* "
         "is the size of the newest checkpoint blob (what every further step rewrites); "
-        "wm_langgraph keeps archives and WM versions in a separate SqliteStore (*store file*).",
+        "wm_langgraph keeps archives and WM versions in a separate SqliteStore (*store file*). "
+        "The one figure of RESULTS.md that is not exactly reproducible: LangGraph saves "
+        "pending writes from a background thread, so their order in the file varies from run "
+        "to run (and with it the *checkpoint file bytes*, by a page or two), and so does "
+        "whether the id that the messages reducer sets in place on LangChain's summary message "
+        "is already there when that write is serialised (its *writes bytes*, by 37 bytes a "
+        "summary).",
         "",
         *_table(
             [

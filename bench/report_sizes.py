@@ -118,7 +118,6 @@ def size_section(runs: list[Any]) -> list[str]:
             f"{r.moved:,}",
             r.compactions,
             _pct(r.facts_kept),
-            f"{r.seconds:.0f}",
         ]
         for r in runs
     ]
@@ -148,7 +147,6 @@ def size_section(runs: list[Any]) -> list[str]:
                 "moved out",
                 "compactions",
                 "needles kept",
-                "seconds",
             ],
             rows,
         ),

@@ -1,34 +1,43 @@
-"""Run the whole benchmark and write bench/RESULTS.md (+ survival.png when matplotlib is there).
+"""Run the whole benchmark: bench/RESULTS.md (deterministic tables, + survival.png when
+matplotlib is there) and bench/TIMINGS.md (the timings of the same run).
 
-python -m bench            # full run (a few minutes on 2 cores)
-python -m bench --quick    # smoke run (seconds)
+python -m bench            # the full run (its measured run time: bench/README.md)
+python -m bench --quick    # smoke run on small sessions, into a temporary directory
 python -m bench --locomo DIR [--quick]   # LoCoMo replay (bench/locomo/), see bench/README.md
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
-import platform
 import sqlite3
 import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from bench.data import Session, Turn, generate_session
-from bench.measure import Survival, measure_survival, median_seconds
+from bench.measure import Survival, interleaved_seconds, measure_survival, seeded_global_random
 from bench.models import CallRecord, make_model, records_of
+from bench.provenance import (
+    Stamp,
+    code_fingerprint,
+    git_commit,
+    load_average,
+    machine,
+    settled_fingerprint,
+    versions,
+)
 from bench.report import write_plot, write_results
+from bench.report_timings import write_timings
 from bench.sizes import WINDOWS, assemble_checkpoints, size_runs, window_runs
 from bench.systems import SYSTEMS, Tuning, build_system, langmem_available
 from bench.writers import SIZE_WRITERS
@@ -63,6 +72,8 @@ class Options:
     at: int = 20
     out: Path = HERE
     quick: bool = False
+    jobs: int = 1
+    """Processes for the size runs (the longest part); the hot path always runs alone."""
 
 
 @dataclass
@@ -220,25 +231,34 @@ def _synthetic_messages(session: Session, n: int) -> list[Any]:
     return out[:n]
 
 
+HOT_ROUNDS = 15
+"""Rounds of the hot-path timing: each round calls every (system, N) hook once."""
+
+
 def hot_path(
-    session: Session, sizes: Sequence[int], systems: Sequence[str]
-) -> dict[str, dict[int, float]]:
-    """Seconds per call of each system's per-turn hook with N live messages (no compaction)."""
-    results: dict[str, dict[int, float]] = {}
+    session: Session, sizes: Sequence[int], systems: Sequence[str], *, rounds: int = HOT_ROUNDS
+) -> dict[str, dict[int, list[float]]]:
+    """Seconds per call of each system's per-turn hook with N live messages (no compaction).
+
+    Every (system, N) hook is timed side by side (:func:`bench.measure.interleaved_seconds`);
+    returns the per-round samples, so a ratio can be taken within each round.
+    """
     model = make_model("faithful", session.items, seed=1)
     measured = [s for s in systems if s != "wm_no_guards"]  # same hook as wm_langgraph
     if "wm_langgraph" in measured:
         measured.insert(measured.index("wm_langgraph") + 1, "wm_assemble")
-    for system in measured:
-        results[system] = {}
-        for n in sizes:
-            base = _synthetic_messages(session, n)
-            turn = _synthetic_messages(session, n + 6)[n : n + 6]
-            results[system][n] = _hook_seconds(system, model, base, turn)
-    return results
+    calls: dict[tuple[str, int], Callable[[], Any]] = {}
+    for n in sizes:
+        base = _synthetic_messages(session, n)
+        turn = _synthetic_messages(session, n + 6)[n : n + 6]
+        for system in measured:
+            calls[(system, n)] = _hook_call(system, model, base, turn)
+    samples = interleaved_seconds(calls, rounds=rounds)
+    return {system: {n: samples[(system, n)] for n in sizes} for system in measured}
 
 
-def _hook_seconds(system: str, model: Any, base: list[Any], turn: list[Any]) -> float:
+def _hook_call(system: str, model: Any, base: list[Any], turn: list[Any]) -> Callable[[], Any]:
+    """The per-turn hook of ``system`` on ``base`` + ``turn``, ready to be timed."""
     if system in {"wm_langgraph", "wm_assemble"}:
         from langgraph.store.memory import InMemoryStore
 
@@ -254,20 +274,20 @@ def _hook_seconds(system: str, model: Any, base: list[Any], turn: list[Any]) -> 
         state = {"messages": [*base, *turn], "working_memory": meta}
         if system == "wm_assemble":
             live = state["messages"]
-            return median_seconds(lambda: wm.build_context(live, config))
-        return median_seconds(lambda: wm.after_turn(state, config))
+            return lambda: wm.build_context(live, config)
+        return lambda: wm.after_turn(state, config)
     if system == "langchain":
         from langchain.agents.middleware.summarization import SummarizationMiddleware
 
         mw = SummarizationMiddleware(model=model, trigger=("tokens", 10**9), keep=("messages", 10))
         state_lc: Any = {"messages": [*base, *turn]}
-        return median_seconds(lambda: mw.before_model(state_lc, None))  # type: ignore[arg-type]
+        return lambda: mw.before_model(state_lc, None)  # type: ignore[arg-type]
     if system == "langmem":
         from langmem.short_term import SummarizationNode
 
         node = SummarizationNode(model=model, max_tokens=10**9, max_tokens_before_summary=10**9 - 1)
         state_lm = {"messages": [*base, *turn], "context": {}}
-        return median_seconds(lambda: node.invoke(state_lm))
+        return lambda: node.invoke(state_lm)
     raise ValueError(system)
 
 
@@ -285,7 +305,10 @@ def checkpoint_bytes(
     for system in ("plain", *systems):
         if system == "wm_no_guards":
             continue
-        with tempfile.TemporaryDirectory() as tmp:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            seeded_global_random(f"checkpoint-bytes {system}"),
+        ):
             path = Path(tmp) / "checkpoints.sqlite"
             conn = sqlite3.connect(path, check_same_thread=False)
             saver = SqliteSaver(conn)
@@ -328,137 +351,124 @@ def checkpoint_bytes(
 # ------------------------------------------------------------------------------------------
 
 
-def package_versions() -> dict[str, str]:
-    """Installed versions of the package and of the systems it is compared with."""
-    names = ("wm-langgraph", "langgraph", "langchain", "langchain-core", "langmem", "matplotlib")
-    out = {}
-    for name in names:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
-
-def code_revision(paths: Sequence[str] = ("wm_langgraph", "prompts")) -> str:
-    """The commit benchmarked, and whether ``paths`` had uncommitted changes."""
-    import subprocess
-
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=HERE.parent,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", *paths],
-            cwd=HERE.parent,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    where = " or ".join(f"{path}/" for path in paths)
-    return head + (f" with uncommitted changes in {where}" if dirty else "")
-
-
-def _machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    return (
-        f"{platform.system()} {platform.release()}, {os.cpu_count()} CPUs ({cpu}), "
-        f"Python {platform.python_version()}"
-    )
-
-
 def run_benchmark(opts: Options) -> dict[str, Any]:
-    """Run everything in ``opts``; write RESULTS.md (and the plot) into ``opts.out``."""
+    """Run everything in ``opts``; write RESULTS.md (and the plot) and TIMINGS.md into
+    ``opts.out``."""
+    if opts.quick and opts.out.resolve() == HERE:
+        raise ValueError("a --quick run never writes into bench/: its files are the full run's")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return _run_benchmark(opts)
 
 
+class _Phases:
+    """Wall seconds of each part of the run, in order."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = time.perf_counter() - started
+
+
 def _run_benchmark(opts: Options) -> dict[str, Any]:
+    fingerprint = code_fingerprint()
+    commit = git_commit()
+    load_at_start = load_average()
     systems = tuple(s for s in opts.systems if s not in {"langmem"} or langmem_available())
     skipped = [s for s in opts.systems if s not in systems]
     if skipped:
         _log(f"skipping {', '.join(skipped)}: langmem is not installed (pip install '.[bench]')")
-    started = time.perf_counter()
+    phase = _Phases()
     # first, on a small heap: timings must not pay for the garbage of the other runs
-    hot = hot_path(generate_session("coding", opts.seed, 120), opts.hot_sizes, systems)
-    _log(f"hot path: {hot}")
+    with phase("hot path"):
+        hot = hot_path(generate_session("coding", opts.seed, 120), opts.hot_sizes, systems)
+    _log(f"hot path: {_hot_summary(hot)}")
+    # The size runs take two thirds of the run and depend on nothing else: with jobs > 1 they
+    # go to worker processes (each run seeds itself, so the figures are the same either way)
+    # while this process runs the other parts.
+    pool = _SizePool(opts) if opts.jobs > 1 else None
     retention: list[RunResult] = []
-    for kind in opts.kinds:
-        session = generate_session(kind, opts.seed, opts.turns)
+    with phase("retention"):
+        for kind in opts.kinds:
+            session = generate_session(kind, opts.seed, opts.turns)
+            tuning = calibrate(session, opts.tuning)
+            for behaviour in opts.behaviours:
+                for system in systems:
+                    r = run_one(system, session, behaviour, tuning)
+                    retention.append(r)
+                    _log(
+                        f"{kind:6} {behaviour:9} {system:13} compactions={r.compactions:3} "
+                        f"final={_pct(r.final.rate())} {r.seconds:.1f}s"
+                    )
+    robustness: list[RunResult] = []
+    with phase("retention, extra seeds"):
+        for seed in opts.extra_seeds:
+            for kind in opts.kinds:
+                session = generate_session(kind, seed, opts.turns)
+                tuning = calibrate(session, opts.tuning)
+                for behaviour in ("drifting", "sloppy"):
+                    for system in systems:
+                        if system == "wm_no_guards":
+                            continue
+                        r = run_one(system, session, behaviour, tuning)
+                        robustness.append(r)
+                        at = r.at(opts.at)
+                        rate = _pct(at.rate() if at else None)
+                        _log(f"seed {seed} {kind:6} {behaviour:9} {system:13} @{opts.at}={rate}")
+    misbehaving: list[RunResult] = []
+    with phase("misbehaving summarisers"):
+        session = generate_session("coding", opts.seed + 1, opts.misbehaviour_turns)
         tuning = calibrate(session, opts.tuning)
-        for behaviour in opts.behaviours:
+        for behaviour in opts.misbehaviours:
             for system in systems:
                 r = run_one(system, session, behaviour, tuning)
-                retention.append(r)
-                _log(
-                    f"{kind:6} {behaviour:9} {system:13} compactions={r.compactions:3} "
-                    f"final={_pct(r.final.rate())} {r.seconds:.1f}s"
-                )
-    robustness: list[RunResult] = []
-    for seed in opts.extra_seeds:
-        for kind in opts.kinds:
-            session = generate_session(kind, seed, opts.turns)
-            tuning = calibrate(session, opts.tuning)
-            for behaviour in ("drifting", "sloppy"):
-                for system in systems:
-                    if system == "wm_no_guards":
-                        continue
-                    r = run_one(system, session, behaviour, tuning)
-                    robustness.append(r)
-                    at = r.at(opts.at)
-                    rate = _pct(at.rate() if at else None)
-                    _log(f"seed {seed} {kind:6} {behaviour:9} {system:13} @{opts.at}={rate}")
-    misbehaving: list[RunResult] = []
-    session = generate_session("coding", opts.seed + 1, opts.misbehaviour_turns)
-    tuning = calibrate(session, opts.tuning)
-    for behaviour in opts.misbehaviours:
-        for system in systems:
-            r = run_one(system, session, behaviour, tuning)
-            misbehaving.append(r)
-            rate = _pct(r.final.rate())
-            _log(f"coding {behaviour:17} {system:13} final={rate} errors={len(r.errors)}")
+                misbehaving.append(r)
+                rate = _pct(r.final.rate())
+                _log(f"coding {behaviour:17} {system:13} final={rate} errors={len(r.errors)}")
     bloat: list[RunResult] = []
-    bloat_tuning = replace(opts.tuning, every_turn=True)
-    session = generate_session("coding", opts.seed + 2, opts.bloat_commits + 2)
-    for system in systems:
-        r = run_one(system, session, "bloating", bloat_tuning, track_memory=True)
-        bloat.append(r)
-        biggest = max((t for _, t in r.memory_tokens), default=0)
-        _log(f"bloat {system:13} commits={r.compactions} max={biggest} tokens")
+    with phase("bloating summariser"):
+        bloat_tuning = replace(opts.tuning, every_turn=True)
+        session = generate_session("coding", opts.seed + 2, opts.bloat_commits + 2)
+        for system in systems:
+            r = run_one(system, session, "bloating", bloat_tuning, track_memory=True)
+            bloat.append(r)
+            biggest = max((t for _, t in r.memory_tokens), default=0)
+            _log(f"bloat {system:13} commits={r.compactions} max={biggest} tokens")
     ckpt_session = generate_session("chat", opts.seed + 3, opts.checkpoint_turns)
-    ckpt = checkpoint_bytes(ckpt_session, systems, calibrate(ckpt_session, opts.tuning))
+    with phase("SQLite checkpoint size"):
+        ckpt = checkpoint_bytes(ckpt_session, systems, calibrate(ckpt_session, opts.tuning))
     _log(f"checkpoints: {ckpt}")
-    assemble_cost = assemble_checkpoints(
-        ckpt_session,
-        seed=3,
-        savers=("SqliteSaver", "VersionedSqliteSaver", "InMemorySaver", "PostgresSaver"),
-    )
-    _log(f"assemble node: {[(c.saver, c.shape, round(c.per_turn)) for c in assemble_cost]}")
-    windows = window_runs(
-        opts.kinds, opts.seed, opts.turns, systems, opts.tuning, windows=opts.windows, log=_log
-    )
-    sizes = []
-    for window in opts.size_windows:
-        writers = list(SIZE_WRITERS) if window == opts.size_windows[0] else None
-        sizes += size_runs(
-            opts.size_commits,
-            opts.seed + 2,
-            [window],
-            writers=writers or list(opts.size_writers_small),
-            log=_log,
+    with phase("checkpoint bytes of the assemble node"):
+        assemble_cost = assemble_checkpoints(
+            ckpt_session,
+            seed=3,
+            savers=("SqliteSaver", "VersionedSqliteSaver", "InMemorySaver", "PostgresSaver"),
         )
-    # Past 1,000 commits at the default budget: where a session's growth goes once the
-    # sections that only grow (paths, errors) outweigh what a writer can consolidate.
-    long_sizes = size_runs(
-        opts.long_commits, opts.seed + 2, [128_000], writers=list(opts.long_writers), log=_log
-    )
+    _log(f"assemble node: {[(c.saver, c.shape, round(c.per_turn)) for c in assemble_cost]}")
+    with phase("small context windows"):
+        windows = window_runs(
+            opts.kinds, opts.seed, opts.turns, systems, opts.tuning, windows=opts.windows, log=_log
+        )
+    if pool is not None:
+        with phase("size runs, waiting for the worker processes"):
+            sizes, long_sizes = pool.results()
+    else:
+        with phase(f"WM size over {opts.size_commits:,} commits"):
+            sizes = [r for task in _size_tasks(opts)[0] for r in _size_task(*task)]
+        # Past 1,000 commits at the default budget: where a session's growth goes once the
+        # sections that only grow (paths, errors) outweigh what a writer can consolidate.
+        with phase(f"WM size over {opts.long_commits:,} commits"):
+            long_sizes = [r for task in _size_tasks(opts)[1] for r in _size_task(*task)]
+    command = _command(opts)
+    settled = settled_fingerprint(fingerprint)
+    installed = versions()
+    generated = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     results = {
         "options": opts,
         "systems": systems,
@@ -473,17 +483,106 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
         "windows": windows,
         "sizes": sizes,
         "long_sizes": long_sizes,
-        "versions": package_versions(),
-        "machine": _machine(),
-        "revision": code_revision(),
-        "seconds": time.perf_counter() - started,
-        "command": _command(opts),
+        "phases": phase.seconds,
+        "command": command,
+        "stamp": Stamp(command, _seeds(opts), settled, commit, installed, generated),
+        "timings_stamp": Stamp(
+            command,
+            _seeds(opts),
+            settled,
+            commit,
+            installed,
+            generated,
+            machine=f"{machine()}; {opts.jobs} process(es) for the size runs; load average "
+            f"(1 / 5 / 15 min) {load_at_start} at the start, {load_average()} at the end",
+        ),
     }
     opts.out.mkdir(parents=True, exist_ok=True)
     results["plot"] = write_plot(results, opts.out / "survival.png")
     write_results(results, opts.out / "RESULTS.md")
-    _log(f"wrote {opts.out / 'RESULTS.md'} in {results['seconds']:.0f}s")
+    write_timings(results, opts.out / "TIMINGS.md")
+    _log(f"wrote {opts.out / 'RESULTS.md'} and TIMINGS.md in {sum(phase.seconds.values()):.0f}s")
     return results
+
+
+_SizeTask = tuple[int, int, int, str]
+"""One size run: commits, seed, window, writer."""
+
+
+def _size_tasks(opts: Options) -> tuple[list[_SizeTask], list[_SizeTask]]:
+    """The size runs, one writer and window each, in the order the report lists them: the
+    runs over ``size_commits`` commits, then the long runs."""
+    sized: list[_SizeTask] = [
+        (opts.size_commits, opts.seed + 2, window, writer)
+        for window in opts.size_windows
+        for writer in (SIZE_WRITERS if window == opts.size_windows[0] else opts.size_writers_small)
+    ]
+    long = [(opts.long_commits, opts.seed + 2, 128_000, w) for w in opts.long_writers]
+    return sized, long
+
+
+def _size_task(commits: int, seed: int, window: int, writer: str) -> list[Any]:
+    return size_runs(commits, seed, [window], writers=[writer], log=_log)
+
+
+def _size_worker_init() -> None:
+    warnings.simplefilter("ignore")
+    for name in ("langgraph", "wm_langgraph", "langchain"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+class _SizePool:
+    """The size runs in ``opts.jobs`` worker processes, longest first."""
+
+    def __init__(self, opts: Options) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        self._sized, self._long = _size_tasks(opts)
+        self._executor = ProcessPoolExecutor(
+            max_workers=opts.jobs,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_size_worker_init,
+        )
+        tasks = self._sized + self._long
+        # longest first (commits x writer weight is unknown; commits is a fair proxy)
+        order = sorted(tasks, key=lambda t: -t[0])
+        self._futures = {task: self._executor.submit(_size_task, *task) for task in order}
+
+    def results(self) -> tuple[list[Any], list[Any]]:
+        try:
+            sized = [r for t in self._sized for r in self._futures[t].result()]
+            long = [r for t in self._long for r in self._futures[t].result()]
+        finally:
+            self._executor.shutdown()
+        return sized, long
+
+
+def _seeds(opts: Options) -> str:
+    return (
+        f"sessions seed {opts.seed} (retention, small windows, hot path), {opts.seed + 1} "
+        f"(misbehaving models), {opts.seed + 2} (bloat, WM size), {opts.seed + 3} (checkpoints), "
+        f"extra retention seeds {', '.join(map(str, opts.extra_seeds)) or 'none'}; the "
+        "summariser's loss process is seeded from the session seed, identical for every "
+        "system; LangGraph's channel-version suffixes (global `random`) are seeded per "
+        "checkpoint run"
+    )
+
+
+def _hot_summary(hot: dict[str, dict[int, list[float]]]) -> str:
+    """Median µs per call and, within each round, the ratio to wm_langgraph's hook."""
+    import statistics
+
+    from bench.report_timings import REFERENCE, ratio
+
+    parts = []
+    for system, per in hot.items():
+        for n, samples in per.items():
+            cell = f"{system} N={n}: {1e6 * statistics.median(samples):.0f} µs"
+            if REFERENCE in hot and system != REFERENCE:
+                cell += f" ({ratio(samples, hot[REFERENCE][n]):.2f}x {REFERENCE})"
+            parts.append(cell)
+    return "; ".join(parts)
 
 
 def _command(opts: Options) -> str:
@@ -525,31 +624,42 @@ def quick_options(out: Path) -> Options:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="smoke run (seconds)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run on small sessions, written to a temporary directory",
+    )
     parser.add_argument(
         "--out",
         type=Path,
         default=None,
-        help="directory for RESULTS.md and survival.png (default: bench/, or a temporary "
-        "directory for --quick so the committed results are not overwritten)",
+        help="directory for RESULTS.md, TIMINGS.md and survival.png (default: bench/, or a "
+        "temporary directory for --quick, which never writes into bench/)",
     )
     parser.add_argument("--seed", type=int, default=7, help="session seed (default 7)")
     parser.add_argument("--turns", type=int, default=240, help="turns per session (default 240)")
     parser.add_argument(
+        "--size-jobs",
+        type=int,
+        default=None,
+        help="processes for the Working Memory size runs, the longest part (default: up to 2 "
+        "for the full run, 1 for --quick); the hot path always runs alone first",
+    )
+    parser.add_argument(
         "--real-model",
         action="store_true",
-        help="only the 'real small model' row: a short coding session written by the model at "
-        "OPENAI_BASE_URL (see bench/realmodel.py); updates that section of RESULTS.md",
+        help="only the 'real small model' rows: a short coding session written by the model at "
+        "OPENAI_BASE_URL (see bench/realmodel.py) -> REALMODEL.md",
     )
     from bench.locomo.run import add_arguments
 
     add_arguments(parser)
     args = parser.parse_args(argv)
     with quiet_loggers("langgraph", "wm_langgraph", "langchain"):
-        return _dispatch(args, argv)
+        return _dispatch(parser, args, argv)
 
 
-@contextlib.contextmanager
+@contextmanager
 def quiet_loggers(*names: str) -> Iterator[None]:
     """Only errors from these loggers while the bench runs; their levels restored after (the
     suite calls ``main`` in-process, and a logger left at ERROR hides later tests' warnings)."""
@@ -563,7 +673,9 @@ def quiet_loggers(*names: str) -> Iterator[None]:
             logging.getLogger(name).setLevel(level)
 
 
-def _dispatch(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+def _dispatch(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str] | None
+) -> int:
     if args.locomo is not None:
         from bench.locomo.run import locomo_main
 
@@ -575,9 +687,16 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         return run_real_model(args.out or HERE, seed=args.seed)
     if args.quick:
         out = args.out or Path(tempfile.gettempdir()) / "wm_langgraph_bench_quick"
-        opts = quick_options(out)
+        if out.resolve() == HERE:
+            parser.error("--quick never writes into bench/: its files are the full run's")
+        opts = replace(quick_options(out), jobs=args.size_jobs or 1)
     else:
-        opts = Options(out=args.out or HERE, seed=args.seed, turns=args.turns)
+        opts = Options(
+            out=args.out or HERE,
+            seed=args.seed,
+            turns=args.turns,
+            jobs=args.size_jobs or min(2, os.cpu_count() or 1),
+        )
     run_benchmark(opts)
     return 0
 

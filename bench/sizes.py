@@ -29,6 +29,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.store.memory import InMemoryStore
 
 from bench.data import Session, Turn, generate_session
+from bench.measure import seeded_global_random
 from bench.models import make_model
 from bench.systems import Tuning
 from bench.writers import SIZE_WRITERS
@@ -261,12 +262,14 @@ def assemble_checkpoints(
         "InMemorySaver": _memory_cost,
         "PostgresSaver": _postgres_cost,
     }
-    return [
-        measure[saver](session, seed, shape, saver)
-        for saver in savers
-        if saver != "PostgresSaver" or os.environ.get(POSTGRES_URL_ENV)
-        for shape in SHAPES
-    ]
+    out = []
+    for saver in savers:
+        if saver == "PostgresSaver" and not os.environ.get(POSTGRES_URL_ENV):
+            continue
+        for shape in SHAPES:
+            with seeded_global_random(f"assemble-checkpoints {saver} {shape}"):
+                out.append(measure[saver](session, seed, shape, saver))
+    return out
 
 
 def _play(session: Session, seed: int, saver: Any, shape: str) -> None:

@@ -14,13 +14,12 @@ licence forbids committing them).
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, replace
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,14 @@ from bench.locomo.systems import (
     langmem_available,
     layers,
     message_tokens,
+)
+from bench.provenance import (
+    Stamp,
+    code_fingerprint,
+    git_commit,
+    load_average,
+    machine,
+    settled_fingerprint,
 )
 
 __all__ = [
@@ -284,9 +291,9 @@ def run_locomo(
 
 
 def locomo_main(args: Any, argv_text: str) -> int:
-    """Run what the parsed ``args`` ask for and write ``LOCOMO.md``."""
-    from bench.locomo.report import write_report
-    from bench.run import code_revision, package_versions
+    """Run what the parsed ``args`` ask for and write ``LOCOMO.md`` and ``LOCOMO_TIMINGS.md``
+    (into bench/ they also refresh the LoCoMo section of RESULTS.md)."""
+    from bench.locomo.report import refresh_results, write_report, write_timings
 
     systems = tuple(args.systems.split(",")) if args.systems else SYSTEMS
     unknown = set(systems) - set(SYSTEMS)
@@ -304,6 +311,9 @@ def locomo_main(args: Any, argv_text: str) -> int:
             tuple(int(b) for b in args.budgets.split(",")) if args.budgets else (QUICK_BUDGET,)
         )
         out = args.out or Path(tempfile.gettempdir()) / "wm_langgraph_bench_locomo_quick"
+        if out.resolve() == HERE:
+            print("--locomo --quick never writes into bench/: its files are the dataset run's")
+            return 2
     else:
         if not args.locomo:
             print("--locomo needs the dataset directory (or --quick for the synthetic chat)")
@@ -323,14 +333,31 @@ def locomo_main(args: Any, argv_text: str) -> int:
         "writer_context": args.writer_context,
         "dump": Path(args.dump) if args.dump else None,
     }
+    fingerprint, commit, load = code_fingerprint(), git_commit(), load_average()
     started = time.perf_counter()
     results = run_locomo(samples, systems, budgets, jobs=args.jobs, options=options)
+    seconds = time.perf_counter() - started
+    settled = settled_fingerprint(fingerprint)
+    stamp = Stamp(
+        command=argv_text,
+        seeds="none: the replay, the scripted agent and the offline writers draw no random "
+        "numbers" + (" (the synthetic chat: synthetic_sample(seed=0))" if args.quick else ""),
+        fingerprint=settled,
+        commit=commit,
+        extra=(("Dataset", f"`{source}`, sha256 `{sha}`"),),
+    )
     meta = {
         "command": argv_text,
-        "revision": code_revision(("wm_langgraph", "prompts", "bench")),
+        "stamp": asdict(stamp),
+        "timings_stamp": asdict(
+            replace(
+                stamp,
+                machine=f"{machine()}; {args.jobs} job(s); load average (1 / 5 / 15 min) "
+                f"{load} at the start, {load_average()} at the end",
+            )
+        ),
         "source": source,
         "sha256": sha,
-        "versions": package_versions(),
         "writer": args.writer
         if args.writer == "offline"
         else f"`{args.writer_model}` at {args.writer}",
@@ -340,16 +367,17 @@ def locomo_main(args: Any, argv_text: str) -> int:
         "budgets": budgets,
         "conversations": [cid for _, cid in samples],
         "jobs": args.jobs,
-        "seconds": time.perf_counter() - started,
-        "python": sys.version.split()[0],
-        "cpus": os.cpu_count(),
+        "seconds": seconds,
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "locomo_results.json").write_text(
         json.dumps({"meta": meta, "results": results}, indent=1, default=str), encoding="utf-8"
     )
     path = write_report(meta, results, out / "LOCOMO.md")
-    print(f"wrote {path} ({meta['seconds']:.0f}s)")
+    write_timings(meta, results, out / "LOCOMO_TIMINGS.md")
+    print(f"wrote {path} and LOCOMO_TIMINGS.md ({seconds:.0f}s)")
+    if out.resolve() == HERE and refresh_results(HERE / "RESULTS.md", path):
+        print(f"refreshed the LoCoMo section of {HERE / 'RESULTS.md'}")
     return 0
 
 

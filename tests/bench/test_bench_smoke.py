@@ -16,7 +16,8 @@ if str(ROOT) not in sys.path:
 
 from bench.data import generate_session  # noqa: E402
 from bench.models import make_model  # noqa: E402
-from bench.run import Options, quick_options, run_benchmark, run_one  # noqa: E402
+from bench.provenance import code_fingerprint, read_stamp  # noqa: E402
+from bench.run import Options, main, quick_options, run_benchmark, run_one  # noqa: E402
 from bench.systems import SYSTEMS, Tuning, langmem_available  # noqa: E402
 
 SMALL = Tuning(chunk_tokens=600, chunk_messages=10, keep_messages=6)
@@ -113,22 +114,66 @@ def test_quick_benchmark_writes_results(tmp_path):
     results = run_benchmark(opts)
     text = (tmp_path / "RESULTS.md").read_text(encoding="utf-8")
     for heading in (
+        "## Provenance",
         "## Needle survival after 3 compactions",
         "## Misbehaving summarisers",
         "## Cost: summariser calls",
         "## Memory size over 100 commits",
-        "## Hot path",
         "## SQLite checkpoint size",
         "## Small context windows: 8k, 16k, 32k",
         "## Working Memory size over",
         "### Past 1,000 commits: 30 commits at the default budget",
         "## Checkpoint bytes per turn, with and without the assemble node",
+        "## LoCoMo: real long conversations",
     ):
         assert heading in text
     for system in _systems():
         assert f"| {system} |" in text
+    timings = (tmp_path / "TIMINGS.md").read_text(encoding="utf-8")
+    for heading in ("## Provenance", "## Hot path", "## Wall time of each part", "## Size runs"):
+        assert heading in timings
+    # timings live apart from the deterministic tables
+    assert "## Hot path" not in text
+    assert "| seconds" not in text
+    stamps = [read_stamp(t) for t in (text, timings)]
+    assert [s["fingerprint"] for s in stamps] == [code_fingerprint()] * 2
+    assert [s["command"] for s in stamps] == ["python -m bench --quick"] * 2
+    assert stamps[0]["Generated"] == stamps[1]["Generated"]
+    assert "Machine" in stamps[1]
     long = results["long_sizes"]
     assert [r.writer for r in long] == ["faithful", "offline model"]
     assert all(len(r.tokens) == 30 and sum(r.sections.values()) > 0 for r in long)
     if not langmem_available():
         assert "langmem" in results["skipped"]
+
+
+def test_a_quick_run_never_writes_into_bench():
+    bench = ROOT / "bench"
+    with pytest.raises(SystemExit):
+        main(["--quick", "--out", str(bench)])
+    with pytest.raises(ValueError, match="never writes into bench"):
+        run_benchmark(quick_options(bench))
+
+
+def test_the_real_model_rows_go_to_their_own_stamped_file(tmp_path, monkeypatch):
+    """Without a server: the scripted faithful model stands in for the real one."""
+    import bench.realmodel as realmodel
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setattr(
+        realmodel, "_writer", lambda: make_model("faithful", _realmodel_items(), seed=1)
+    )
+    assert realmodel.run_real_model(tmp_path, seed=7) == 0
+    text = (tmp_path / "REALMODEL.md").read_text(encoding="utf-8")
+    stamp = read_stamp(text)
+    assert stamp["fingerprint"] == code_fingerprint()
+    assert "--real-model" in stamp["command"]
+    assert "| coding | real small model" in text
+    assert not (tmp_path / "RESULTS.md").exists()
+
+
+def _realmodel_items():
+    from bench.data import generate_coding_session
+    from bench.realmodel import TURNS
+
+    return generate_coding_session(7, TURNS).items

@@ -20,6 +20,7 @@ from bench.locomo.data import load_locomo, parse_sample, synthetic_sample  # noq
 from bench.locomo.run import evidence_in_hits  # noqa: E402
 from bench.locomo.score import content_words, coverage, words  # noqa: E402
 from bench.locomo.systems import SYSTEMS, langmem_available, usable_tokens  # noqa: E402
+from bench.provenance import code_fingerprint, read_stamp  # noqa: E402
 from bench.run import main  # noqa: E402
 
 # systems whose input is kept inside `usable` by construction
@@ -114,13 +115,23 @@ def test_report_is_written_with_every_table(quick):
         "Per conversation (memory alone):",
         "## Fill",
         "### Layers of the final input",
-        "## Wall time",
         "## Definitions",
     ):
         assert heading in report
     for system in _systems():
         assert f"| {system}" in report
     assert "| archive_search recall@5 | recall@5 (hit only) | visible or found |" in report
+    assert "| seconds" not in report  # wall times have their own file
+    timings = (out / "LOCOMO_TIMINGS.md").read_text(encoding="utf-8")
+    assert "## Replay time per system" in timings
+    for text in (report, timings):
+        stamp = read_stamp(text)
+        assert stamp["fingerprint"] == code_fingerprint()
+        assert stamp["command"] == f"python -m bench --locomo --quick --out {out}"
+
+
+def test_a_quick_run_never_writes_into_bench():
+    assert main(["--locomo", "--quick", "--out", str(ROOT / "bench")]) == 2
 
 
 def test_a_zip_of_per_conversation_files_is_read(tmp_path):
