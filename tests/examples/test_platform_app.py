@@ -143,7 +143,13 @@ def test_langgraph_dev_serves_the_example_and_the_memory_survives_a_restart(tmp_
         assert set(wm_before["covers"]) == archives_before
         assert "FACT-1" in wm_before["text"]
         # The README's platform read: the current Working Memory under the fixed key "latest".
-        latest = client.store.get_item(("wm_langgraph", thread_id, "wm"), "latest")
+        # It is written right after the version it copies (two store writes): poll briefly.
+        deadline = time.monotonic() + 10
+        while True:
+            latest = client.store.get_item(("wm_langgraph", thread_id, "wm"), "latest")
+            if latest["value"]["covers"] == wm_before["covers"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         assert latest["value"]["text"] == wm_before["text"]
         assert latest["value"]["covers"] == wm_before["covers"]
         assert "FACT-1" in _archived_text(client, thread_id)
