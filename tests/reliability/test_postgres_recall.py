@@ -10,6 +10,10 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
+pytest.importorskip(
+    "langgraph.checkpoint.postgres", reason='needs the postgres extra: pip install ".[postgres]"'
+)
+
 from tests.common import lookup, thread_config
 from tests.integrations.helpers import agent_model, wm_model
 from tests.reliability._rel_pg import postgres_backend, setup_postgres
