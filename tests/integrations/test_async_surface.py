@@ -121,6 +121,10 @@ POSTGRES_URL = os.environ.get("WM_TEST_POSTGRES_URL")
 @pytest.mark.postgres
 @pytest.mark.skipif(not POSTGRES_URL, reason="WM_TEST_POSTGRES_URL is not set (.ci/postgres.sh)")
 def test_an_async_agent_on_async_postgres_end_to_end():
+    pytest.importorskip(
+        "langgraph.checkpoint.postgres",
+        reason='needs the postgres extra: pip install ".[postgres]"',
+    )
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from langgraph.store.postgres.aio import AsyncPostgresStore
 
