@@ -7,7 +7,9 @@
   order (a deferred archive folded late comes where it was folded);
 - 3 guards: between consecutive WM versions no Errors & Corrections item, no path of Files &
   Context and no Open Issues item disappears, and Key Facts items disappear only through an
-  accepted UPDATE (a consolidation) of that section;
+  accepted UPDATE (a consolidation) of that section. Items our code added (the artifact and
+  error trails, the version's ``code_items``) are not append-only (SPEC §9, capture): a
+  writer's UPDATE may drop them, and a path only such items list;
 - 4 no tool pair is split by an archive boundary;
 - 5 accounting: pending_tokens equals a rebuild from the live messages;
 - 7 every WM version is the canonical seven-section document.
@@ -60,14 +62,22 @@ def _plain(item: str) -> str:
     return item_key(_MARKS.sub("", item))
 
 
-def _guarded_kept(old: str, new: str, decisions: list[dict[str, Any]]) -> None:
+def _guarded_kept(
+    old: str, new: str, decisions: list[dict[str, Any]], code: dict[str, list[str]]
+) -> None:
     before, after = parse_working_memory(old), parse_working_memory(new)
+    by_code = {name: {item_key(i) for i in items} for name, items in code.items()}
     for section in ("Errors & Corrections", "Open Issues"):
         body = " ".join(_plain(i) for i in section_items(after[section]))
         for item in section_items(before[section]):
-            assert _plain(item) in body, f"{section} lost {item!r}"
-    for path in _PATH.findall(before["Files & Context"]):
-        assert path in after["Files & Context"], f"Files & Context lost {path!r}"
+            if item_key(item) not in by_code.get(section, set()):
+                assert _plain(item) in body, f"{section} lost {item!r}"
+    files = "Files & Context"
+    writers = "\n".join(
+        i for i in section_items(before[files]) if item_key(i) not in by_code.get(files, set())
+    )
+    for path in _PATH.findall(writers):
+        assert path in after[files], f"Files & Context lost {path!r}"
     consolidated = any(
         d.get("section") == "Key Facts & Decisions" and d.get("applied") == "UPDATE"
         for d in decisions
@@ -102,12 +112,13 @@ def check_invariants(agent: Any, wm: Any, config: dict[str, Any], sent: list[Bas
     current = wm.get_working_memory(config)
     if versions:
         assert current == versions[-1].overview, "the WM is not the newest fold's overview"
-    previous = ""
+    previous, code = "", {}
     for record in versions:  # 7 and 3
         _seven_sections(record.overview)
         if previous and record.overview != previous:
-            _guarded_kept(previous, record.overview, record.metadata.get("decisions") or [])
-        previous = record.overview
+            decisions = record.metadata.get("decisions") or []
+            _guarded_kept(previous, record.overview, decisions, code)
+        previous, code = record.overview, record.metadata.get("code_items") or {}
     meta = values.get("working_memory") or {}  # 5
     if live and meta.get("last_counted_id") == live[-1].id:
         head = live[: max(0, len(live) - int(meta["keep_recent_count"]))]
