@@ -158,6 +158,13 @@ def count_system() -> int:
     return count(run(working_memory=big_wm()).system_message)
 
 
+def cut_step(document: str) -> int:
+    """The most one step of a cut can remove: the largest item with its section's marker."""
+    marker = HumanMessage("[… 99 older items omitted; archive_search finds them …]")
+    largest = max(count(HumanMessage(line)) for line in document.splitlines() if line.strip())
+    return max(80, largest + count(marker))
+
+
 def window_for(usable: int) -> int:
     total = usable
     while compute_budgets(total, 0, 8_000).usable < usable:
@@ -193,7 +200,9 @@ def test_wm_is_whole_whenever_everything_fits_and_keeps_its_floor(
         assert ctx.dropped == 0
     newest = sum(count(m) for m in turn(live_turns - 1, size=pad))
     if min(whole, ctx.budgets.archive) + newest <= available and summary_of(ctx):
-        assert count(ctx.messages[0]) >= min(whole, ctx.budgets.archive) - 80
+        # the cut removes whole items, each leaving its section's marker: the floor holds up to
+        # one such step (found: items=2, share=523 — the last step removes 104 tokens)
+        assert count(ctx.messages[0]) >= min(whole, ctx.budgets.archive) - cut_step(document)
 
 
 # ------------------------------------------------------------------ the reported 8k case
