@@ -1,6 +1,7 @@
 """The deploy cases on PostgreSQL (``PostgresSaver`` + ``PostgresStore`` and their async twins),
 as people deploy them: tenants with a store each, concurrent threads with a tool that writes the
-store, a process killed during background Phase 2 and restarted, store-wide TTL, deletion.
+store, a process killed during background Phase 2 and restarted, store-wide TTL, deletion, a
+flaky connection, reads after async runs.
 
 Needs a server: ``source .ci/postgres.sh`` (CI does it) exports WM_TEST_POSTGRES_URL, a
 unix-socket URL, so pytest-socket's ``--allow-unix-socket`` suffices; without it, or without the
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import re
 import select
 import subprocess
@@ -27,7 +29,10 @@ import pytest
 pytest.importorskip(
     "langgraph.checkpoint.postgres", reason='needs the postgres extra: pip install ".[postgres]"'
 )
+import psycopg
 from langchain_core.messages import HumanMessage
+from langgraph.store.base import Result
+from langgraph.store.postgres import PostgresStore
 
 from tests.common import thread_config
 from tests.deploy._agents import (
@@ -309,3 +314,67 @@ def test_delete_thread_then_purge_on_postgres_leaves_no_record(schemas: Schemas,
         assert memory.get_working_memory(doomed) == ""
         assert memory.list_archives(doomed) == []
         assert "FACT-101" in memory.get_working_memory(kept)
+
+
+# -- a flaky store, reads after async runs --------------------------------------------------
+
+
+class _FlakyPostgresStore(PostgresStore):
+    """A ``PostgresStore`` whose batches fail (before running) at ``rate``, as a dropped
+    connection does."""
+
+    def __init__(self, conn: Any, rate: float, seed: int) -> None:
+        super().__init__(conn)
+        self.rng, self.rate, self.failures = random.Random(seed), rate, 0
+
+    def batch(self, ops: Any) -> list[Result]:
+        ops = list(ops)
+        if self.rng.random() < self.rate:
+            self.failures += 1
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return super().batch(ops)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_postgres_store_failing_one_batch_in_ten_fails_no_turn(
+    schemas: Schemas, path: str
+) -> None:
+    with schemas.new().sync(max_size=4) as (saver, healthy):
+        store = _FlakyPostgresStore(healthy.conn, 0.1, seed=11)
+        agent, hooks = build(path, BACKGROUND, saver=saver, store=store)
+        memory = memory_of(hooks)
+        config = thread_config(f"flaky-{path}")
+        for n in range(1, 21):
+            agent.invoke({"messages": [HumanMessage(f"note FACT-{n}")]}, config)  # never raises
+        assert memory.wait(config, timeout=WAIT_S)
+        assert store.failures > 3  # the store did fail
+        store.rate = 0.0
+        _assert_folded(memory.list_archives(config), memory.get_working_memory(config))
+
+
+def test_reads_follow_the_checkpoint_on_async_postgres(schemas: Schemas) -> None:
+    """``AsyncPostgresSaver``'s class name starts with ``Async``: reads outside a run still see
+    the newest archive at once, and a ``checkpoint_id`` names that checkpoint's timeline."""
+    schema = schemas.new()
+
+    async def run() -> None:
+        async with schema.aio(max_size=4) as (saver, store):
+            agent, hooks = build("create_agent", EVERY_TURN, saver=saver, store=store)
+            memory = memory_of(hooks)
+            config = thread_config("async-timeline")
+            for n in range(1, 6):
+                await agent.ainvoke({"messages": [HumanMessage(f"note FACT-{n}")]}, config)
+                state = await agent.aget_state(config)
+                expected = list(state.values["working_memory"]["archives"])
+                listed = [r.id for r in await memory.alist_archives(config)]
+                assert listed == expected, f"turn {n}: the read lags the checkpoint"
+            history = [s async for s in agent.aget_state_history(config)]
+            older = next(
+                s
+                for s in history
+                if 0 < len(s.values.get("working_memory", {}).get("archives", [])) < len(expected)
+            )
+            listed = [r.id for r in await memory.alist_archives(older.config)]
+            assert listed == list(older.values["working_memory"]["archives"])
+
+    asyncio.run(run())
