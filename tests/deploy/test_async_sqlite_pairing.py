@@ -7,38 +7,25 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
-from langchain.agents import create_agent
-from langchain.tools import ToolRuntime
-from langchain_core.messages import HumanMessage
-from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 
-from tests.common import lookup, thread_config
-from tests.integrations.helpers import agent_model, wm_model
-from wm_langgraph import WorkingMemoryConfig, WorkingMemoryMiddleware
+from tests.deploy._agents import BACKGROUND, build, memory_of, play_turns, remember
+from tests.integrations.helpers import agent_model
 
-BACKGROUND = WorkingMemoryConfig(
-    token_budget=6_000,
-    commit_token_threshold_ratio=0.0,
-    commit_keep_recent_count=2,
-    background=True,
+# Known failure of the package, not of these tests (remove the marker with the fix): the
+# memory's sync store calls on an AsyncBatchedBaseStore go through the store's shared per-tick
+# queue, so a read of the memory and the tool's aput run as one batch, i.e. one deferred SQLite
+# transaction whose write cannot upgrade ("database is locked"), and the error reaches the aput.
+QUEUED_WITH_THE_TOOL = pytest.mark.xfail(
+    strict=False,
+    reason=(
+        "the memory's reads share the async store's batching queue with the tool's aput: one "
+        "failing SQLite transaction fails both (package fix pending, wm_langgraph/storage/retry.py)"
+    ),
 )
-
-
-async def _turns(agent: Any, thread: str, turns: int) -> int:
-    failed = 0
-    for n in range(turns):
-        try:
-            await agent.ainvoke(
-                {"messages": [HumanMessage(f"note FACT-{n} use lookup")]}, thread_config(thread)
-            )
-        except Exception:
-            failed += 1
-    return failed
 
 
 @pytest.mark.slow
@@ -52,30 +39,20 @@ def test_standard_async_sqlite_pairing_under_sessions_and_concurrent_threads(tmp
             AsyncSqliteStore.from_conn_string(path) as store,
         ):
             await store.setup()
-            mw = WorkingMemoryMiddleware(wm_model(), config=BACKGROUND)
-            agent = create_agent(
-                agent_model(), [lookup], middleware=[mw], checkpointer=saver, store=store
-            )
+            agent, mw = build("create_agent", BACKGROUND, saver=saver, store=store)
             for s in range(200):  # short sessions, one after another
-                failed_sessions += await _turns(agent, f"s{s}", 2)
+                failed_sessions += await play_turns(agent, f"s{s}", 2)
             failed_concurrent = sum(
-                await asyncio.gather(*(_turns(agent, f"c{t}", 6) for t in range(50)))
+                await asyncio.gather(*(play_turns(agent, f"c{t}", 6) for t in range(50)))
             )
-            assert await mw.memory.await_phase2(timeout=300)
+            assert await memory_of(mw).await_phase2(timeout=300)
         return failed_sessions, failed_concurrent
 
     assert asyncio.run(run()) == (0, 0)
 
 
-@tool
-async def remember(key: str, runtime: ToolRuntime) -> str:
-    """Keep a note in the app's own store namespace."""
-    assert runtime.store is not None
-    await runtime.store.aput(("app", "notes"), key, {"key": key})
-    return "kept"
-
-
 @pytest.mark.slow
+@QUEUED_WITH_THE_TOOL
 def test_standard_async_sqlite_pairing_with_a_tool_that_writes_the_store(tmp_path: Path):
     path = str(tmp_path / "pairing-tool.sqlite")
 
@@ -86,27 +63,57 @@ def test_standard_async_sqlite_pairing_with_a_tool_that_writes_the_store(tmp_pat
             AsyncSqliteStore.from_conn_string(path) as store,
         ):
             await store.setup()
-            mw = WorkingMemoryMiddleware(wm_model(), config=BACKGROUND)
-            agent = create_agent(
-                agent_model(tool="remember"),
-                [remember],
-                middleware=[mw],
-                checkpointer=saver,
+            agent, mw = build(
+                "create_agent",
+                BACKGROUND,
+                saver=saver,
                 store=store,
+                model=agent_model(tool="remember"),
+                tools=[remember],
             )
             for s in range(12):
-                for n in range(5):
-                    try:
-                        await agent.ainvoke(
-                            {"messages": [HumanMessage(f"note FACT-{n} use remember")]},
-                            thread_config(f"tool-{s}"),
-                        )
-                    except Exception:
-                        failed += 1
-            assert await mw.memory.await_phase2(timeout=120)
+                failed += await play_turns(agent, f"tool-{s}", 5, tool="remember")
+            assert await memory_of(mw).await_phase2(timeout=120)
             notes = await store.asearch(("app", "notes"), limit=100)
         return failed, len(notes)
 
     failed, notes = asyncio.run(run())
     assert failed == 0
     assert notes > 0
+
+
+@pytest.mark.slow
+@QUEUED_WITH_THE_TOOL
+def test_a_tool_writing_the_store_while_sessions_overlap_fails_no_turn(tmp_path: Path):
+    """The flaky case above made reliable: three sessions at a time instead of one, so the
+    tool's ``aput`` is often queued in the same tick as a read of the memory's Phase 2."""
+    path = str(tmp_path / "pairing-overlap.sqlite")
+
+    async def run() -> int:
+        async with (
+            AsyncSqliteSaver.from_conn_string(path) as saver,
+            AsyncSqliteStore.from_conn_string(path) as store,
+        ):
+            await store.setup()
+            agent, mw = build(
+                "create_agent",
+                BACKGROUND,
+                saver=saver,
+                store=store,
+                model=agent_model(tool="remember"),
+                tools=[remember],
+            )
+            failed = 0
+            for s in range(0, 12, 3):
+                failed += sum(
+                    await asyncio.gather(
+                        *(
+                            play_turns(agent, f"overlap-{s + i}", 5, tool="remember")
+                            for i in range(3)
+                        )
+                    )
+                )
+            assert await memory_of(mw).await_phase2(timeout=120)
+        return failed
+
+    assert asyncio.run(run()) == 0

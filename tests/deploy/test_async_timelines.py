@@ -9,44 +9,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.prebuilt import create_react_agent
 
-from tests.common import lookup, thread_config
-from tests.integrations.helpers import agent_model, wm_model
-from wm_langgraph import WorkingMemory, WorkingMemoryConfig, WorkingMemoryMiddleware, aopen_sqlite
-
-EVERY_TURN = WorkingMemoryConfig(
-    token_budget=6_000,
-    commit_token_threshold_ratio=0.0,
-    commit_keep_recent_count=2,
-    background=False,
-)
+from tests.common import thread_config
+from tests.deploy._agents import EVERY_TURN, PATHS, build, memory_of
+from wm_langgraph import WorkingMemory, aopen_sqlite
 
 
 def _build(path: str, saver: Any, store: Any) -> tuple[Any, WorkingMemory]:
-    if path == "create_agent":
-        mw = WorkingMemoryMiddleware(wm_model(), config=EVERY_TURN)
-        agent = create_agent(
-            agent_model(), [lookup], middleware=[mw], checkpointer=saver, store=store
-        )
-        return agent, mw.memory
-    memory = WorkingMemory(wm_model(), config=EVERY_TURN)
-    agent = create_react_agent(
-        agent_model(),
-        [lookup],
-        pre_model_hook=memory.pre_model_hook,
-        post_model_hook=memory.post_model_hook,
-        checkpointer=saver,
-        store=store,
-        version="v2",
-    )
-    return agent, memory
+    agent, hooks = build(path, EVERY_TURN, saver=saver, store=store)
+    return agent, memory_of(hooks)
 
 
-@pytest.mark.parametrize("path", ["create_agent", "create_react_agent"])
+@pytest.mark.parametrize("path", PATHS)
 def test_async_saver_reads_follow_the_checkpoint(tmp_path: Path, path: str) -> None:
     async def run() -> None:
         async with aopen_sqlite(tmp_path / "timeline.sqlite") as (saver, store):

@@ -11,16 +11,14 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
-from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.prebuilt import create_react_agent
 from langgraph.store.base import Op, Result
 from langgraph.store.memory import InMemoryStore
 
-from tests.common import lookup, thread_config
-from tests.integrations.helpers import agent_model, ids, wm_model
-from wm_langgraph import WorkingMemory, WorkingMemoryConfig, WorkingMemoryMiddleware
+from tests.common import thread_config
+from tests.deploy._agents import BACKGROUND, EVERY_TURN, PATHS, build, memory_of
+from tests.integrations.helpers import ids
 from wm_langgraph.storage.retry import is_transient, retrying
 
 
@@ -43,45 +41,16 @@ class FlakyStore(InMemoryStore):
         return super().batch(ops)
 
 
-CONFIGS = {
-    "inline": WorkingMemoryConfig(
-        token_budget=6_000,
-        commit_token_threshold_ratio=0.0,
-        commit_keep_recent_count=2,
-        background=False,
-    ),
-    "background": WorkingMemoryConfig(
-        token_budget=6_000,
-        commit_token_threshold_ratio=0.0,
-        commit_keep_recent_count=2,
-        background=True,
-    ),
-}
+CONFIGS = {"inline": EVERY_TURN, "background": BACKGROUND}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", sorted(CONFIGS))
-@pytest.mark.parametrize("path", ["create_agent", "create_react_agent"])
+@pytest.mark.parametrize("path", PATHS)
 def test_a_store_failing_one_operation_in_ten_fails_no_turn(path: str, mode: str) -> None:
     store = FlakyStore(0.1, seed=7)
-    memory: Any
-    if path == "create_agent":
-        mw = WorkingMemoryMiddleware(wm_model(), config=CONFIGS[mode])
-        memory = mw.memory
-        agent = create_agent(
-            agent_model(), [lookup], middleware=[mw], checkpointer=InMemorySaver(), store=store
-        )
-    else:
-        memory = WorkingMemory(wm_model(), config=CONFIGS[mode])
-        agent = create_react_agent(
-            agent_model(),
-            [lookup],
-            pre_model_hook=memory.pre_model_hook,
-            post_model_hook=memory.post_model_hook,
-            checkpointer=InMemorySaver(),
-            store=store,
-            version="v2",
-        )
+    agent, hooks = build(path, CONFIGS[mode], saver=InMemorySaver(), store=store)
+    memory = memory_of(hooks)
     config = thread_config(f"flaky-{path}-{mode}")
     for n in range(1, 31):
         agent.invoke({"messages": [HumanMessage(f"note FACT-{n}")]}, config)  # never raises

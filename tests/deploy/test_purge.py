@@ -11,25 +11,18 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
-from langgraph.prebuilt import create_react_agent
 from langgraph.store.memory import InMemoryStore
 
-from tests.common import lookup, thread_config
+from tests.common import thread_config
+from tests.deploy._agents import EVERY_TURN, PATHS, Hooks, build, memory_of
 from tests.integrations.helpers import wm_model
-from wm_langgraph import WorkingMemory, WorkingMemoryConfig, WorkingMemoryMiddleware
+from wm_langgraph import WorkingMemory
 from wm_langgraph.storage.archives import thread_label
 from wm_langgraph.testing import ScriptedChatModel
 
-EVERY_TURN = WorkingMemoryConfig(
-    token_budget=6_000,
-    commit_token_threshold_ratio=0.0,
-    commit_keep_recent_count=2,
-    background=False,
-)
 FACT = re.compile(r"FACT-\d+")
 
 
@@ -50,25 +43,11 @@ def _records(store: InMemoryStore, thread_id: str) -> list[Any]:
     return found
 
 
-def _agents(path: str, seen: _Seen, store: InMemoryStore, saver: InMemorySaver) -> tuple[Any, Any]:
-    if path == "create_agent":
-        mw = WorkingMemoryMiddleware(wm_model(), config=EVERY_TURN)
-        agent = create_agent(seen.model, [lookup], middleware=[mw], checkpointer=saver, store=store)
-        return agent, mw
-    memory = WorkingMemory(wm_model(), config=EVERY_TURN)
-    agent = create_react_agent(
-        seen.model,
-        [lookup],
-        pre_model_hook=memory.pre_model_hook,
-        post_model_hook=memory.post_model_hook,
-        checkpointer=saver,
-        store=store,
-        version="v2",
-    )
-    return agent, memory
+def _agents(path: str, seen: _Seen, store: Any, saver: Any) -> tuple[Any, Hooks]:
+    return build(path, EVERY_TURN, saver=saver, store=store, model=seen.model)
 
 
-@pytest.mark.parametrize("path", ["create_agent", "create_react_agent"])
+@pytest.mark.parametrize("path", PATHS)
 def test_delete_thread_then_purge_leaves_no_record_and_no_read(path: str) -> None:
     store, saver, seen = InMemoryStore(), InMemorySaver(), _Seen()
     agent, memory = _agents(path, seen, store, saver)
@@ -85,20 +64,20 @@ def test_delete_thread_then_purge_leaves_no_record_and_no_read(path: str) -> Non
     assert deleted > 0
     assert not _records(store, f"delete-{path}"), "records of the deleted thread remain"
     assert len(_records(store, f"keep-{path}")) == kept
-    wm = memory.memory if isinstance(memory, WorkingMemoryMiddleware) else memory
+    wm = memory_of(memory)
     assert wm.get_working_memory(config) == ""
     assert wm.list_archives(config) == []
     assert "FACT-101" in wm.get_working_memory(other)
 
 
-@pytest.mark.parametrize("path", ["create_agent", "create_react_agent"])
+@pytest.mark.parametrize("path", PATHS)
 def test_reset_after_clear_chat_starts_a_fresh_working_memory(path: str) -> None:
     store, saver, seen = InMemoryStore(), InMemorySaver(), _Seen()
     agent, memory = _agents(path, seen, store, saver)
     config = thread_config(f"clear-{path}")
     for n in range(1, 6):
         agent.invoke({"messages": [HumanMessage(f"note FACT-{n}")]}, config)
-    wm = memory.memory if isinstance(memory, WorkingMemoryMiddleware) else memory
+    wm = memory_of(memory)
     assert "FACT-1" in wm.get_working_memory(config)
 
     clear = [RemoveMessage(id=REMOVE_ALL_MESSAGES)]

@@ -11,23 +11,15 @@ import re
 from typing import Any
 
 import pytest
-from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.prebuilt import create_react_agent
 from langgraph.store.memory import InMemoryStore
 
-from tests.common import lookup, thread_config
-from tests.integrations.helpers import wm_model
-from wm_langgraph import WorkingMemory, WorkingMemoryConfig, WorkingMemoryMiddleware
+from tests.common import thread_config
+from tests.deploy._agents import BACKGROUND, Hooks, agent_with, hooks_for, memory_of
+from wm_langgraph import WorkingMemoryMiddleware
 from wm_langgraph.testing import ScriptedChatModel
 
-BACKGROUND = WorkingMemoryConfig(
-    token_budget=6_000,
-    commit_token_threshold_ratio=0.0,
-    commit_keep_recent_count=2,
-    background=True,
-)
 TENANTS = {"A": 100, "B": 200}
 FACT = re.compile(r"FACT-(\d+)")
 
@@ -67,31 +59,11 @@ def _check(stores: dict[str, InMemoryStore], seen: dict[str, _Seen]) -> None:
         assert _has_wm(stores[tenant]), f"tenant {tenant} never got a Working Memory"
 
 
-def _middleware_agents(mw: WorkingMemoryMiddleware) -> tuple[dict[str, Any], ...]:
+def _tenant_agents(hooks: Hooks) -> tuple[dict[str, Any], ...]:
     stores = {t: InMemoryStore() for t in TENANTS}
     seen = {t: _Seen() for t in TENANTS}
     agents = {
-        t: create_agent(
-            seen[t].model, [lookup], middleware=[mw], checkpointer=InMemorySaver(), store=stores[t]
-        )
-        for t in TENANTS
-    }
-    return agents, stores, seen
-
-
-def _react_agents(memory: WorkingMemory) -> tuple[dict[str, Any], ...]:
-    stores = {t: InMemoryStore() for t in TENANTS}
-    seen = {t: _Seen() for t in TENANTS}
-    agents = {
-        t: create_react_agent(
-            seen[t].model,
-            [lookup],
-            pre_model_hook=memory.pre_model_hook,
-            post_model_hook=memory.post_model_hook,
-            checkpointer=InMemorySaver(),
-            store=stores[t],
-            version="v2",
-        )
+        t: agent_with(hooks, saver=InMemorySaver(), store=stores[t], model=seen[t].model)
         for t in TENANTS
     }
     return agents, stores, seen
@@ -103,13 +75,9 @@ RUNS = 12  # per tenant: 24 interleaved runs
 @pytest.mark.slow
 @pytest.mark.parametrize("path", ["create_agent", "create_react_agent"])
 def test_one_memory_serving_two_tenants_on_one_thread_id_never_leaks(path: str) -> None:
-    if path == "create_agent":
-        mw = WorkingMemoryMiddleware(wm_model(), config=BACKGROUND)
-        memory = mw.memory
-        agents, stores, seen = _middleware_agents(mw)
-    else:
-        memory = WorkingMemory(wm_model(), config=BACKGROUND)
-        agents, stores, seen = _react_agents(memory)
+    hooks = hooks_for(path, BACKGROUND)
+    memory = memory_of(hooks)
+    agents, stores, seen = _tenant_agents(hooks)
     config = thread_config("1")
     for n in range(RUNS):
         for tenant, base in TENANTS.items():
@@ -121,8 +89,9 @@ def test_one_memory_serving_two_tenants_on_one_thread_id_never_leaks(path: str) 
 
 @pytest.mark.slow
 def test_one_middleware_serving_two_tenants_async_never_leaks() -> None:
-    mw = WorkingMemoryMiddleware(wm_model(), config=BACKGROUND)
-    agents, stores, seen = _middleware_agents(mw)
+    mw = hooks_for("create_agent", BACKGROUND)
+    assert isinstance(mw, WorkingMemoryMiddleware)
+    agents, stores, seen = _tenant_agents(mw)
     config = thread_config("1")
 
     async def run() -> None:
