@@ -791,7 +791,7 @@ class WorkingMemory:
 
         from wm_langgraph.storage.longterm import facts_namespace
 
-        store = self._archives.store_for(key)
+        store = self._archives.io(key)  # retried on transient errors, as every memory record
         namespace = facts_namespace(self.config.long_term_namespace, str(user_id))
         thread_id = split_memory_key(key)[0]
         doomed, offset = [], 0
