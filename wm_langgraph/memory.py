@@ -779,7 +779,8 @@ class WorkingMemory:
             if long_term:
                 deleted += self._purge_long_term(key, config)
             self._session.forget(key)
-            self._reader.forget(key)  # its archive ids may be reused
+            # every memory of the thread lost its records, and their archive ids may be reused
+            self._reader.forget(key, whole_thread=True)
         logger.info("wm_langgraph: purged %d record(s) of a thread", deleted)
         return deleted
 
