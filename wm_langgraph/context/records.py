@@ -20,13 +20,14 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore
 from wm_langgraph.storage.keys import split_memory_key
 
-__all__ = ["ArchiveReader", "RecentMessages"]
+__all__ = ["ArchiveReader", "RecentMessages", "detached"]
 
 MAX_THREADS = 256
 """Memory keys whose records the reader keeps (least recently used out)."""
@@ -37,6 +38,25 @@ _READERS: weakref.WeakSet[ArchiveReader] = weakref.WeakSet()
 """Every reader of the process: a purge of a thread deletes the records of every memory of it
 (named ones, subgraph scopes), which other memories' readers may have cached."""
 _READERS_LOCK = threading.Lock()
+
+
+def _plain(value: dict[Any, Any] | list[Any]) -> dict[Any, Any] | list[Any]:
+    """A copy of a dict or list and of every dict or list inside it (other values shared)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) if isinstance(v, dict | list) else v for k, v in value.items()}
+    return [_plain(v) if isinstance(v, dict | list) else v for v in value]
+
+
+def detached(message: BaseMessage) -> BaseMessage:
+    """A copy of a cached message that its receiver may change freely: the message object and
+    its dicts and lists (content blocks, ``additional_kwargs``, ``response_metadata``, tool
+    calls) are new; strings and other values are shared. Cheaper than a deep copy."""
+    copy = message.model_copy()
+    fields = copy.__dict__
+    for name, value in fields.items():
+        if isinstance(value, dict | list):
+            fields[name] = _plain(value) if value else type(value)()
+    return copy
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +177,7 @@ class ArchiveReader:
         self._touch(thread_id, used)
         chunks.reverse()
         return RecentMessages(
-            messages=[m for c in chunks for m in c.messages],
+            messages=[detached(m) for c in chunks for m in c.messages],
             sizes=[s for c in chunks for s in c.sizes],
             complete=complete,
         )
