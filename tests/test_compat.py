@@ -171,55 +171,40 @@ def test_langgraph_async_sqlite_store_cursor(tmp_path):
     assert item.value == {"v": 1}
 
 
-def test_langchain_create_agent_middleware_list_is_visible_while_building():
-    from langchain.agents import create_agent
-    from langchain.agents.middleware.types import AgentMiddleware, AgentState
-
-    from wm_langgraph.testing import ScriptedChatModel
-
-    seen: list[Any] = []
-
-    class Probe(AgentMiddleware[AgentState[Any], Any, Any]):
-        @property  # type: ignore[override]
-        def state_schema(self) -> Any:
-            seen.append(_compat.middleware_being_built())
-            return AgentState
-
-    probe = Probe()
-    create_agent(ScriptedChatModel(replies=["ok"]), [], middleware=[probe])
-    assert seen
-    assert seen[0] is not None
-    assert probe in seen[0]
-    assert _compat.middleware_being_built() is None
-
-
 @pytest.mark.parametrize("name", _compat.__all__)
 def test_every_compat_name_resolves(name):
     assert getattr(_compat, name) is not None
 
 
-def test_langchain_create_agent_reads_middleware_tools_with_model_and_middleware_locals():
-    """``create_agent`` reads ``m.tools`` after ``init_chat_model``, with its arguments in the
-    locals ``model`` and ``middleware``: what :func:`_compat.building_agent` finds."""
+def test_create_agent_frame_is_found_while_it_reads_middleware_tools_and_state_schema():
+    """``create_agent`` reads ``m.tools`` and ``m.state_schema`` after ``init_chat_model``, with
+    its arguments in the locals ``model`` and ``middleware``: what the one frame reader,
+    :func:`_compat.building_agent`, finds for both attributes."""
     from langchain.agents import create_agent
     from langchain.agents.middleware import AgentMiddleware
+    from langchain.agents.middleware.types import AgentState
 
     from wm_langgraph.testing import ScriptedChatModel
 
-    seen: list[Any] = []
+    seen: dict[str, Any] = {}
 
     class Probe(AgentMiddleware[Any, Any, Any]):
         @property  # type: ignore[override]
         def tools(self) -> list[Any]:
-            seen.append(_compat.building_agent())
+            seen["tools"] = _compat.building_agent()
             return []
 
+        @property  # type: ignore[override]
+        def state_schema(self) -> Any:
+            seen["state_schema"] = _compat.building_agent()
+            return AgentState
+
     model = ScriptedChatModel(replies=["ok"])
-    probe = Probe()
-    create_agent(model, [], middleware=[probe])
-    assert seen, "create_agent no longer reads middleware.tools"
-    assert seen[0] is not None, "create_agent's frame was not found"
-    found_model, middleware = seen[0]
-    assert found_model is model
-    assert middleware == (probe,)
+    probe, other = Probe(), AgentMiddleware()
+    create_agent(model, [], middleware=[probe, other])
+    assert set(seen) == {"tools", "state_schema"}, "create_agent no longer reads them"
+    for attribute, found in seen.items():
+        assert isinstance(found, _compat.BuildingAgent), f"frame not found reading {attribute}"
+        assert found.model is model
+        assert found.middleware == (probe, other)
     assert _compat.building_agent() is None  # outside create_agent

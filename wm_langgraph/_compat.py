@@ -14,10 +14,8 @@ longer has it. Nothing else in the package touches a private name of those libra
 - LangGraph's messages-stream handler's ``seen`` set: :func:`stream_seen_ids`.
 - ``AsyncBatchedBaseStore._loop``: :func:`store_event_loop`.
 - ``AsyncSqliteStore._cursor``: :func:`immediate_async_sqlite_store`.
-- ``create_agent``'s local variables ``model`` and ``middleware`` while it reads each
-  middleware's ``tools``: :func:`building_agent`.
-- ``langchain.agents.create_agent``'s local ``middleware`` list, while it builds the agent:
-  :func:`middleware_being_built`.
+- ``create_agent``'s local variables ``model`` and ``middleware`` while it reads a
+  middleware's ``tools`` or ``state_schema``: :func:`building_agent`.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ import asyncio
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from langgraph.store.sqlite.aio import AsyncSqliteStore
@@ -39,11 +37,11 @@ except ImportError:  # pragma: no cover - a langchain-core without it
 __all__ = [
     "NS_END",
     "NS_SEP",
+    "BuildingAgent",
     "building_agent",
     "immediate_async_sqlite_store",
     "in_graph_run",
     "is_streaming_handler",
-    "middleware_being_built",
     "run_checkpointer",
     "run_reader",
     "run_runtime",
@@ -132,32 +130,6 @@ def stream_seen_ids(handler: object) -> set[Any] | None:
     return seen if is_streaming_handler(handler) and isinstance(seen, set) else None
 
 
-_MAX_FRAMES = 12
-
-
-def middleware_being_built() -> list[Any] | None:
-    """The middleware list of the ``langchain.agents.create_agent`` call (if any) that is
-    reading a middleware attribute (its ``state_schema``) up the call stack.
-
-    Relies on ``create_agent`` (module ``langchain.agents.factory``) reading each middleware's
-    ``state_schema`` within a few frames of its own, with its argument still named
-    ``middleware``. If that changes, None: two memories in one agent are then refused at their
-    first run instead of when the agent is built.
-    """
-    frame: Any = sys._getframe(1)
-    for _ in range(_MAX_FRAMES):
-        if frame is None:
-            return None
-        code = frame.f_code
-        if code.co_name == "create_agent" and frame.f_globals.get("__name__", "").startswith(
-            "langchain.agents"
-        ):
-            found = frame.f_locals.get("middleware")
-            return list(found) if isinstance(found, list | tuple) else None
-        frame = frame.f_back
-    return None
-
-
 def store_event_loop(store: object) -> asyncio.AbstractEventLoop | None:
     """The event loop an ``AsyncBatchedBaseStore`` runs its sync API on, or None.
 
@@ -210,32 +182,46 @@ def immediate_async_sqlite_store() -> type[AsyncSqliteStore]:
     return _ImmediateAsyncSqliteStore
 
 
-_CREATE_AGENT_MODULE = "langchain.agents.factory"
+_CREATE_AGENT_PACKAGE = "langchain.agents"
+_MAX_FRAMES = 12
 
 
-def building_agent(max_depth: int = 8) -> tuple[object, tuple[object, ...]] | None:
-    """The agent model and middleware list of the ``create_agent`` call that is reading a
-    middleware's ``tools`` right now, or None when the caller is not ``create_agent``.
+class BuildingAgent(NamedTuple):
+    """What :func:`building_agent` finds in ``create_agent``'s frame.
 
-    Relies on ``langchain.agents.factory.create_agent`` reading ``m.tools`` of every middleware
-    after it has turned a model string into a chat model, with its arguments in the locals
-    ``model`` and ``middleware``. Without that (a future release), this returns None and the
-    memory falls back to its checks at run time (the conflicting summary is refused when it
-    appears; a fractional budget is refused with a message saying to pass ``agent_model=``).
+    Attributes:
+        model: The agent's model (a chat model once ``create_agent`` resolved a model string).
+        middleware: The agent's middleware, in the order given.
     """
-    frame = sys._getframe(1)
-    for _ in range(max_depth):
-        frame_or_none = frame.f_back
-        if frame_or_none is None:
+
+    model: object
+    middleware: tuple[object, ...]
+
+
+def building_agent() -> BuildingAgent | None:
+    """The agent model and middleware list of the ``create_agent`` call that is reading a
+    middleware's attribute right now (its ``tools`` or ``state_schema``), or None when no
+    ``create_agent`` call is up the stack.
+
+    Relies on ``create_agent`` (module ``langchain.agents.factory``) reading ``m.tools`` and
+    ``m.state_schema`` of every middleware within a few frames of its own, after it has turned
+    a model string into a chat model, with its arguments in the locals ``model`` and
+    ``middleware``. Without that (a future release), this returns None and the memory falls
+    back to its checks at run time: a conflicting summary middleware is refused when it
+    appears, two memories in one agent at their first run, and a fractional budget with a
+    message saying to pass ``agent_model=``.
+    """
+    frame: Any = sys._getframe(1)
+    for _ in range(_MAX_FRAMES):
+        if frame is None:
             return None
-        frame = frame_or_none
-        code = frame.f_code
-        if code.co_name == "create_agent" and frame.f_globals.get("__name__") == (
-            _CREATE_AGENT_MODULE
-        ):
+        if frame.f_code.co_name == "create_agent" and str(
+            frame.f_globals.get("__name__", "")
+        ).startswith(_CREATE_AGENT_PACKAGE):
             local = frame.f_locals
             middleware = local.get("middleware")
             if not isinstance(middleware, list | tuple):
                 return None
-            return local.get("model"), tuple(middleware)
+            return BuildingAgent(local.get("model"), tuple(middleware))
+        frame = frame.f_back
     return None

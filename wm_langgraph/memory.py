@@ -779,7 +779,8 @@ class WorkingMemory:
             if long_term:
                 deleted += self._purge_long_term(key, config)
             self._session.forget(key)
-            self._reader.forget(key)  # its archive ids may be reused
+            # every memory of the thread lost its records, and their archive ids may be reused
+            self._reader.forget(key, whole_thread=True)
         logger.info("wm_langgraph: purged %d record(s) of a thread", deleted)
         return deleted
 
@@ -791,7 +792,7 @@ class WorkingMemory:
 
         from wm_langgraph.storage.longterm import facts_namespace
 
-        store = self._archives.store_for(key)
+        store = self._archives.io(key)  # retried on transient errors, as every memory record
         namespace = facts_namespace(self.config.long_term_namespace, str(user_id))
         thread_id = split_memory_key(key)[0]
         doomed, offset = [], 0

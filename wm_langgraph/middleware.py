@@ -48,7 +48,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
-from wm_langgraph._compat import building_agent, middleware_being_built
+from wm_langgraph._compat import building_agent
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.errors import ConflictingMiddlewareError
 from wm_langgraph.memory import WorkingMemory
@@ -98,9 +98,10 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
                 middleware: both would keep their bookkeeping in the agent's one
                 ``working_memory`` state value, and one memory would lose its archives.
         """
+        built = building_agent()
         others = [
             m
-            for m in middleware_being_built() or []
+            for m in (built.middleware if built is not None else ())
             if isinstance(m, WorkingMemoryMiddleware) and m is not self
         ]
         if others:

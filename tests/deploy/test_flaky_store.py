@@ -82,3 +82,33 @@ def test_only_transient_errors_are_retried_and_the_retries_are_bounded() -> None
     assert is_transient(sqlite3.OperationalError("database is locked"))
     assert not is_transient(sqlite3.OperationalError("no such table: store"))
     assert not is_transient(KeyError("x"))
+
+
+@pytest.mark.slow
+def test_purging_long_term_facts_is_retried_on_a_flaky_store() -> None:
+    """``purge(long_term=True)`` reads and deletes the user's facts through the same retries
+    as every other memory record: a store failing half its operations does not fail it."""
+    store = FlakyStore(0.0, seed=3)
+    config = WorkingMemoryConfig(
+        token_budget=6_000,
+        commit_token_threshold_ratio=0.0,
+        commit_keep_recent_count=2,
+        background=False,
+        long_term_memory=True,
+    )
+    mw = WorkingMemoryMiddleware(wm_model(), config=config)
+    agent = create_agent(
+        agent_model(), [lookup], middleware=[mw], checkpointer=InMemorySaver(), store=store
+    )
+    run = thread_config("flaky-long-term", user_id="ann")
+    for n in range(1, 6):
+        agent.invoke({"messages": [HumanMessage(f"decided: use FACT-{n}")]}, run)
+    facts = mw.memory.search_long_term(run)
+    assert facts, "no long-term fact was written"
+
+    store._rate = 0.5
+    deleted = mw.purge(run, long_term=True)
+    assert store.failures > 0  # the store did fail during the purge
+    store._rate = 0.0
+    assert deleted >= len(facts)
+    assert mw.memory.search_long_term(run) == []

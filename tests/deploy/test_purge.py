@@ -158,3 +158,42 @@ def test_after_purge_no_record_of_the_thread_remains_and_no_read_returns_it(
     for thread in threads:
         if thread != target and turns > 1:
             assert _records(store, thread), "another thread lost its records"
+
+
+def _converse(memory: WorkingMemory, config: Any, word: str, turns: int) -> list[BaseMessage]:
+    messages: list[BaseMessage] = []
+    for n in range(turns):
+        messages += [
+            HumanMessage(f"{word}-{n} secret", id=f"{word}-h{n}"),
+            AIMessage("ok", id=f"{word}-a{n}"),
+        ]
+        update = memory.after_turn({"messages": messages}, config)
+        gone = {x.id for x in update.get("messages", []) if isinstance(x, RemoveMessage)}
+        messages = [x for x in messages if x.id not in gone]
+    return messages
+
+
+def _model_input(memory: WorkingMemory, messages: list[BaseMessage], config: Any) -> str:
+    shown = memory.assemble({"messages": messages}, config)["llm_input_messages"]
+    return "\n".join(str(m.text) for m in shown)
+
+
+def test_a_purge_drops_every_cached_record_of_the_thread_from_every_memory() -> None:
+    """A purge deletes the records of every memory of the thread (a named one too), and the
+    verbatim fill's cache forgets them all: the thread's next conversation, whose archives take
+    the same ids again, never shows a purged message from the cache."""
+    store = InMemoryStore()
+    first = WorkingMemory(wm_model(), config=EVERY_TURN, store=store)
+    named = WorkingMemory(wm_model(), config=EVERY_TURN, store=store, name="b")
+    config = thread_config("purge-cache")
+    for memory in (first, named):
+        live = _converse(memory, config, "OLD", 4)
+        assert "OLD-0" in _model_input(memory, live, config)  # read through the cache
+
+    first.purge(config)
+    for memory in (first, named):
+        live = _converse(memory, config, "NEW", 4)
+        assert [r.id for r in memory.list_archives(config)][:1] == ["archive_001"]
+        shown = _model_input(memory, live, config)
+        assert "OLD" not in shown
+        assert "NEW-0" in shown

@@ -336,3 +336,74 @@ def test_the_fill_on_the_async_paths(kind: str) -> None:
     assert _fill_of(prompt)
     assert driver.wm.count_tokens(prompt) <= USABLE
     _check_shape(prompt)
+
+
+def test_a_middleware_that_changes_the_archived_messages_it_receives_does_not_change_the_cache():
+    """The fill's (and the pending layer's) messages come from a per-memory cache of records; a
+    middleware inside the memory's (or a model wrapper) that edits them in place must change its
+    own model input only, never what later calls are shown."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+
+    from wm_langgraph import WorkingMemoryMiddleware
+
+    class Marker(AgentMiddleware[Any, Any, Any]):
+        """Marks every archived message it is given (those not in the agent's state)."""
+
+        def wrap_model_call(self, request: ModelRequest[Any], handler: Any) -> ModelResponse[Any]:
+            live = {m.id for m in request.state["messages"]}
+            for message in request.messages:
+                if message.id not in live and isinstance(message.content, str):
+                    message.content += " [seen]"
+                    message.additional_kwargs["seen"] = message.additional_kwargs.get("seen", 0) + 1
+                    message.response_metadata.setdefault("marks", []).append(1)
+            return handler(request)
+
+    shown: list[BaseMessage] = []
+    model = agent_model()
+
+    def reply(messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
+        shown.extend(m.model_copy(deep=True) for m in messages)  # as the model saw them
+        return f"ack {' '.join(FACT_RE.findall(messages[-1].text))}"
+
+    model.respond = reply
+    mw = WorkingMemoryMiddleware(WMWriter().model, config=CONFIG)
+    agent = create_agent(
+        model, [], middleware=[mw, Marker()], checkpointer=InMemorySaver(), store=InMemoryStore()
+    )
+    cfg: dict[str, Any] = {"configurable": {"thread_id": "mutating-middleware"}}
+    for i in range(1, 25):
+        agent.invoke({"messages": [_msg(i)]}, cfg)
+    marked = [m for m in shown if "[seen]" in m.text]
+    assert marked, "no archived message reached the model"
+    assert all(m.text.count("[seen]") == 1 for m in marked)
+    assert all(m.additional_kwargs.get("seen") == 1 for m in marked)
+    assert all(m.response_metadata.get("marks") == [1] for m in marked)
+    state = agent.get_state(cfg).values
+    again = mw.memory.build_context(state["messages"], cfg, state=state).all_messages
+    assert _fill_of(again)
+    assert not any("[seen]" in m.text or "seen" in m.additional_kwargs for m in again)
+
+
+def test_a_detached_message_shares_no_dict_or_list_with_the_cached_one():
+    from wm_langgraph.context.records import detached
+
+    blocks: list[str | dict[Any, Any]] = [{"type": "text", "text": "FACT-001"}]
+    cached = [
+        HumanMessage(blocks, id="h", additional_kwargs={"a": {"b": [1]}}),
+        AIMessage("", id="a", tool_calls=[{"name": "t", "args": {"q": ["x"]}, "id": "c"}]),
+        ToolMessage("out", tool_call_id="c", artifact={"k": [1]}),
+    ]
+    before = [m.model_copy(deep=True) for m in cached]
+    for message in (detached(m) for m in cached):
+        if isinstance(message.content, list):
+            message.content[0]["text"] = "changed"  # type: ignore[index]
+            message.content.append("more")
+        message.additional_kwargs.setdefault("a", {}).setdefault("b", []).append(2)
+        message.response_metadata["x"] = 1
+        if isinstance(message, AIMessage):
+            message.tool_calls[0]["args"]["q"].append("y")
+        if isinstance(message, ToolMessage):
+            message.artifact["k"].append(2)
+    assert cached == before
+    assert [type(detached(m)) for m in cached] == [type(m) for m in cached]

@@ -16,20 +16,47 @@ stored is counted once, when it is first read.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore
+from wm_langgraph.storage.keys import split_memory_key
 
-__all__ = ["ArchiveReader", "RecentMessages"]
+__all__ = ["ArchiveReader", "RecentMessages", "detached"]
 
 MAX_THREADS = 256
 """Memory keys whose records the reader keeps (least recently used out)."""
 
 MessageCounter = Callable[[BaseMessage], int]
+
+_READERS: weakref.WeakSet[ArchiveReader] = weakref.WeakSet()
+"""Every reader of the process: a purge of a thread deletes the records of every memory of it
+(named ones, subgraph scopes), which other memories' readers may have cached."""
+_READERS_LOCK = threading.Lock()
+
+
+def _plain(value: dict[Any, Any] | list[Any]) -> dict[Any, Any] | list[Any]:
+    """A copy of a dict or list and of every dict or list inside it (other values shared)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) if isinstance(v, dict | list) else v for k, v in value.items()}
+    return [_plain(v) if isinstance(v, dict | list) else v for v in value]
+
+
+def detached(message: BaseMessage) -> BaseMessage:
+    """A copy of a cached message that its receiver may change freely: the message object and
+    its dicts and lists (content blocks, ``additional_kwargs``, ``response_metadata``, tool
+    calls) are new; strings and other values are shared. Cheaper than a deep copy."""
+    copy = message.model_copy()
+    fields = copy.__dict__
+    for name, value in fields.items():
+        if isinstance(value, dict | list):
+            fields[name] = _plain(value) if value else type(value)()
+    return copy
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +104,8 @@ class ArchiveReader:
         self._lock = threading.Lock()
         self.store_reads = 0
         """How many records were read from the store (for tests and measurements)."""
+        with _READERS_LOCK:
+            _READERS.add(self)
 
     def _entry(self, thread_id: str, archive_id: str) -> _Entry | None:
         place = self._place(thread_id)
@@ -148,7 +177,7 @@ class ArchiveReader:
         self._touch(thread_id, used)
         chunks.reverse()
         return RecentMessages(
-            messages=[m for c in chunks for m in c.messages],
+            messages=[detached(m) for c in chunks for m in c.messages],
             sizes=[s for c in chunks for s in c.sizes],
             complete=complete,
         )
@@ -169,8 +198,25 @@ class ArchiveReader:
             while len(self._threads) > MAX_THREADS:
                 self._threads.popitem(last=False)
 
-    def forget(self, thread_id: str) -> None:
-        """Drop the cached records of ``thread_id`` (its records were purged)."""
+    def forget(self, thread_id: str, *, whole_thread: bool = False) -> None:
+        """Drop the cached records of ``thread_id`` (its records were deleted).
+
+        Args:
+            thread_id: The memory key.
+            whole_thread: Drop every memory key of its thread (every scope), in every reader
+                of the process: a purge deletes the records of all the thread's memories, and
+                a later conversation of the thread reuses their archive ids.
+        """
+        if not whole_thread:
+            self._drop(lambda key: key == thread_id)
+            return
+        thread = split_memory_key(thread_id)[0]
+        with _READERS_LOCK:
+            readers = list(_READERS)
+        for reader in readers:
+            reader._drop(lambda key: split_memory_key(key)[0] == thread)
+
+    def _drop(self, doomed: Callable[[str], bool]) -> None:
         with self._lock:
-            for place in [p for p in self._threads if p[1] == thread_id]:
+            for place in [p for p in self._threads if doomed(p[1])]:
                 del self._threads[place]

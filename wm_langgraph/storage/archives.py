@@ -676,12 +676,18 @@ class ArchiveStore:
         value = {**dict(info), "text": text, "covers": list(covers), "created_at": now_iso()}
         store = self._io(thread_id)
         ns = self.namespace(thread_id, "wm")
-        store.put(ns, covers[-1], value, index=False, ttl=None)
+        writes = [PutOp(ns, covers[-1], value, index=False, ttl=None)]
         # The current WM under a fixed key, for clients that read the store directly (a
         # platform's store API): the version covering the most archives wins, as in Phase 2.
         latest = store.get(ns, LATEST_KEY)
         if latest is None or len(covers) >= len(latest.value.get("covers") or []):
-            store.put(ns, LATEST_KEY, value, index=False, ttl=None)
+            # One batch (one transaction in the SQL stores), latest first: a store that applies
+            # it op by op and dies in between leaves latest ahead of the versions, never behind.
+            # The engine reads versions only, so it folds the archives again (next hook run or
+            # resume) and writes both; latest behind a version would stay behind, no round
+            # being left to write it.
+            writes.insert(0, PutOp(ns, LATEST_KEY, value, index=False, ttl=None))
+        store.batch(writes)
 
     # -- items moved out of the document by the size contract ------------------------------
     def put_moved(
