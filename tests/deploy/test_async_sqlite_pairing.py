@@ -15,18 +15,6 @@ from langgraph.store.sqlite.aio import AsyncSqliteStore
 from tests.deploy._agents import BACKGROUND, build, memory_of, play_turns, remember
 from tests.integrations.helpers import agent_model
 
-# Known failure of the package, not of these tests (remove the marker with the fix): the
-# memory's sync store calls on an AsyncBatchedBaseStore go through the store's shared per-tick
-# queue, so a read of the memory and the tool's aput run as one batch, i.e. one deferred SQLite
-# transaction whose write cannot upgrade ("database is locked"), and the error reaches the aput.
-QUEUED_WITH_THE_TOOL = pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "the memory's reads share the async store's batching queue with the tool's aput: one "
-        "failing SQLite transaction fails both (package fix pending, wm_langgraph/storage/retry.py)"
-    ),
-)
-
 
 @pytest.mark.slow
 def test_standard_async_sqlite_pairing_under_sessions_and_concurrent_threads(tmp_path: Path):
@@ -52,7 +40,6 @@ def test_standard_async_sqlite_pairing_under_sessions_and_concurrent_threads(tmp
 
 
 @pytest.mark.slow
-@QUEUED_WITH_THE_TOOL
 def test_standard_async_sqlite_pairing_with_a_tool_that_writes_the_store(tmp_path: Path):
     path = str(tmp_path / "pairing-tool.sqlite")
 
@@ -83,7 +70,6 @@ def test_standard_async_sqlite_pairing_with_a_tool_that_writes_the_store(tmp_pat
 
 
 @pytest.mark.slow
-@QUEUED_WITH_THE_TOOL
 def test_a_tool_writing_the_store_while_sessions_overlap_fails_no_turn(tmp_path: Path):
     """The flaky case above made reliable: three sessions at a time instead of one, so the
     tool's ``aput`` is often queued in the same tick as a read of the memory's Phase 2."""

@@ -11,14 +11,16 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import Op, Result
 from langgraph.store.memory import InMemoryStore
 
-from tests.common import thread_config
+from tests.common import lookup, thread_config
 from tests.deploy._agents import BACKGROUND, EVERY_TURN, PATHS, build, memory_of
-from tests.integrations.helpers import ids
+from tests.integrations.helpers import agent_model, ids, wm_model
+from wm_langgraph import WorkingMemoryConfig, WorkingMemoryMiddleware
 from wm_langgraph.storage.retry import is_transient, retrying
 
 

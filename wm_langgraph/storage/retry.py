@@ -15,10 +15,11 @@ import logging
 import random
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, Op, Result
+from langgraph.store.base.batch import AsyncBatchedBaseStore
 
 __all__ = ["ATTEMPTS", "RetryingStore", "is_transient", "retrying"]
 
@@ -85,14 +86,43 @@ def retrying(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+class _Unqueued(BaseStore):
+    """An async-batched store (``AsyncSqliteStore``, ``AsyncPostgresStore``) seen through its
+    ``batch``/``abatch`` only, so that each of the memory's operations is a batch of its own.
+
+    Such a store's ``get``/``put``/``search`` queue their operation on the store's shared
+    per-tick queue, where it is merged with whatever the application queued in the same tick;
+    the merged batch runs as one transaction and one failure fails every operation in it. A
+    busy SQLite file then failed a user tool's ``aput`` because the memory's read was batched
+    with it (the memory retries its own operations; the tool's write is not ours to retry).
+    ``BaseStore``'s methods build the operation and call ``batch``, which these stores run
+    directly, never through the queue.
+    """
+
+    def __init__(self, store: AsyncBatchedBaseStore) -> None:
+        super().__init__()
+        self._store = store
+        self.supports_ttl = store.supports_ttl
+        self.ttl_config = store.ttl_config
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        return self._store.batch(ops)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await self._store.abatch(ops)
+
+
 class RetryingStore:
-    """The memory's view of a ``BaseStore``: the operations it uses, each retried."""
+    """The memory's view of a ``BaseStore``: the operations it uses, each retried (and, on an
+    async-batched store, each a batch of its own: :class:`_Unqueued`)."""
 
     __slots__ = ("_store",)
 
     def __init__(self, store: BaseStore) -> None:
         """Wrap ``store``."""
-        self._store = store
+        self._store: BaseStore = (
+            _Unqueued(store) if isinstance(store, AsyncBatchedBaseStore) else store
+        )
 
     def get(self, namespace: tuple[str, ...], key: str) -> Any:
         """``store.get``, retried."""
