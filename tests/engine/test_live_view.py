@@ -314,3 +314,25 @@ def test_an_extended_view_assembles_like_a_fresh_one(
         fresh.dropped,
         fresh.wm_omitted,
     )
+
+
+def test_the_hooks_keep_their_own_copy_of_the_messages(memory: Any) -> None:
+    """The per-turn checks extend what the previous call saw; a list changed in place after
+    that call (not through the reducer) is still seen as changed."""
+    wm = memory(WMWriter().model, config=NO_COMMIT)
+    cfg = {"configurable": {"thread_id": "in-place"}}
+    messages: list[BaseMessage] = [_msg(1), AIMessage("ack", id="a1"), _msg(2)]
+    meta = wm.after_turn({"messages": messages}, cfg)["working_memory"]
+    messages[0] = HumanMessage("turn 1: " + "much longer now " * 200, id="m-1")
+    again = wm.after_turn({"messages": messages, "working_memory": meta}, cfg)["working_memory"]
+    fresh = wm.after_turn({"messages": list(messages)}, {"configurable": {"thread_id": "other"}})
+    assert again["pending_tokens"] == fresh["working_memory"]["pending_tokens"]
+    assert again["pending_tokens"] > meta["pending_tokens"]
+    messages[0] = HumanMessage("turn 1: " + "longer still " * 400, id="m-1")
+    third = wm.after_turn({"messages": messages, "working_memory": again}, cfg)["working_memory"]
+    assert third["pending_tokens"] > again["pending_tokens"]
+    messages.append(
+        HumanMessage("summary", id="s", additional_kwargs={"lc_source": "summarization"})
+    )
+    with pytest.raises(ConflictingMiddlewareError):
+        wm.after_turn({"messages": messages, "working_memory": third}, cfg)
