@@ -34,7 +34,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.context.assemble import AssembledContext, assemble_context, compute_budgets
+from wm_langgraph.context.assemble import (
+    AssembledContext,
+    assemble_context,
+    compute_budgets,
+    neutralise_message,
+)
+from wm_langgraph.context.live import LiveView, LiveViews
 from wm_langgraph.context.records import ArchiveReader, RecentMessages
 from wm_langgraph.document.tokens import TokenCounter, count_tokens
 from wm_langgraph.integration.binding import graph_store, reject_foreign_summaries
@@ -265,6 +271,8 @@ class WorkingMemory:
         self._runner = Phase2Runner(self.commit_graph, self._archives, self.config)
         # Archived messages for assemble (pending layer and verbatim fill), cached per thread.
         self._reader = ArchiveReader(self._archives, self._count_message)
+        # The live messages as assemble reads them, per thread: a call looks at new ones only.
+        self._views = LiveViews(self._count_message, neutralise_message)
         self._session = Session(
             self._archives, self._runner, self.config, self._count_message, self._checkpointer
         )
@@ -460,29 +468,31 @@ class WorkingMemory:
         ``state`` (optional) is the graph state the messages come from; its meta names the
         timeline's archives, which after a fork or time travel differ from the thread's latest.
         """
-        reject_foreign_summaries(messages)
+        if not isinstance(messages, list | tuple):
+            messages = list(messages)
         with self._scoper.serving(config):
             thread_id = self._scoper.enter(config, state)
+            view = self._views.view(thread_id, messages)
+            reject_foreign_summaries(view.marked)
             if state is not None:
                 timeline = self._session.timeline_of(state, thread_id, config)
             else:
                 timeline = self._session.timeline_for_thread(thread_id, config)
-            given = convert_to_messages(list(messages))
-            requested = _removal_requests(state) | {
-                str(m.id) for m in given if isinstance(m, RemoveMessage)
-            }
-            return self._build(given, thread_id, timeline, system_message, requested)
+            requested = _removal_requests(state) | view.removals
+            return self._build(view, thread_id, timeline, system_message, requested)
 
     def _build(
         self,
-        messages: Sequence[BaseMessage],
+        messages: Sequence[BaseMessage] | LiveView,
         thread_id: str,
         timeline: Sequence[str],
         system_message: SystemMessage | None,
         removed: set[str] | frozenset[str] = frozenset(),
     ) -> AssembledContext:
         """The assembled context (``removed``: ids of archived messages whose removal the next
-        hook carries out; they are hidden already)."""
+        hook carries out; they are hidden already). The live messages are read through the
+        thread's :class:`LiveView` (only messages new since the last call are looked at)."""
+        view = messages if isinstance(messages, LiveView) else self._views.view(thread_id, messages)
         current = self._archives.current_wm(thread_id, timeline)
         document = current.text if current else ""
         pending_ids = unfolded_archive_ids(current, timeline)
@@ -490,7 +500,7 @@ class WorkingMemory:
         budgets = compute_budgets(
             self.config.tokens, self.config.reserve_tokens, self.config.archive_memory_tokens
         )
-        live = sum(self._count_message(m) for m in messages)
+        live = view.total
         document_tokens = self._counter(document) if document else 0
         # The room the live messages and the WM's share leave, for archived messages.
         room = budgets.usable - min(document_tokens, budgets.archive) - live
@@ -517,7 +527,8 @@ class WorkingMemory:
             system_message=system_message,
             working_memory=document,
             pending_messages=pending,
-            live_messages=messages,
+            live_messages=view.source,
+            live_view=view,
             token_budget=self.config.tokens,
             reserve_tokens=self.config.reserve_tokens,
             archive_memory_tokens=self.config.archive_memory_tokens,

@@ -48,7 +48,7 @@ fetched or deserialised.
 
 from __future__ import annotations
 
-import itertools
+import bisect
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -65,6 +65,7 @@ from langchain_core.messages import (
 
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.fit import fit_document
+from wm_langgraph.context.live import LiveView
 from wm_langgraph.document.tokens import longest_fitting
 from wm_langgraph.messages import content_text
 from wm_langgraph.storage.archives import ArchiveStore
@@ -331,23 +332,6 @@ def _merge_system(
     )
 
 
-def _turns(messages: Sequence[BaseMessage]) -> list[tuple[int, int]]:
-    """Turn spans ``[start, end)``: a new turn starts at each user message, except where that
-    would separate tool calls from their results."""
-    starts = {i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and i > 0}
-    owner: dict[str, int] = {}
-    for i, message in enumerate(messages):
-        if isinstance(message, AIMessage):
-            for call in message.tool_calls or []:
-                if call.get("id"):
-                    owner[str(call["id"])] = i
-        elif isinstance(message, ToolMessage) and message.tool_call_id in owner:
-            caller = owner[message.tool_call_id]
-            starts -= set(range(caller + 1, i + 1))
-    bounds = [0, *sorted(starts), len(messages)]
-    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
-
-
 def _cut_tool_message(message: ToolMessage, limit: int, count: MessageCounter) -> ToolMessage:
     """A copy of ``message`` whose output keeps its start and end so that it counts <= limit
     (or as close as a bare marker allows)."""
@@ -419,6 +403,7 @@ def assemble_context(
     system_addition: str | None = None,
     folded_messages: Sequence[BaseMessage] = (),
     folded_sizes: Sequence[int] | None = None,
+    live_view: LiveView | None = None,
 ) -> AssembledContext:
     """Build the model input from the three layers, inside the budget (see the module docstring).
 
@@ -432,13 +417,16 @@ def assemble_context(
         token_budget: The model's context window ``T``.
         reserve_tokens: Reply reserve for large windows (behaviour §7.4).
         archive_memory_tokens: Cap of the WM layer.
-        count: Message token counter (e.g. ``message_tokens``).
+        count: Message token counter (e.g. ``message_tokens``); never negative.
         system_addition: The system-prompt addition; ``None`` loads ``prompts/system.md``.
             Added only while a WM or pending archive exists.
         folded_messages: The newest messages of archives the WM already covers, in archive
             order (older than every pending message): the verbatim fill, shown in the room the
             other layers leave (see the module docstring).
         folded_sizes: Their token counts (``None``: counted with ``count``).
+        live_view: The :class:`~wm_langgraph.context.live.LiveView` of ``live_messages`` built
+            with ``count`` (kept per thread, so a call after one new message looks at that
+            message only); ``None`` builds it here.
 
     Returns:
         The assembled context; the inputs are not modified.
@@ -447,10 +435,17 @@ def assemble_context(
         ValueError: A budget value is out of range.
     """
     budgets = compute_budgets(token_budget, reserve_tokens, archive_memory_tokens)
-    folded, body, left_out = split_system_messages(pending_messages, live_messages)
-    size = len(body)
-    body = neutralise_summary_headers(drop_orphan_tool_results(body))
-    left_out += size - len(body)
+    tail = live_view or LiveView.build(live_messages, count, neutralise_message)
+    head = LiveView.build(pending_messages, count, neutralise_message, pin_head=False)
+    if head.body and tail.answers_any(head):
+        # A live tool result answers a call of a pending archive: read them as one list.
+        rest = tail.source[1:] if tail.pinned is not None else tail.source
+        tail = LiveView.build(
+            [*head.source, *rest], count, neutralise_message, pin_head=False, pinned=tail.pinned
+        )
+        head = LiveView(pin_head=False)
+    folded = [m for m in (tail.pinned, tail.last_note or head.last_note) if m is not None]
+    left_out = max(0, head.notes + tail.notes - 1) + head.left_out_results + tail.left_out_results
     has_memory = bool(working_memory.strip()) or bool(pending_messages)
     if has_memory and system_addition is None:
         from wm_langgraph.writer.prompts import load_prompt
@@ -460,52 +455,92 @@ def assemble_context(
     system_size = count(system) if system is not None else 0
     available = budgets.usable - system_size
 
-    # Each message is counted once here; the total below reuses these sizes.
-    sizes = [count(m) for m in body]
-    turns = _turns(body)
+    body = _Body(head, tail)
     whole_size = count(_summary_message(working_memory)) if working_memory.strip() else 0
     # The WM's guaranteed minimum: raw messages other than the newest turn never take it.
     floor = min(whole_size, budgets.archive)
     kept: list[BaseMessage] = []
     kept_size = 0
-    if turns:
-        newest_start = turns[-1][0]
-        newest = sum(sizes[newest_start:])
+    start = body.size
+    if body.size:
+        starts = body.starts()
+        newest_start = starts[-1]
+        newest = body.suffix(newest_start)
         if floor + newest <= available:
-            start, total = newest_start, newest
-            for turn_start, turn_end in reversed(turns[:-1]):
-                total += sum(sizes[turn_start:turn_end])
-                if total + floor > available:
-                    break
-                start = turn_start
-            kept = body[start:]
-            kept_size = sum(sizes[start:])
+            # Whole turns, newest first, while they fit beside the floor: the oldest turn start
+            # whose suffix fits (the suffix only grows as the start moves back).
+            start = starts[
+                bisect.bisect_left(starts, True, key=lambda s: body.suffix(s) + floor <= available)
+            ]
+            kept = body.since(start)
+            kept_size = body.suffix(start)
         elif newest <= available:
-            kept = body[newest_start:]
+            start = newest_start
+            kept = body.since(start)
             kept_size = newest
         else:
-            kept = _shrink_tool_outputs(body[newest_start:], available, count)
+            start = newest_start
+            kept = _shrink_tool_outputs(body.since(start), available, count)
             kept_size = sum(count(m) for m in kept)
     fill: list[BaseMessage] = []
     fill_size = 0
     room = available - whole_size - kept_size  # the WM is shown whole before any fill
-    if folded_messages and len(kept) == len(body) and room > 0:
+    if folded_messages and start == 0 and room > 0:
         sizes_in = list(folded_sizes) if folded_sizes is not None else None
-        fill, fill_size = _verbatim_fill(folded_messages, sizes_in, kept, room, count)
+        answered = set(head.results | tail.results)
+        fill, fill_size = _verbatim_fill(folded_messages, sizes_in, answered, room, count)
     # Whatever the raw messages leave goes to the WM (at least its floor, see above).
     summary, omitted, summary_size = _fit_working_memory(
         working_memory, available - kept_size - fill_size, count, whole_size
     )
-    messages: list[BaseMessage] = ([summary] if summary is not None else []) + fill + kept
+    dropped = body.size - len(kept) + left_out
+    # ``kept`` is a new list: the summary and the fill go in front of it (no second copy).
+    messages: list[BaseMessage] = kept
+    messages[:0] = ([summary] if summary is not None else []) + fill
     tokens = summary_size + fill_size + kept_size + system_size
     return AssembledContext(
         system_message=system,
         messages=messages,
         tokens=tokens,
-        dropped=len(body) - len(kept) + left_out,
+        dropped=dropped,
         budgets=budgets,
         wm_omitted=omitted if summary is not None else 0,
     )
+
+
+def neutralise_message(message: BaseMessage) -> BaseMessage:
+    """``message`` as shown: a line starting with the summary header quoted (a copy)."""
+    return neutralise_summary_headers([message])[0]
+
+
+class _Body:
+    """The shown pending-archive messages (``head``) followed by the shown live ones."""
+
+    def __init__(self, head: LiveView, tail: LiveView) -> None:
+        self.head = head
+        self.tail = tail
+        self.split = len(head.body)
+        self.size = self.split + len(tail.body)
+
+    def starts(self) -> list[int]:
+        """The turn starts, 0 first (a turn starts at each user message, except where that
+        would separate tool calls from their results)."""
+        tail = self.tail.starts
+        shifted = [*self.head.starts, *map(self.split.__add__, tail)] if self.split else tail
+        return shifted if shifted and shifted[0] == 0 else [0, *shifted]
+
+    def suffix(self, start: int) -> int:
+        """Tokens of the messages from ``start`` on."""
+        head, tail = self.head.prefix, self.tail.prefix
+        if start >= self.split:
+            return tail[-1] - tail[start - self.split]
+        return head[-1] - head[start] + tail[-1]
+
+    def since(self, start: int) -> list[BaseMessage]:
+        """The messages from ``start`` on."""
+        if start >= self.split:
+            return self.tail.body[start - self.split :]
+        return self.head.body[start:] + self.tail.body
 
 
 FILL_HEADER = "[Earlier messages, verbatim]"
@@ -527,7 +562,7 @@ def fill_marker() -> HumanMessage:
 def _verbatim_fill(
     folded: Sequence[BaseMessage],
     sizes: list[int] | None,
-    shown: Sequence[BaseMessage],
+    answered: set[str],
     room: int,
     count: MessageCounter,
 ) -> tuple[list[BaseMessage], int]:
@@ -535,7 +570,8 @@ def _verbatim_fill(
 
     A candidate start is a user message; the messages from it to the end of ``folded`` are
     taken only when every tool call among them is answered (by a result among them or among the
-    ``shown`` messages that follow) and every tool result among them answers a call among them.
+    shown messages that follow, whose ``tool_call_id`` are ``answered``; the set is extended
+    here) and every tool result among them answers a call among them.
     So the fill never holds a tool result without its call, nor a call without its results, and
     it ends where the shown messages begin (a turn that continues there is shown whole). System
     messages (older notes) and removal requests are left out.
@@ -555,7 +591,6 @@ def _verbatim_fill(
     budget = room - count(marker)
     if budget <= 0 or not pairs:
         return [], 0
-    answered: set[str] = {m.tool_call_id for m in shown if isinstance(m, ToolMessage)}
     open_results: set[str] = set()  # results whose call is older than the candidate start
     total = 0
     best: int | None = None

@@ -191,11 +191,21 @@ class Scoper:
             return
         before = self._checked.get(key)
         n = len(before) if before is not None else 0
-        if before is not None and 0 < n <= len(messages) and messages[:n] == before:
-            reject_foreign_summaries(messages[n:])
+        # Only one copy of the list is made (none when nothing is new): the head compared is
+        # the copy kept, once the new messages are added to it.
+        head = messages if n == len(messages) else messages[:n]
+        if before is not None and 0 < n <= len(messages) and head == before:
+            if head is messages:  # nothing new: all checked already
+                self._checked.move_to_end(key)
+                return
+            tail = messages[n:]
+            reject_foreign_summaries(tail)
+            head.extend(tail)
+            checked = head
         else:
             reject_foreign_summaries(messages)
-        self._checked[key] = list(messages)
+            checked = list(messages)
+        self._checked[key] = checked
         self._checked.move_to_end(key)
         while len(self._checked) > _MAX_CHECKED:
             self._checked.popitem(last=False)

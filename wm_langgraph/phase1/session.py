@@ -680,22 +680,41 @@ class Session:
         with self._lock:
             previous = list(self._accounted.get(thread_id) or ())
         result: WorkingMemoryMeta | None = None
+        copy: list[BaseMessage] | None = None  # the messages' copy to keep, when made
         for before, before_meta in reversed(previous):
             n = len(before)
-            if 0 < n <= len(messages) and meta == before_meta and messages[:n] == before:
+            if not 0 < n <= len(messages) or meta != before_meta:
+                continue
+            if n == len(messages):
+                if messages == before:  # nothing new: the same accounting again
+                    result = account_tail(meta, messages, n, self._count)
+                    if result == before_meta:
+                        return result
+                    break
+                continue
+            head = messages[:n]
+            if head == before:
                 result = account_tail(meta, messages, n, self._count)
+                head.extend(messages[n:])
+                copy = head
                 break
         if result is None:
             result = account_messages(meta, messages, self._count)
-        self._remember_accounting(thread_id, messages, result)
+        self._remember_accounting(thread_id, messages, result, owned=copy)
         return result
 
     def _remember_accounting(
-        self, thread_id: str, messages: Sequence[BaseMessage], meta: WorkingMemoryMeta
+        self,
+        thread_id: str,
+        messages: Sequence[BaseMessage],
+        meta: WorkingMemoryMeta,
+        *,
+        owned: list[BaseMessage] | None = None,
     ) -> None:
         """Keep the accounting (a few per memory key: a run resumed from an earlier checkpoint
-        starts from an older one)."""
-        entry = (list(messages), _copy_meta(meta))
+        starts from an older one). ``owned``: a copy of ``messages`` already made, kept as is
+        (otherwise ``messages`` is copied: the caller's list may change later)."""
+        entry = (owned if owned is not None else list(messages), _copy_meta(meta))
         with self._lock:
             kept = [e for e in self._accounted.get(thread_id) or [] if e[1] != entry[1]]
             self._accounted[thread_id] = [*kept[-(_ACCOUNTINGS_PER_KEY - 1) :], entry]
