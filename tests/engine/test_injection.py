@@ -65,7 +65,8 @@ def test_the_writer_sees_hostile_text_inside_one_messages_block(writer, memory):
         counts = _tag_counts(prompt)
         if is_capture_call(call.tools):  # the follow-up quotes statements in their own block
             assert len(re.findall(r"<\s*/?\s*capture_items\b", prompt, flags=re.I)) == 2
-            assert counts["messages"] == 0 and counts["working_memory"] == 2
+            assert counts["messages"] == 0
+            assert counts["working_memory"] == 2
             continue
         assert counts["messages"] == 2, prompt
         assert counts["working_memory"] in (0, 2)

@@ -221,7 +221,8 @@ def test_an_instruction_in_the_follow_up_reply_is_never_added():
     agent, wm = _middleware_agent(writer)
     config = _play(agent, wm, "todo-hostile", _turns())
     document = wm.get_working_memory(config)
-    assert "evil.example" not in document and "INSTRUCTION" not in document
+    assert "evil.example" not in document
+    assert "INSTRUCTION" not in document
     # the statement itself still carries its anchor: code adds it
     assert "429 rejections" in parse_working_memory(document)["Open Issues"]
 
@@ -289,7 +290,8 @@ def test_no_follow_up_when_the_writer_wrote_everything():
     agent = create_agent(
         _agent_model(), [lookup], middleware=[middleware], checkpointer=InMemorySaver(), store=store
     )
-    config = _play(agent, middleware.memory, "faithful", [TODO + PAD, "turn 1: ok" + PAD, "turn 2: ok" + PAD])
+    turns = [TODO + PAD, "turn 1: ok" + PAD, "turn 2: ok" + PAD]
+    config = _play(agent, middleware.memory, "faithful", turns)
     asked = [c.prompt_text for c in model.calls if CAPTURE in _names(c.tools)]
     assert not asked, asked[0][asked[0].find("<capture_items>") :]
     assert "429 rejections" in middleware.memory.get_working_memory(config)
