@@ -336,6 +336,11 @@ def run_capture(
         if _anchors_held(cand.anchors, "\n".join(added)):  # so does code's earlier item
             fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "duplicate")
             continue
+        if reads_as_instruction(cand.text):  # text is data, whoever wrote it
+            fates[n] = Fate(
+                cand.kind, cand.text, cand.section, "skipped", "reads as an instruction"
+            )
+            continue
         if cand.kind in _TRAIL_KINDS:
             # Errors and paths in prose are the writer's to record; code takes them from what
             # tools reported and what the conversation acted on (the trails) only.
