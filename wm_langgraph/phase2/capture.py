@@ -8,11 +8,11 @@ constraints, preferences, TODOs, corrections, anchored facts; in chats events, p
 places), the paths the conversation acted on (the artifact trail) and the errors tool results
 reported (the error trail) — and looks each up in the merged document with the guards' own
 matchers: a unit is *written* when its anchors occur in the document
-(:func:`~wm_langgraph.document.text.missing_anchors`: both of one or two anchors, two thirds of
-more, a bare number beside a stronger anchor not needed), or, without anchors, when one item holds
-its whole text (:func:`~wm_langgraph.document.text.item_present`); a path when Files & Context
-lists it (:func:`~wm_langgraph.document.text.paths_listed`); an error when Errors & Corrections
-holds its message (:func:`~wm_langgraph.phase2.trails.missing_errors`).
+(the test of :func:`~wm_langgraph.document.text.missing_anchors`: both of one or two anchors,
+two thirds of more, a bare number beside a stronger anchor not needed), or, without anchors,
+when one item holds its whole text (:func:`~wm_langgraph.document.text.item_present`); a path
+when Files & Context lists it (:func:`~wm_langgraph.document.text.paths_listed`); an error when
+Errors & Corrections holds its message (:func:`~wm_langgraph.phase2.trails.missing_errors`).
 
 What is missing:
 
@@ -37,13 +37,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from wm_langgraph.document.merge import merge_working_memory
 from wm_langgraph.document.sections import parse_working_memory, section_items
-from wm_langgraph.document.text import item_present, missing_anchors, paths_listed
+from wm_langgraph.document.text import extract_anchors, item_present, paths_listed, term_in
 from wm_langgraph.document.text.provenance import reads_as_instruction
 from wm_langgraph.document.text.units import Unit, extract_units
 from wm_langgraph.messages import content_text
@@ -222,8 +223,26 @@ def _written(candidate: Candidate, text: str, sections: Mapping[str, str]) -> bo
         return not missing_errors([candidate.text], sections[ERRORS])
     if candidate.anchors:
         return _anchors_held(candidate.anchors, text)
-    items = [i for body in sections.values() for i in section_items(body)]
-    return item_present(candidate.text, items)
+    return item_present(candidate.text, _items(text))
+
+
+@lru_cache(maxsize=8)
+def _index(text: str) -> tuple[frozenset[str], str]:
+    """The anchors of ``text`` and its collapsed form, once per document version (a round
+    checks many units against the same, possibly large, merged text)."""
+    return frozenset(extract_anchors(text)), " ".join(text.split()).casefold()
+
+
+@lru_cache(maxsize=8)
+def _items(text: str) -> tuple[str, ...]:
+    """Every item of every section of ``text``."""
+    return tuple(i for body in parse_working_memory(text).values() for i in section_items(body))
+
+
+def _missing(anchors: Sequence[str], text: str) -> list[str]:
+    """:func:`~wm_langgraph.document.text.missing_anchors` over the indexed ``text``."""
+    found, collapsed = _index(text)
+    return [a for a in anchors if a not in found and not term_in(a, collapsed)]
 
 
 def _anchors_held(anchors: Sequence[str], text: str) -> bool:
@@ -233,8 +252,8 @@ def _anchors_held(anchors: Sequence[str], text: str) -> bool:
     beside ``FACT-010``) is a side detail."""
     strong = [a for a in anchors if not a.isdigit()]
     if not strong:
-        return len(missing_anchors(anchors, text)) < len(anchors)
-    lost = len(missing_anchors(strong, text))
+        return len(_missing(anchors, text)) < len(anchors)
+    lost = len(_missing(strong, text))
     need = len(strong) if len(strong) <= 2 else -(-2 * len(strong) // 3)
     return len(strong) - lost >= need
 
