@@ -583,7 +583,6 @@ class GuardMerge:
         )
         text, missing, errors = capture.text, capture.artifact_trail, capture.error_trail
         fates = [f.as_dict() for f in capture.fates]
-        decisions += [{**d, "reason": f"capture: {d['reason']}"} for d in capture.decisions]
         text, moved, compaction = fit_to_contract(text, prior, cfg, self._deps.counter)
         decisions += [compaction] if compaction else []
         record = RunnableLambda(lambda x: x, name="wm.guards")
