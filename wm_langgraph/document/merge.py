@@ -54,6 +54,10 @@ _KEY_FACTS = "Key Facts & Decisions"
 _ERRORS = "Errors & Corrections"
 _OPEN = "Open Issues"
 _TITLE = "Session Title"
+_RELEASING: tuple[str, ...] = (_OPEN,)
+"""Sections besides Files & Context and Errors & Corrections whose code items an UPDATE may
+drop. Key Facts & Decisions keeps them like the writer's own (its guards restore a vanished
+anchor): a capture item there is a fact the conversation established."""
 _BULLET_RE = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])[ \t]+")
 
 
@@ -245,8 +249,8 @@ def merge_working_memory(
             The merge stays a pure function: the caller passes the text, nothing is read.
         code_items: Section name -> the items our code added to it (the artifact and error
             trails and the capture check). They are not protected like the writer's: an UPDATE
-            of Files & Context, Errors & Corrections, Key Facts & Decisions or Open Issues may
-            drop them, and the section's decision says which.
+            of Files & Context, Errors & Corrections or Open Issues may drop them, and the
+            section's decision says which.
 
     Returns:
         The canonical document and one :class:`GuardDecision` per section, in section order.
@@ -295,7 +299,7 @@ def merge_working_memory(
             new_sections[name] = old_body
             by_section[name] = GuardDecision(name, requested, "KEEP", problem)
             continue
-        if name in (_KEY_FACTS, _OPEN) and op.kind == "UPDATE" and code_items:
+        if name in _RELEASING and op.kind == "UPDATE" and code_items:
             # Items the capture check added are not the writer's to keep: an UPDATE that no
             # longer holds one drops it, recorded (the guards would restore it otherwise).
             old_body, released = _release_code_items(old_body, op.content, code_items.get(name))
