@@ -63,6 +63,9 @@ __all__ = [
 ]
 
 UPDATE_TOOL = "update_working_memory"
+CAPTURE_TOOL = "capture_working_memory"
+_CAPTURE_LINE = re.compile(r'^(?P<n>\d+)\. \[(?P<kind>[^,\]]+), from [^\]]*\] "(?P<text>.*)"$')
+_CAPTURE_SECTIONS = frozenset({GOALS, FACTS, FILES, ERRORS, OPEN})
 
 
 @dataclass(frozen=True)
@@ -251,6 +254,12 @@ class ScriptedSummariser:
         prompt = "\n".join(m.text for m in messages)
         prompt_tokens = count_tokens(prompt)
         names = {t.get("function", {}).get("name") for t in tools if isinstance(t, dict)}
+        if CAPTURE_TOOL in names:
+            record = CallRecord("wm_capture", prompt_tokens, 0, 0, 0)
+            self._records.append(record)
+            reply = self._wm_capture(prompt)
+            record.reply_tokens = count_tokens(json.dumps([c["args"] for c in reply.tool_calls]))
+            return reply
         if UPDATE_TOOL in names:
             kind = "wm_update"
             prior_text = _block(prompt, "working_memory") or ""
@@ -315,6 +324,34 @@ class ScriptedSummariser:
             reply.text + json.dumps([c["args"] for c in reply.tool_calls])
         )
         return reply
+
+    # -- the capture check's follow-up -------------------------------------------------------
+
+    def _wm_capture(self, prompt: str) -> AIMessage:
+        """Answer the capture follow-up as this model notes things: each listed statement that
+        reveals a catalogue item is added as that item's bullet (still missed with probability
+        ``capture_miss``: the same note-taker), every other one is dismissed."""
+        block = _block(prompt, "capture_items") or ""
+        entries: list[dict[str, Any]] = []
+        for line in block.strip().splitlines():
+            match = _CAPTURE_LINE.match(line.strip())
+            if match is None:
+                continue
+            number, statement = int(match.group("n")), match.group("text").rstrip(" …")
+            item = next((it for it in self.catalogue if _reveals(it, statement)), None)
+            if item is None or item.section not in _CAPTURE_SECTIONS:
+                entries.append({"id": number, "action": "dismiss", "reason": "not worth keeping"})
+                continue
+            b = self.behaviour
+            if b.capture_miss > 0 and self._rng.random() < b.capture_miss:
+                continue  # overlooked again
+            entries.append(
+                {"id": number, "action": "add", "section": item.section, "text": item.text}
+            )
+        return AIMessage(
+            content="",
+            tool_calls=[{"name": CAPTURE_TOOL, "args": {"items": entries}, "id": "wm_capture"}],
+        )
 
     # -- the information process -------------------------------------------------------------
 
@@ -434,6 +471,12 @@ _STRAY_TITLES = (
 def _stray_title(call: int) -> str:
     """An unrelated title (the 'rewrites the title' misbehaviour)."""
     return _STRAY_TITLES[call % len(_STRAY_TITLES)]
+
+
+def _reveals(item: Item, statement: str) -> bool:
+    """Whether a quoted statement is where ``item`` comes from (either holds the other)."""
+    source, said = item.source.casefold(), statement.casefold()
+    return len(said) >= 12 and (source in said or said in source)
 
 
 def _bullets(lines: list[str]) -> str:

@@ -71,7 +71,7 @@ def test_the_scripted_summariser_answers_the_update_call_with_the_tool():
     result = run_one("wm_langgraph", session, "faithful", SMALL)
     kinds = [r.kind for r in result.records]
     assert kinds[0] == "wm_create"
-    assert set(kinds[1:]) == {"wm_update"}
+    assert set(kinds[1:]) - {"wm_capture"} == {"wm_update"}  # and the capture follow-up
     assert all(r.outcome == "ok" for r in result.records)
 
 

@@ -16,6 +16,7 @@ from wm_langgraph.testing import ScriptedChatModel
 
 FACT_RE = re.compile(r"FACT-\d{3}")
 UPDATE_TOOL = "update_working_memory"
+CAPTURE_TOOL = "capture_working_memory"
 
 
 def folded_text(prompt: str) -> str:
@@ -31,6 +32,11 @@ def prior_text(prompt: str) -> str:
 
 def is_update_call(tools: Any) -> bool:
     return bool(tools) and any(t.get("function", {}).get("name") == UPDATE_TOOL for t in tools)
+
+
+def is_capture_call(tools: Any) -> bool:
+    """The capture check's follow-up (``capture_working_memory`` bound)."""
+    return bool(tools) and any(t.get("function", {}).get("name") == CAPTURE_TOOL for t in tools)
 
 
 def wm_document(facts: list[str], title: str = "Project Falcon migration") -> str:

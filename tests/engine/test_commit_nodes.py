@@ -473,3 +473,19 @@ def test_save_hands_the_rest_over_when_the_inline_time_is_up():
     assert Save(deps)(_failed("deadline"))["outcome"] == "deadline"
     (record,) = deps.archives.get_archives(THREAD, ["archive_002"])
     assert record.status == "pending"
+
+
+def test_guard_merge_keeps_its_merged_text_when_the_deadline_passes_before_the_follow_up():
+    # The capture check's follow-up respects the run's deadline: past it, no call is made, the
+    # merged text stays and code adds what carries an anchor.
+    from wm_langgraph.phase2.capture import unit_candidates
+
+    writer = ScriptedChatModel(respond=lambda m, t, c: AssertionError("no call past the deadline"))
+    units = unit_candidates([HumanMessage("We still need to add a metric for 429 rejections.")])
+    plan = RoundPlan(slices=[_slice()], units=units, deadline=time.monotonic() - 1)
+    reply = WriterReply(ops={name: {"op": "KEEP"} for name in SECTIONS})
+    update = GuardMerge(_deps(writer))(_round(plan=plan, reply=reply), {})
+    assert writer.calls == []
+    assert "FACT-001" in update["text"]
+    assert "429 rejections" in parse_working_memory(update["text"])["Open Issues"]
+    assert [f["fate"] for f in update["merge"].capture] == ["added_by_code"]

@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langgraph.store.memory import InMemoryStore
 
-from tests.engine._support import is_update_call, user
+from tests.engine._support import is_capture_call, is_update_call, user
 from wm_langgraph import WorkingMemory, WorkingMemoryConfig
 from wm_langgraph.document import render_working_memory
 from wm_langgraph.document.compaction import moved_count
@@ -28,6 +28,8 @@ def flooding_writer(kind: str) -> ScriptedChatModel:
     calls = {"n": 0}
 
     def reply(messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
+        if is_capture_call(tools):
+            return "nothing to add"  # declines the capture follow-up; not a flood call
         calls["n"] += 1
         n = calls["n"]
         blob = " ".join(f"blobword{n}x{i}" for i in range(20_000))  # about 200 KB

@@ -8,6 +8,7 @@ Over 30 turns each agent's model input must stay bounded, and no message may be 
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -57,6 +58,35 @@ def _answerer(label: str, handoffs: Callable[[str], str | None] | None = None) -
     return ScriptedChatModel(respond=reply)
 
 
+_NOTED_RE = re.compile(r"FACT-\d+, the server build-\d+\.example\.com")
+
+
+def _writer() -> ScriptedChatModel:
+    """The WM writer: ``wm_model``'s, but it notes each turn's whole fact (the FACT id and its
+    server), as a faithful writer does, so the capture check has nothing to add."""
+    inner = wm_model()
+
+    def reply(messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
+        answer = inner.invoke(messages) if not tools else inner.bind_tools(tools).invoke(messages)
+        prompt = "\n".join(str(m.text) for m in messages)
+        block = prompt.split("<messages>")[-1]
+        noted = list(dict.fromkeys(_NOTED_RE.findall(block)))
+        if answer.tool_calls and noted:
+            args = answer.tool_calls[0]["args"]
+            items = args["sections"]["Key Facts & Decisions"].get("items", [])
+            ids = {n.split(",")[0] for n in noted}
+            items = [i for i in items if i not in ids] + noted  # the whole fact, once
+            args["sections"]["Key Facts & Decisions"] = {"op": "APPEND", "items": items}
+            return tool_reply(answer.tool_calls[0]["name"], args)
+        if not tools and noted:
+            return str(answer.text).replace(
+                "## Files & Context", "\n".join(f"- {n}" for n in noted) + "\n\n## Files & Context"
+            )
+        return answer
+
+    return ScriptedChatModel(respond=reply)
+
+
 def _turn_text(n: int) -> str:
     return f"turn {n}: remember FACT-{n}, the server build-{n}.example.com"
 
@@ -84,7 +114,7 @@ def _assert_archived_once(mw: WorkingMemoryMiddleware, config: dict[str, Any]) -
 
 @pytest.mark.parametrize("own_checkpointer", [False, True], ids=["inherited", "own"])
 def test_a_create_agent_subgraph_node_stays_bounded_and_archives_once(own_checkpointer, lookup):
-    mw = WorkingMemoryMiddleware(wm_model(), config=CONFIG)
+    mw = WorkingMemoryMiddleware(_writer(), config=CONFIG)
     model = _answerer("worker")
     worker = create_agent(
         model, [lookup], middleware=[mw], checkpointer=True if own_checkpointer else None
@@ -108,7 +138,7 @@ def test_a_create_agent_subgraph_node_stays_bounded_and_archives_once(own_checkp
 def test_under_langgraph_supervisor_the_research_agent_stays_bounded(lookup):
     from langgraph_supervisor import create_supervisor
 
-    mw = WorkingMemoryMiddleware(wm_model(), config=CONFIG)
+    mw = WorkingMemoryMiddleware(_writer(), config=CONFIG)
     research_model = _answerer("research")
     research = create_agent(research_model, [lookup], middleware=[mw], name="research_expert")
 
@@ -138,7 +168,7 @@ def test_under_langgraph_swarm_each_agent_stays_bounded_and_has_its_own_memory(l
         return lambda text: f"transfer_to_{other}" if f"for {other}" in text else None
 
     memories = {
-        name: WorkingMemoryMiddleware(wm_model(), config=CONFIG) for name in ("alice", "bob")
+        name: WorkingMemoryMiddleware(_writer(), config=CONFIG) for name in ("alice", "bob")
     }
     models = {
         "alice": _answerer("alice", hands_to("bob")),

@@ -40,7 +40,9 @@ from wm_langgraph.document.sections import (
     normalise_working_memory,
     parse_working_memory,
     render_working_memory,
+    section_items,
 )
+from wm_langgraph.document.text import extract_anchors, item_present, missing_anchors
 
 __all__ = ["GuardDecision", "MergeResult", "OpName", "merge_working_memory"]
 
@@ -52,6 +54,10 @@ _KEY_FACTS = "Key Facts & Decisions"
 _ERRORS = "Errors & Corrections"
 _OPEN = "Open Issues"
 _TITLE = "Session Title"
+_RELEASING: tuple[str, ...] = (_OPEN,)
+"""Sections besides Files & Context and Errors & Corrections whose code items an UPDATE may
+drop. Key Facts & Decisions keeps them like the writer's own (its guards restore a vanished
+anchor): a capture item there is a fact the conversation established."""
 _BULLET_RE = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])[ \t]+")
 
 
@@ -242,8 +248,9 @@ def merge_working_memory(
             open issue marked resolved this round stays open unless it speaks of the item.
             The merge stays a pure function: the caller passes the text, nothing is read.
         code_items: Section name -> the items our code added to it (the artifact and error
-            trails). They are not protected like the writer's: an UPDATE of Files & Context or
-            Errors & Corrections may drop them, and the section's decision says which.
+            trails and the capture check). They are not protected like the writer's: an UPDATE
+            of Files & Context, Errors & Corrections or Open Issues may drop them, and the
+            section's decision says which.
 
     Returns:
         The canonical document and one :class:`GuardDecision` per section, in section order.
@@ -292,6 +299,14 @@ def merge_working_memory(
             new_sections[name] = old_body
             by_section[name] = GuardDecision(name, requested, "KEEP", problem)
             continue
+        if name in _RELEASING and op.kind == "UPDATE" and code_items:
+            # Items the capture check added are not the writer's to keep: an UPDATE that no
+            # longer holds one drops it, recorded (the guards would restore it otherwise).
+            old_body, released = _release_code_items(old_body, op.content, code_items.get(name))
+            if released:
+                old_sections = {**old_sections, name: old_body}
+                note = f"dropped {len(released)} item(s) code had added ({'; '.join(released)})"
+                problem = f"{problem}; {note[:300]}" if problem else note[:300]
         context = _Context(
             elsewhere=_durable(new_sections, without=_KEY_FACTS) if name == _KEY_FACTS else "",
             errors=new_sections.get(_ERRORS, "") if name == _OPEN else "",
@@ -307,6 +322,27 @@ def merge_working_memory(
     if guards:
         _restore_key_facts(old_sections, ordered, decisions, conversation)
     return MergeResult(render_working_memory(ordered), decisions)
+
+
+def _release_code_items(
+    old_body: str, content: str, code_items: Sequence[str] | None
+) -> tuple[str, list[str]]:
+    """``old_body`` without the code-added items (``code_items``) that ``content`` no longer
+    holds (whole item, or every anchor of it), and those items."""
+    if not code_items:
+        return old_body, []
+    keys = {item_key(i) for i in code_items}
+    wanted = section_items(content)
+    kept: list[str] = []
+    released: list[str] = []
+    for item in section_items(old_body):
+        held = item_present(item, wanted) or not missing_anchors(
+            extract_anchors(item, include_markers=False, include_phrases=False), content
+        )
+        (released if item_key(item) in keys and not held else kept).append(item)
+    if not released:
+        return old_body, []
+    return "\n".join(f"- {item}" for item in kept), released
 
 
 def _restore_key_facts(

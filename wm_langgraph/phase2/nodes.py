@@ -26,9 +26,9 @@ from wm_langgraph.document.sections import (
     parse_working_memory,
     section_items,
 )
-from wm_langgraph.document.text import paths_listed
 from wm_langgraph.document.tokens import TokenCounter
 from wm_langgraph.phase2.batching import MIN_MESSAGES_BUDGET, WriterLimits, plan_batch
+from wm_langgraph.phase2.capture import candidates_of, run_capture, unit_candidates
 from wm_langgraph.phase2.size import contract_for, fit_to_contract
 from wm_langgraph.phase2.state import (
     Branch,
@@ -39,10 +39,11 @@ from wm_langgraph.phase2.state import (
     WriterReply,
     WriterStep,
 )
-from wm_langgraph.phase2.trails import extract_errors_from_messages, missing_errors
+from wm_langgraph.phase2.trails import extract_errors_from_messages
 from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, WorkingMemoryVersion
 from wm_langgraph.writer.binding import ToolCallingNotSupportedError
 from wm_langgraph.writer.calls import CallTimeoutError
+from wm_langgraph.writer.capture import CaptureAnswer, CaptureQuestion, request_capture
 from wm_langgraph.writer.generate import (
     ContextLengthError,
     GenerationError,
@@ -81,8 +82,6 @@ no content: the Working Memory was extracted from the folded messages by the off
 rules, for a later writer round to refine."""
 RETRY_DEFERRED_META = "retry_deferred"
 """Meta key: deferred archives deferred before ``{"at": <time>}`` are due again (``resume()``)."""
-FILES_SECTION = "Files & Context"
-ERRORS_SECTION = "Errors & Corrections"
 _END: Literal["__end__"] = "__end__"  # langgraph.graph.END, typed for the routers
 _RETRY_NOTE_TOKENS = 96  # room for the targeted-retry note in the messages budget
 _LATE_NOTE = (
@@ -105,6 +104,7 @@ class CommitDeps:
         counter: Token counter.
         create_prompt: A create prompt template replacing the shipped one.
         update_prompt: An update prompt template replacing the shipped one.
+        capture_prompt: A capture follow-up prompt template replacing the shipped one.
         on_done: Called with the state of each completed round, after its WM version is
             stored and before its archives are marked done.
         limits: The writer's limits, one object for every node, so that what a round learns
@@ -118,6 +118,7 @@ class CommitDeps:
     counter: TokenCounter
     create_prompt: str | None = None
     update_prompt: str | None = None
+    capture_prompt: str | None = None
     on_done: Callable[[CommitState], None] | None = None
     known_limits: InitVar[WriterLimits | None] = None
     limits: WriterLimits = field(init=False)
@@ -158,7 +159,7 @@ def _held_code_items(
     """The code-added items (``carried`` then ``added``) still in ``text``, per section."""
     sections = parse_working_memory(text)
     out: dict[str, list[str]] = {}
-    for name in (FILES_SECTION, ERRORS_SECTION):
+    for name in SECTIONS:
         present = {item_key(item) for item in section_items(sections[name])}
         items = [*carried.get(name, []), *added.get(name, [])]
         held = [item for item in dict.fromkeys(items) if item_key(item) in present]
@@ -318,10 +319,11 @@ class Prepare:
             slices = [replace(piece, text=f"{note}\n\n{piece.text}") for piece in slices]
         messages = [m for record in batch.archives for m in record.messages]
         errors = extract_errors_from_messages(messages)
+        units = unit_candidates(messages)
         return {
             **start,
             "batch": batch.ids,
-            "plan": replace(plan, slices=slices, errors=errors),
+            "plan": replace(plan, slices=slices, errors=errors, units=units),
             "metrics": {
                 "started": time.time(),
                 "prepare_ms": round((time.monotonic() - started) * 1000, 3),
@@ -572,28 +574,25 @@ class GuardMerge:
         else:
             text = merge_working_memory(created or "", {}, guards=cfg.guards).text
             decisions = []
-        files_body = parse_working_memory(text)[FILES_SECTION]
-        paths = piece.paths
-        # Path-boundary matching, never substring: "src/data.py" does not list "a.py".
-        missing = [
-            p for p, ok in zip(paths, paths_listed(paths, files_body), strict=True) if not ok
-        ]
-        if missing:
-            appended = merge_working_memory(
-                text, {FILES_SECTION: {"op": "APPEND", "items": missing}}, guards=cfg.guards
-            )
-            text = appended.text
-        errors = missing_errors(plan.errors, parse_working_memory(text)[ERRORS_SECTION])
-        if errors:
-            appended = merge_working_memory(
-                text, {ERRORS_SECTION: {"op": "APPEND", "items": errors}}, guards=cfg.guards
-            )
-            text = appended.text
+        started = time.monotonic()
+        last = step.index + 1 >= len(plan.slices)
+        units = plan.units if last else []
+        ask = self._asker(state, config) if units and reply.fallback != "no_tool_support" else None
+        capture = run_capture(
+            text, candidates_of(units, piece.paths, plan.errors), ask=ask, guards=cfg.guards
+        )
+        text, missing, errors = capture.text, capture.artifact_trail, capture.error_trail
+        fates = [f.as_dict() for f in capture.fates]
         text, moved, compaction = fit_to_contract(text, prior, cfg, self._deps.counter)
         decisions += [compaction] if compaction else []
         record = RunnableLambda(lambda x: x, name="wm.guards")
         record.invoke(
-            {"decisions": decisions, "artifact_trail": missing, "error_trail": errors},
+            {
+                "decisions": decisions,
+                "artifact_trail": missing,
+                "error_trail": errors,
+                "capture": fates,
+            },
             {
                 **config,
                 "metadata": {
@@ -601,17 +600,55 @@ class GuardMerge:
                     "guard_decisions": decisions,
                     "artifact_trail": missing,
                     "error_trail": errors,
+                    "capture": fates,
                 },
             },
         )
+        earlier = state["merge"]
+        captured = {k: list(v) for k, v in earlier.captured_items.items()}
+        for name, items in capture.code_items.items():
+            captured.setdefault(name, []).extend(items)
         merge = replace(
-            state["merge"],
+            earlier,
             decisions=decisions,
             artifact_trail=missing,
             error_trail=errors,
             moved=moved,
+            capture=[*earlier.capture, *fates],
+            captured_items=captured,
         )
-        return {"text": text, "merge": merge}
+        metrics = _timed(state.get("metrics") or {}, "capture_ms", started)
+        if capture.asked:
+            metrics["capture_asked"] = metrics.get("capture_asked", 0) + capture.asked
+        return {"text": text, "merge": merge, "metrics": metrics}
+
+    def _asker(
+        self, state: CommitState, config: RunnableConfig
+    ) -> Callable[[str, list[CaptureQuestion]], CaptureAnswer | None]:
+        """The capture check's follow-up call for this round: one bounded forced tool call
+        within the round's deadline; any failure (an error, the deadline, a model without
+        tool calling) means nothing is added on follow-up."""
+        deps, plan = self._deps, state["plan"]
+
+        def ask(document: str, questions: list[CaptureQuestion]) -> CaptureAnswer | None:
+            try:
+                return request_capture(
+                    deps.get_model(),
+                    working_memory=document,
+                    questions=questions,
+                    prompt=deps.capture_prompt,
+                    config=config,
+                    metadata=_run_metadata(state),
+                    timeout=_timeout(plan.deadline, deps.config.model_timeout_seconds),
+                    max_tokens=plan.max_tokens,
+                    call_key=state["thread_id"],
+                    on_output_limit=deps.limits.learn_output_limit,
+                )
+            except (GenerationError, ToolCallingNotSupportedError, ValueError) as exc:
+                logger.info("wm_langgraph: the capture follow-up gave nothing: %s", exc)
+                return None
+
+        return ask
 
 
 def next_slice(state: CommitState) -> CommitState:
@@ -668,14 +705,8 @@ class Save:
             "decisions": [*merge.earlier_decisions, *merge.decisions],
             "artifact_trail": [*merge.earlier_trail, *merge.artifact_trail],
             "error_trail": merge.error_trail,
-            "code_items": _held_code_items(
-                plan.code_items,
-                {
-                    FILES_SECTION: [*merge.earlier_trail, *merge.artifact_trail],
-                    ERRORS_SECTION: list(merge.error_trail),
-                },
-                text,
-            ),
+            "capture": list(merge.capture),
+            "code_items": _held_code_items(plan.code_items, merge.captured_items, text),
             "metrics": metrics,
             "deferred": [a for a in plan.deferred if a not in batch],
             "late": late,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
 from wm_langgraph.phase2.batching import Slice
+from wm_langgraph.phase2.capture import Candidate
 from wm_langgraph.writer.calls import ErrorKindName
 from wm_langgraph.writer.provider import ContextOverflow
 
@@ -57,8 +58,11 @@ class RoundPlan:
         overhead_tokens: The prompt without its messages, plus room for a retry note.
         max_tokens: The reply limit sent with each writer call.
         deadline: A monotonic time after which no writer call starts (an inline run's bound).
-        code_items: Section -> the items of the base WM that our code added (the trails), which
-            a writer's UPDATE may drop (carried in the WM version's ``code_items``).
+        code_items: Section -> the items of the base WM that our code added (the trails and
+            the capture check), which a writer's UPDATE may drop (carried in the WM version's
+            ``code_items``).
+        units: The salient units of the folded user and assistant messages, the capture
+            check's candidates (``phase2.capture``; checked once, on the last slice).
     """
 
     base_prior: str = ""
@@ -70,6 +74,7 @@ class RoundPlan:
     max_tokens: int | None = None
     deadline: float | None = None
     code_items: dict[str, list[str]] = field(default_factory=dict)
+    units: list[Candidate] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +119,10 @@ class MergeRecord:
         moved: Items the size contract moved out of the document (JSON-plain, oldest first).
         earlier_decisions: The decisions of the archive's earlier slices.
         earlier_trail: The artifact trail of the archive's earlier slices.
+        capture: The capture check's fates so far (``phase2.capture.Fate.as_dict``), every
+            slice's.
+        captured_items: Section -> the items the capture check's code added so far (paths and
+            errors included).
     """
 
     decisions: list[dict[str, str]] = field(default_factory=list)
@@ -122,6 +131,8 @@ class MergeRecord:
     moved: list[dict[str, str]] = field(default_factory=list)
     earlier_decisions: list[dict[str, str]] = field(default_factory=list)
     earlier_trail: list[str] = field(default_factory=list)
+    capture: list[dict[str, str]] = field(default_factory=list)
+    captured_items: dict[str, list[str]] = field(default_factory=dict)
 
 
 class CommitState(TypedDict, total=False):

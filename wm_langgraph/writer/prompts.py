@@ -18,6 +18,9 @@ wrapped in tags so that a reader of the rendered prompt (e.g. the offline model)
   ``<section_size_warnings></section_size_warnings>`` when no section is oversized.
   ``render_update_prompt`` builds that block from the Working Memory.
 * ``system``: no placeholders (the assemble addition of behaviour §7.4).
+* ``capture``: ``<working_memory>{{working_memory}}</working_memory>`` and
+  ``<capture_items>{{capture_items}}</capture_items>`` (the capture check's follow-up,
+  behaviour §5.11: the numbered statements the merged document lacks, quoted as data).
 
 Inside each tag the value sits on its own lines (``<messages>\\n…\\n</messages>``).
 
@@ -59,12 +62,13 @@ __all__ = [
     "render_update_prompt",
 ]
 
-PromptName = Literal["create", "update", "system"]
+PromptName = Literal["create", "update", "system", "capture"]
 
 PROMPT_PLACEHOLDERS: Mapping[str, frozenset[str]] = {
     "create": frozenset({"prior_summary", "messages"}),
     "update": frozenset({"working_memory", "messages", "section_size_warnings"}),
     "system": frozenset(),
+    "capture": frozenset({"working_memory", "capture_items"}),
 }
 """The placeholders each prompt must contain, every one of them, and no others."""
 
@@ -75,7 +79,7 @@ _PLACEHOLDER_RE = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
 _TEMPLATE_TAG_RE = re.compile(r"</([A-Za-z_][A-Za-z0-9_-]*)>")
 
 PROMPT_DELIMITERS: frozenset[str] = frozenset(
-    {"prior_summary", "messages", "working_memory", "section_size_warnings"}
+    {"prior_summary", "messages", "working_memory", "section_size_warnings", "capture_items"}
 )
 """The tags the shipped prompts wrap their inputs in (never left intact inside a value)."""
 
@@ -113,10 +117,10 @@ def load_prompt(name: PromptName) -> str:
     """Return the text of a shipped prompt.
 
     Args:
-        name: ``"create"``, ``"update"`` or ``"system"``.
+        name: ``"create"``, ``"update"``, ``"system"`` or ``"capture"``.
 
     Raises:
-        ValueError: ``name`` is not one of the three prompts.
+        ValueError: ``name`` is not one of the shipped prompts.
         FileNotFoundError: the prompt file is neither in the installed package nor in the
             source checkout (a broken installation).
     """
@@ -276,4 +280,21 @@ def render_update_prompt(
         working_memory=neutralise_delimiters(working_memory, tags),
         messages=neutralise_delimiters(messages, tags),
         section_size_warnings=warnings,
+    )
+
+
+def render_capture_prompt(*, working_memory: str, items: str, template: str | None = None) -> str:
+    """Render the capture follow-up prompt (``prompts/capture.md``).
+
+    Args:
+        working_memory: The merged Working Memory document.
+        items: The numbered statements it lacks, one per line (quoted data).
+        template: A replacement for the shipped ``capture`` prompt.
+    """
+    text = load_prompt("capture") if template is None else template
+    tags = _delimiters(text)
+    return render_prompt(
+        text,
+        working_memory=neutralise_delimiters(working_memory, tags),
+        capture_items=neutralise_delimiters(items, tags),
     )

@@ -42,11 +42,12 @@ from wm_langgraph.document.sections import (
     parse_working_memory,
     render_working_memory,
 )
+from wm_langgraph.writer.capture import CAPTURE_TOOL_NAME
 from wm_langgraph.writer.offline._chat import read_context
 from wm_langgraph.writer.offline._extract import Findings, extract_findings
 from wm_langgraph.writer.offline._plan import apply_ops, plan_ops
 from wm_langgraph.writer.offline._transcript import parse_transcript
-from wm_langgraph.writer.offline.tools import asks_for_update, bind_openai_tools
+from wm_langgraph.writer.offline.tools import asks_for_update, bind_openai_tools, tool_name
 from wm_langgraph.writer.prompts import extract_block
 
 __all__ = ["OfflineWorkingMemoryModel"]
@@ -146,6 +147,13 @@ class OfflineWorkingMemoryModel(BaseChatModel):
     ) -> ChatResult:
         prompt = "\n\n".join(_message_text(m) for m in messages)
         tools = kwargs.get("tools") or []
+        if any(tool_name(t) == CAPTURE_TOOL_NAME for t in tools):
+            # The capture check's follow-up: this model already wrote what its extractors
+            # find, so it declines (no call); code then adds what still carries an anchor.
+            message = AIMessage(
+                content="", response_metadata={"model_name": _LLM_TYPE, "finish_reason": "stop"}
+            )
+            return ChatResult(generations=[ChatGeneration(message=message)])
         update = asks_for_update(tools, kwargs.get("tool_choice"))
         message = self._update(messages, prompt) if update else self._create(messages, prompt)
         return ChatResult(generations=[ChatGeneration(message=message)])

@@ -1,0 +1,415 @@
+"""The capture check: what the folded messages establish reaches the Working Memory
+(behaviour §5.11).
+
+After the writer's reply is merged, code lists the *candidates* of the round — the salient
+units of the folded user and assistant messages
+(:func:`~wm_langgraph.document.text.units.extract_units`: decisions with their reasons,
+constraints, preferences, TODOs, corrections, anchored facts; in chats events, plans, people,
+places), the paths the conversation acted on (the artifact trail) and the errors tool results
+reported (the error trail) — and looks each up in the merged document with the guards' own
+matchers: a unit is *written* when its anchors occur in the document
+(the test of :func:`~wm_langgraph.document.text.missing_anchors`: both of one or two anchors,
+two thirds of more, a bare number beside a stronger anchor not needed), or, without anchors,
+when one item holds its whole text (:func:`~wm_langgraph.document.text.item_present`); a path
+when Files & Context lists it (:func:`~wm_langgraph.document.text.paths_listed`); an error when
+Errors & Corrections holds its message (:func:`~wm_langgraph.phase2.trails.missing_errors`).
+
+What is missing:
+
+1. anchored units go back to the writer **once**, in one bounded follow-up call
+   (:func:`~wm_langgraph.writer.capture.request_capture`: at most :data:`MAX_ASKED` statements,
+   each at most :data:`MAX_STATEMENT_CHARS` characters, quoted with who said it), which adds
+   each where it belongs or dismisses it with a reason. The adds are APPENDs through the guards.
+   No call when nothing anchored is missing. A failed, empty or unreadable reply only means
+   nothing was added on follow-up.
+2. what the writer still leaves out and carries an anchor is added by code as its extractive
+   text in its kind's section (:data:`KIND_SECTIONS`), at most :data:`MAX_CODE_UNITS` per round,
+   never a statement that reads as an instruction, never an error or a path written in prose
+   (the writer's to record); the trails' paths and errors are added by code directly (their
+   extractive item is all there is to write), within the trails' own bounds.
+
+Every candidate ends with a *fate* (:class:`Fate`): ``written``, ``added_on_followup``,
+``added_by_code``, ``dismissed`` (with the writer's reason) or ``skipped`` (with why: no anchor,
+over the bound, reads as an instruction, refused by the guards).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from wm_langgraph.document.merge import merge_working_memory
+from wm_langgraph.document.sections import parse_working_memory, section_items
+from wm_langgraph.document.text import extract_anchors, item_present, paths_listed, term_in
+from wm_langgraph.document.text.provenance import reads_as_instruction
+from wm_langgraph.document.text.units import Unit, extract_units
+from wm_langgraph.messages import content_text
+from wm_langgraph.phase2.trails import missing_errors
+from wm_langgraph.writer.capture import CaptureAnswer, CaptureQuestion
+
+__all__ = [
+    "KIND_SECTIONS",
+    "MAX_ASKED",
+    "MAX_CODE_UNITS",
+    "MAX_STATEMENT_CHARS",
+    "Candidate",
+    "CaptureResult",
+    "Fate",
+    "FateName",
+    "candidates_of",
+    "run_capture",
+    "unit_candidates",
+]
+
+FateName = Literal["written", "added_on_followup", "added_by_code", "dismissed", "skipped"]
+
+FACTS = "Key Facts & Decisions"
+FILES = "Files & Context"
+ERRORS = "Errors & Corrections"
+OPEN = "Open Issues"
+
+KIND_SECTIONS: Mapping[str, str] = {
+    "todo": OPEN,
+    "error": ERRORS,
+    "correction": ERRORS,
+    "path": FILES,
+}
+"""The section of a unit's kind; every other kind (decision, constraint, preference, fact,
+event, plan, possession, relationship, person, place) goes to Key Facts & Decisions."""
+MAX_ASKED = 12
+"""The most statements one follow-up call lists (the most salient first)."""
+MAX_STATEMENT_CHARS = 300
+"""The longest statement quoted to the writer."""
+_TRAIL_KINDS = frozenset({"error", "path"})
+MAX_CODE_ITEM_WORDS = 20
+"""The most words of an item code adds (the statement's start: its anchors come early)."""
+MAX_CODE_ITEM_CHARS = 160
+"""The longest item code adds (characters)."""
+MAX_CODE_UNITS = 6
+"""The most units (not paths or errors: the trails have their own bounds) code adds per round."""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One thing the round's messages establish.
+
+    Attributes:
+        kind: The unit's kind, or ``path`` / ``error`` for the trails.
+        text: The statement, extractive and bounded (what code would add).
+        section: Where it belongs.
+        anchors: Its anchors (canonical form).
+        source: Who said it: ``user``, ``assistant``, or the tool that reported it.
+        salience: How much a reader would lose without it (higher first).
+        trail: A path or an error: added by code directly, never asked about.
+    """
+
+    kind: str
+    text: str
+    section: str
+    anchors: tuple[str, ...] = ()
+    source: str = "user"
+    salience: int = 0
+    trail: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Fate:
+    """What became of one candidate this round."""
+
+    kind: str
+    text: str
+    section: str
+    fate: FateName
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        """JSON-plain form (stored with the WM version and the archive record)."""
+        out = {"kind": self.kind, "text": self.text, "section": self.section, "fate": self.fate}
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureResult:
+    """The round's capture check.
+
+    Attributes:
+        text: The document after the follow-up's and code's additions.
+        fates: One per candidate, in candidate order.
+        decisions: The guard decisions of the additions (non-KEEP sections only).
+        asked: How many statements the follow-up listed (0: no call).
+        code_items: Section -> the items code added this round.
+        artifact_trail: The paths code added (Files & Context).
+        error_trail: The errors code added (Errors & Corrections).
+    """
+
+    text: str
+    fates: list[Fate] = field(default_factory=list)
+    decisions: list[dict[str, str]] = field(default_factory=list)
+    asked: int = 0
+    code_items: dict[str, list[str]] = field(default_factory=dict)
+    artifact_trail: list[str] = field(default_factory=list)
+    error_trail: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """How many candidates ended with each fate."""
+        out: dict[str, int] = {}
+        for fate in self.fates:
+            out[fate.fate] = out.get(fate.fate, 0) + 1
+        return out
+
+
+def _role(message: BaseMessage) -> str:
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, AIMessage):
+        return "assistant"
+    return "tool" if message.type in {"tool", "function"} else "system"
+
+
+def _bounded(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_STATEMENT_CHARS else text[: MAX_STATEMENT_CHARS - 1] + "…"
+
+
+def _short(text: str) -> str:
+    """A code item: the statement cut at :data:`MAX_CODE_ITEM_WORDS` words (CJK: characters)."""
+    words = text.split(" ")
+    if len(words) > MAX_CODE_ITEM_WORDS:
+        text = " ".join(words[:MAX_CODE_ITEM_WORDS]).rstrip(" …") + " …"
+    return text if len(text) <= MAX_CODE_ITEM_CHARS else text[: MAX_CODE_ITEM_CHARS - 1] + "…"
+
+
+def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
+    """The salient units of the user's and the assistant's messages (tool output is data and
+    gives none; the trails cover what tools report), never one that reads as an instruction."""
+    pairs = [(_role(m), content_text(m.content)) for m in messages]
+    units: list[Unit] = extract_units(pairs)
+    out: list[Candidate] = []
+    for unit in units:
+        if reads_as_instruction(unit.text):
+            continue
+        out.append(
+            Candidate(
+                kind=unit.kind,
+                text=_bounded(unit.text),
+                section=KIND_SECTIONS.get(unit.kind, FACTS),
+                anchors=unit.anchors,
+                source=unit.role,
+                salience=unit.salience,
+            )
+        )
+    return out
+
+
+def candidates_of(
+    units: Sequence[Candidate], paths: Sequence[str], errors: Sequence[str]
+) -> list[Candidate]:
+    """The round's candidates: its units, then its trail paths and errors."""
+    trail = [Candidate("path", p, FILES, source="conversation", trail=True) for p in paths]
+    trail += [Candidate("error", e, ERRORS, source="tool", trail=True) for e in errors]
+    return [*units, *trail]
+
+
+def _written(candidate: Candidate, text: str, sections: Mapping[str, str]) -> bool:
+    if candidate.kind == "path" and candidate.trail:
+        return paths_listed([candidate.text], sections[FILES])[0]
+    if candidate.kind == "error" and candidate.trail:
+        return not missing_errors([candidate.text], sections[ERRORS])
+    if candidate.anchors:
+        return _anchors_held(candidate.anchors, text)
+    return item_present(candidate.text, _items(text))
+
+
+@lru_cache(maxsize=8)
+def _index(text: str) -> tuple[frozenset[str], str]:
+    """The anchors of ``text`` and its collapsed form, once per document version (a round
+    checks many units against the same, possibly large, merged text)."""
+    return frozenset(extract_anchors(text)), " ".join(text.split()).casefold()
+
+
+@lru_cache(maxsize=8)
+def _items(text: str) -> tuple[str, ...]:
+    """Every item of every section of ``text``."""
+    return tuple(i for body in parse_working_memory(text).values() for i in section_items(body))
+
+
+def _missing(anchors: Sequence[str], text: str) -> list[str]:
+    """:func:`~wm_langgraph.document.text.missing_anchors` over the indexed ``text``."""
+    found, collapsed = _index(text)
+    return [a for a in anchors if a not in found and not term_in(a, collapsed)]
+
+
+def _anchors_held(anchors: Sequence[str], text: str) -> bool:
+    """Whether ``text`` holds a unit with these anchors: every one of up to two anchors that
+    are more than a bare number, two thirds of more (a consolidation may leave a side detail);
+    with bare numbers only, one of them. A bare number beside a stronger anchor ("turn 10"
+    beside ``FACT-010``) is a side detail."""
+    strong = [a for a in anchors if not a.isdigit()]
+    if not strong:
+        return len(_missing(anchors, text)) < len(anchors)
+    lost = len(_missing(strong, text))
+    need = len(strong) if len(strong) <= 2 else -(-2 * len(strong) // 3)
+    return len(strong) - lost >= need
+
+
+def _append(
+    text: str, section: str, items: Sequence[str], guards: bool, decisions: list[dict[str, str]]
+) -> str:
+    if not items:
+        return text
+    result = merge_working_memory(
+        text, {section: {"op": "APPEND", "items": list(items)}}, guards=guards
+    )
+    decisions += [d.as_dict() for d in result.decisions if d.applied != "KEEP" or d.reason]
+    decisions[:] = [d for d in decisions if d.get("requested") != "MISSING"]
+    return result.text
+
+
+Ask = Callable[[str, list[CaptureQuestion]], CaptureAnswer | None]
+"""The follow-up call: ``(document, questions) -> answer`` (None: nothing decided)."""
+
+
+def run_capture(
+    text: str,
+    candidates: Sequence[Candidate],
+    *,
+    ask: Ask | None,
+    guards: bool = True,
+    max_code_units: int = MAX_CODE_UNITS,
+) -> CaptureResult:
+    """The capture check of one round over the merged ``text`` (module docstring).
+
+    Args:
+        text: The merged document.
+        candidates: The round's candidates (:func:`candidates_of`).
+        ask: The follow-up call, or None when the writer cannot be asked (not a tool-calling
+            model). It may raise nothing: the caller turns failures into None.
+        guards: Whether the additions go through the guards (the memory's ``guards`` setting).
+        max_code_units: The most units code adds this round.
+    """
+    fates: dict[int, Fate] = {}
+    decisions: list[dict[str, str]] = []
+    sections = parse_working_memory(text)
+    missing: list[int] = []
+    for n, cand in enumerate(candidates):
+        if _written(cand, text, sections):
+            fates[n] = Fate(cand.kind, cand.text, cand.section, "written")
+        else:
+            missing.append(n)
+    units = [n for n in missing if not candidates[n].trail]
+    anchored = sorted(
+        (n for n in units if candidates[n].anchors),
+        key=lambda n: (-candidates[n].salience, n),
+    )
+    for n in units:
+        if not candidates[n].anchors:
+            cand = candidates[n]
+            fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "no anchor")
+    asked_ids = anchored[:MAX_ASKED]
+    answered: dict[int, str] = {}
+    asked = 0
+    if asked_ids and ask is not None:
+        questions = [
+            CaptureQuestion(i + 1, candidates[n].kind, candidates[n].text, candidates[n].source)
+            for i, n in enumerate(asked_ids)
+        ]
+        asked = len(questions)
+        answer = ask(text, questions)
+        if answer is not None:
+            by_section: dict[str, list[str]] = {}
+            for i, n in enumerate(asked_ids):
+                number = i + 1
+                if number in answer.added:
+                    section, item = answer.added[number]
+                    if reads_as_instruction(item):
+                        continue
+                    by_section.setdefault(section, []).append(item)
+                    answered[n] = section
+                elif number in answer.dismissed:
+                    cand = candidates[n]
+                    fates[n] = Fate(
+                        cand.kind, cand.text, cand.section, "dismissed", answer.dismissed[number]
+                    )
+            for section, items in by_section.items():
+                text = _append(text, section, items, guards, decisions)
+            sections = parse_working_memory(text)
+    code: dict[str, list[str]] = {}
+    added: list[str] = []
+    budget = max_code_units
+    for n in anchored:
+        if n in fates:
+            continue
+        cand = candidates[n]
+        if n in answered and _written(cand, text, sections):
+            fates[n] = Fate(cand.kind, cand.text, answered[n], "added_on_followup")
+            continue
+        if _written(cand, text, sections):  # a follow-up addition holds it too
+            fates[n] = Fate(cand.kind, cand.text, cand.section, "written")
+            continue
+        if _anchors_held(cand.anchors, "\n".join(added)):  # so does code's earlier item
+            fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "duplicate")
+            continue
+        if reads_as_instruction(cand.text):  # text is data, whoever wrote it
+            fates[n] = Fate(
+                cand.kind, cand.text, cand.section, "skipped", "reads as an instruction"
+            )
+            continue
+        if cand.kind in _TRAIL_KINDS:
+            # Errors and paths in prose are the writer's to record; code takes them from what
+            # tools reported and what the conversation acted on (the trails) only.
+            fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "prose error or path")
+            continue
+        if budget <= 0:
+            fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "over the bound")
+            continue
+        budget -= 1
+        item = _short(cand.text)
+        added.append(cand.text)
+        code.setdefault(cand.section, []).append(item)
+        fates[n] = Fate(cand.kind, item, cand.section, "added_by_code")
+    paths = [
+        candidates[n].text for n in missing if candidates[n].kind == "path" and candidates[n].trail
+    ]
+    errors = [
+        candidates[n].text for n in missing if candidates[n].kind == "error" and candidates[n].trail
+    ]
+    for n in missing:
+        cand = candidates[n]
+        if cand.trail:
+            fates[n] = Fate(cand.kind, cand.text, cand.section, "added_by_code")
+    if paths:
+        code.setdefault(FILES, []).extend(paths)
+    if errors:
+        code.setdefault(ERRORS, []).extend(errors)
+    for section, items in code.items():
+        text = _append(text, section, items, guards, decisions)
+    # What the guards refused to add is not in the document: say so.
+    sections = parse_working_memory(text)
+    held: dict[str, list[str]] = {}
+    for n, fate in list(fates.items()):
+        if fate.fate != "added_by_code":
+            continue
+        body = sections[fate.section]
+        present = item_present(fate.text, section_items(body)) or (
+            candidates[n].trail and _written(candidates[n], text, sections)
+        )
+        if present:
+            held.setdefault(fate.section, []).append(fate.text)
+        else:
+            fates[n] = Fate(fate.kind, fate.text, fate.section, "skipped", "refused by the guards")
+    ordered = [fates[n] for n in range(len(candidates))]
+    return CaptureResult(
+        text=text,
+        fates=ordered,
+        decisions=decisions,
+        asked=asked,
+        code_items=held,
+        artifact_trail=[p for p in paths if p in held.get(FILES, [])],
+        error_trail=[e for e in errors if e in held.get(ERRORS, [])],
+    )
