@@ -319,6 +319,41 @@ def test_the_input_never_exceeds_usable_and_the_fill_is_whole_turns(case: dict[s
         assert trimmed <= shown
 
 
+def test_a_working_memory_too_large_to_show_leaves_its_room_to_the_fill() -> None:
+    """Found by the property above: the fill's room assumed the WM shown whole; when not even
+    the WM's most reduced form fits, that room was left empty although an older turn fit."""
+    folded = [HumanMessage("u ", id="ou0")]
+    live: list[BaseMessage] = [
+        AIMessage("a ", id="of0"),
+        HumanMessage("u ", id="ou1"),
+        AIMessage("a ", id="of1"),
+        HumanMessage("u ", id="ou2"),
+        AIMessage("a ", id="of2"),
+        HumanMessage("u " * 35, id="lu0"),
+        AIMessage("a " * 80, id="lf0"),
+    ]
+    wm = "# Working Memory\n\n## Session Title\nT\n\n## Key Facts & Decisions\n" + "\n".join(
+        f"- fact {k} " + "w " * 20 for k in range(6)
+    )
+    context = assemble_context(
+        system_message=SystemMessage("sys"),
+        working_memory=wm,
+        pending_messages=[],
+        live_messages=live,
+        token_budget=256,
+        reserve_tokens=0,
+        archive_memory_tokens=8_000,
+        count=_count,
+        system_addition="addition",
+        folded_messages=folded,
+        folded_sizes=[_count(m) for m in folded],
+    )
+    assert context.wm_omitted == 0
+    assert not any("Working Memory" in m.text for m in context.messages)
+    assert [m.id for m in _fill_of(context.all_messages)] == ["ou0", *[m.id for m in live]]
+    assert context.tokens <= context.budgets.usable
+
+
 @pytest.mark.parametrize("kind", PATHS)
 def test_the_fill_on_the_async_paths(kind: str) -> None:
     import asyncio

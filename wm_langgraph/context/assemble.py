@@ -485,13 +485,24 @@ def assemble_context(
     fill: list[BaseMessage] = []
     fill_size = 0
     room = available - whole_size - kept_size  # the WM is shown whole before any fill
+    fitted = None
+    if room <= 0 and whole_size:
+        # The WM does not fit whole: it takes what the raw messages leave, and the fill gets
+        # that room only when not even the WM's most reduced form fits there.
+        fitted = _fit_working_memory(working_memory, available - kept_size, count, whole_size)
+        if fitted[0] is None:
+            room = available - kept_size
     if folded_messages and start == 0 and room > 0:
         sizes_in = list(folded_sizes) if folded_sizes is not None else None
         answered = set(head.results | tail.results)
         fill, fill_size = _verbatim_fill(folded_messages, sizes_in, answered, room, count)
     # Whatever the raw messages leave goes to the WM (at least its floor, see above).
-    summary, omitted, summary_size = _fit_working_memory(
-        working_memory, available - kept_size - fill_size, count, whole_size
+    summary, omitted, summary_size = (
+        fitted
+        if fitted is not None and not fill
+        else _fit_working_memory(
+            working_memory, available - kept_size - fill_size, count, whole_size
+        )
     )
     dropped = body.size - len(kept) + left_out
     # ``kept`` is a new list: the summary and the fill go in front of it (no second copy).
