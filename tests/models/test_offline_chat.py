@@ -185,6 +185,22 @@ def test_chat_consolidation_keeps_anchored_clauses_and_drops_unanchored_ones_fir
     assert "\n".join(consolidate_chat(items, 10_000, 20)).count("relaxing evening") == 20
 
 
+def test_small_talk_questions_leave_nothing_open_but_real_questions_do() -> None:
+    """Found by the long-chat property (seed 1669): a chunk ending on "How was your week?"
+    before the round was read as a chat put the greeting into Open Issues for good."""
+    wm = _fold(_random_chat(1669, 12), WorkingMemoryConfig(background=False, token_budget=4_000), 8)
+    assert "How was your week" not in parse_working_memory(wm)["Open Issues"]
+    asked = [
+        HumanMessage("[4:00 am on 1 June, 2021] How are you doing today?"),
+        AIMessage("Fine, thanks."),
+        HumanMessage("How is your migration of orders.db going?"),
+    ]
+    wm = _fold(asked, WorkingMemoryConfig(background=False), every=3)
+    issues = parse_working_memory(wm)["Open Issues"]
+    assert "How are you" not in issues
+    assert "orders.db" in issues
+
+
 _WORDS = ["kayak", "garden", "violin", "bakery", "festival", "lake", "novel", "mural"]
 _PLACES = ["Bergen", "Lyon", "Graz", "Cork", "Turku", "Split", "Ghent", "Bilbao"]
 

@@ -30,6 +30,14 @@ __all__ = [
 
 _I = re.IGNORECASE
 QUESTION_RE = re.compile(r"[?？]\s*$")
+# Small talk phrased as a question ("How was your week?"): nothing is left open by it.
+SMALL_TALK_RE = re.compile(
+    r"^\s*(?:\[[^\]\n]{0,40}\]\s*)*(?:how(?:'s| is| are| was| were| have| has)\s+"
+    r"(?:you|things|it|life|everything|your (?:day|week|weekend|morning|evening|night|month|"
+    r"summer|holiday|vacation|trip))\b[^?？]{0,30}|what'?s (?:up|new)[^?？]{0,20}|"
+    r"你好吗|最近怎么样|最近好吗)[?？!.\s]*$",
+    _I,
+)
 # A question that is really a request ("Can you fix that too?"): a goal, not an open issue.
 REQUEST_RE = re.compile(r"^\s*(can|could|would|will) you\b|^\s*please\b|能不能|能否|请", _I)
 TODO_RE = re.compile(
@@ -165,6 +173,8 @@ def collect_open(turns: list[Turn], index: int, out: list[tuple[int, str]]) -> N
         if question and turn.role == "user" and REQUEST_RE.search(sentence):
             continue  # a request phrased as a question is a goal
         if turn.role == "assistant" and question and replies:
+            continue
+        if question and SMALL_TALK_RE.match(sentence):
             continue
         if turn.role == "user" and question and _answered(sentence, replies):
             continue
