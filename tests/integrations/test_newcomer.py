@@ -36,6 +36,7 @@ from wm_langgraph import (
     WorkingMemoryMiddleware,
     WorkingMemoryReactState,
 )
+from wm_langgraph.config import DEFAULT_ARCHIVE_MEMORY_TOKENS
 from wm_langgraph.testing import ScriptedChatModel
 
 EVERY_TURN = WorkingMemoryConfig(
@@ -358,8 +359,11 @@ def test_property_the_defaults_fit_every_budget_and_an_explicit_overlarge_layer_
     config = WorkingMemoryConfig(token_budget=budget)
     usable = budget - min(budget, max((15 * budget + 99) // 100, 20_000 if budget >= 40_000 else 0))
     assert config.tokens == budget
+    # The default's own value (8,000) reads as "not set" and scales down with the budget (found:
+    # budget 9,411, usable 7,999): an explicit layer one token larger than usable, but not 8,000.
+    overlarge = usable + 1 if usable + 1 != DEFAULT_ARCHIVE_MEMORY_TOKENS else usable + 2
     with pytest.raises(ValueError, match="archive_memory_tokens"):
-        WorkingMemoryConfig(token_budget=budget, archive_memory_tokens=usable + 1)
+        WorkingMemoryConfig(token_budget=budget, archive_memory_tokens=overlarge)
     if budget >= 40_000:
         with pytest.raises(ValueError, match="reserve_tokens"):
             WorkingMemoryConfig(token_budget=budget, reserve_tokens=budget)
