@@ -27,8 +27,11 @@ and a block of a type not known here a short ``[<type>]`` placeholder. Reasoning
 (``reasoning``, ``thinking``, ``redacted_thinking``) are not shown to the writer (private model
 reasoning is not part of the conversation record).
 
-A message's token size is the size of its rendering (:func:`message_tokens`), with three rules
-for what the rendering leaves out but a provider is sent: a reasoning block counts its text (or,
+A message's token size is the size of its rendering without the ``[role]`` line, plus
+:data:`MESSAGE_OVERHEAD_TOKENS` for the role and separators (:func:`message_tokens`; a plain
+text message costs its text + 4, as in OpenAI's chat accounting, so a budget counted here is
+not spent on labels the provider never sends), with three rules for what the rendering leaves
+out but a provider is sent: a reasoning block counts its text (or,
 redacted, its serialised size) since providers take it back as input; an image, file, audio or
 video block counts :data:`IMAGE_TOKENS`; and a block of an unknown type counts its serialised
 JSON size, never its placeholder. Assemble runs
@@ -180,7 +183,9 @@ class MessageTokenCache:
 
 
 MESSAGE_OVERHEAD_TOKENS = 4
-"""Per-message overhead (role and separators) added by :func:`message_tokens`."""
+"""Per-message overhead (role and separators) added by :func:`message_tokens`: the text of a
+user, assistant or system message is counted without its ``[role]`` label (OpenAI's chat
+accounting: 3 tokens per message plus 1 for the role)."""
 
 IMAGE_TOKENS = 765
 """Tokens charged per image block by :func:`message_tokens` (a 1024x1024 high-detail image in
@@ -371,6 +376,9 @@ def _longest_fitting(text: str, budget: int, counter: TokenCounter, *, from_end:
     return longest_fitting(len(text), budget * 64, lambda n: counter(piece(n)) <= budget)
 
 
+_STANDARD_ROLES = frozenset({"user", "assistant", "system"})
+
+
 def _role(message: BaseMessage) -> str:
     if isinstance(message, HumanMessage):
         role = "user"
@@ -442,7 +450,10 @@ def _render_one(
     body, images = _content(content, skip_tool_use=bool(calls), counting=counting)
     if text_cap is not None:
         body = truncate_text(body, text_cap, counter)
-    lines = [f"[{_role(message)}]"]
+    role = _role(message)
+    # A count leaves a standard role's label out: the per-message overhead pays for the role
+    # (a name or a custom role is sent to the provider, so it still counts).
+    lines = [] if counting and role in _STANDARD_ROLES else [f"[{role}]"]
     if body:
         lines.append(body)
     lines.extend(calls)
@@ -533,8 +544,9 @@ def render_messages(
 
 
 def message_tokens(message: BaseMessage, counter: TokenCounter = count_tokens) -> int:
-    """Tokens a message costs in a prompt: its full rendering (text, tool call names and JSON
-    arguments, tool result name and output — nothing capped) plus a fixed per-message overhead,
+    """Tokens a message costs in a prompt: its full rendering without the role label (text,
+    tool call names and JSON arguments, tool result name and output — nothing capped) plus a
+    fixed per-message overhead for the role and separators,
     plus :data:`IMAGE_TOKENS` per image (file, audio, video, binary document) block; reasoning
     blocks count their text and unknown blocks their serialised size (module docstring).
 

@@ -197,13 +197,16 @@ def test_message_tokens_counts_everything_uncapped() -> None:
     call = AIMessage("", tool_calls=[{"name": "write", "args": {"body": big}, "id": "c"}])
     assert message_tokens(call) >= count_tokens(big)
     plain = HumanMessage("hello world")
-    assert message_tokens(plain) == count_tokens("[user]\nhello world") + MESSAGE_OVERHEAD_TOKENS
+    # the text plus the per-message overhead, which pays for the role (OpenAI's accounting)
+    assert message_tokens(plain) == count_tokens("hello world") + MESSAGE_OVERHEAD_TOKENS
+    named = HumanMessage("hello world", name="ana")  # a name is sent: it counts
+    assert message_tokens(named) > message_tokens(plain)
 
 
 def test_message_tokens_charges_images_and_takes_a_custom_counter() -> None:
     with_image = HumanMessage(content=[{"type": "image_url", "image_url": {"url": "x"}}])
     assert message_tokens(with_image) >= IMAGE_TOKENS
-    assert message_tokens(HumanMessage("abc"), counter=len) == len("[user]\nabc") + 4
+    assert message_tokens(HumanMessage("abc"), counter=len) == len("abc") + 4
 
 
 def test_truncate_text() -> None:

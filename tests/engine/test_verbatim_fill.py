@@ -103,6 +103,26 @@ def test_the_input_fills_its_budget_with_the_newest_folded_turns(kind: str) -> N
 
 
 @pytest.mark.parametrize("kind", PATHS)
+def test_counted_as_a_provider_counts_a_plain_chat_fills_usable_to_within_one_turn(
+    kind: str,
+) -> None:
+    """OpenAI's chat accounting charges a text message its text plus 3 tokens plus 1 for the
+    role. Counted that way, the input of a plain chat reaches ``usable`` to within one turn (the
+    fill takes whole turns): the memory's own count does not charge the role twice."""
+    from wm_langgraph.document import count_tokens
+
+    driver = make(kind, CONFIG)
+    cfg: dict[str, Any] = {"configurable": {"thread_id": f"provider-{kind}"}}
+    _run(driver, cfg, range(1, 41))
+    prompt = driver.prompts()[-1]
+    assert _fill_of(prompt), "no verbatim fill although the budget had room"
+    provider = sum(count_tokens(m.text) + 4 for m in prompt)
+    turn = max(count_tokens(m.text) + 4 for m in prompt[-4:]) * 2
+    assert USABLE - turn <= provider <= USABLE
+    assert driver.wm.count_tokens(prompt) == provider
+
+
+@pytest.mark.parametrize("kind", PATHS)
 def test_fill_off_leaves_the_room_empty(kind: str) -> None:
     driver = make(kind, CONFIG.replace(verbatim_fill=False))
     cfg: dict[str, Any] = {"configurable": {"thread_id": f"nofill-{kind}"}}
@@ -330,7 +350,7 @@ def test_a_working_memory_too_large_to_show_leaves_its_room_to_the_fill() -> Non
         HumanMessage("u ", id="ou2"),
         AIMessage("a ", id="of2"),
         HumanMessage("u " * 35, id="lu0"),
-        AIMessage("a " * 80, id="lf0"),
+        AIMessage("a " * 124, id="lf0"),  # leaves less room than the WM's most reduced form
     ]
     wm = "# Working Memory\n\n## Session Title\nT\n\n## Key Facts & Decisions\n" + "\n".join(
         f"- fact {k} " + "w " * 20 for k in range(6)
