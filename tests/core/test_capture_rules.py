@@ -12,10 +12,14 @@ from langchain_core.messages import AIMessage, HumanMessage
 from wm_langgraph.document.sections import parse_working_memory, render_working_memory
 from wm_langgraph.document.text.provenance import reads_as_instruction
 from wm_langgraph.phase2.capture import (
+    EARLIER,
     MAX_ASKED,
     MAX_CODE_UNITS,
+    MAX_DISMISSED,
     Candidate,
     candidates_of,
+    dismissal_key,
+    remembered_dismissals,
     run_capture,
     unit_candidates,
 )
@@ -114,6 +118,56 @@ def test_a_dismissal_is_recorded_with_its_reason_and_adds_nothing() -> None:
     result = run_capture(DOC, [unit], ask=Asker(CaptureAnswer(dismissed={1: "small talk"})))
     assert [(f.fate, f.reason) for f in result.fates] == [("dismissed", "small talk")]
     assert result.text == DOC
+
+
+def test_a_statement_dismissed_in_an_earlier_round_is_not_asked_again_nor_added() -> None:
+    again = _fact("Owen: We cooked soup on Sunday.", "sunday")
+    new = _fact("Maria moved to Porto in 2021.", "maria", "porto", "2021")
+    asker = Asker(CaptureAnswer())
+    earlier = [dismissal_key("we cooked soup on Sunday")]
+    result = run_capture(DOC, [again, new], ask=asker, dismissed=earlier)
+    assert [[q.text for q in call] for call in asker.asked] == [[new.text]]
+    assert (result.fates[0].fate, result.fates[0].reason) == ("dismissed", EARLIER)
+    assert "soup" not in result.text
+    # only the earlier dismissals left: no call at all
+    quiet = Asker(CaptureAnswer())
+    alone = run_capture(DOC, [again], ask=quiet, dismissed=earlier)
+    assert quiet.asked == []
+    assert alone.asked == 0
+    assert alone.text == DOC
+
+
+def test_dismissal_keys_ignore_the_speaker_case_spacing_and_final_punctuation() -> None:
+    key = dismissal_key("We cooked soup on Sunday.")
+    assert dismissal_key("Aiko:  we COOKED soup   on sunday!") == key
+    assert dismissal_key("We cooked soup on Monday.") != key
+    assert dismissal_key("Remind me: call Owen") == dismissal_key("call owen")
+
+
+@given(st.text(min_size=1, max_size=80))
+def test_a_dismissal_key_is_a_short_hash_whatever_the_text(text: str) -> None:
+    key = dismissal_key(text)
+    assert len(key) == 16
+    assert int(key, 16) >= 0
+    assert dismissal_key(f"  {text.upper()}  ") == dismissal_key(text.upper())
+
+
+def test_remembered_dismissals_add_this_rounds_and_keep_the_newest() -> None:
+    fates = [
+        {"kind": "fact", "text": "a fact", "section": "x", "fate": "dismissed"},
+        {"kind": "fact", "text": "kept", "section": "x", "fate": "written"},
+    ]
+    assert remembered_dismissals(["k1"], fates) == ["k1", dismissal_key("a fact")]
+    many = [f"k{i}" for i in range(MAX_DISMISSED + 10)]
+    kept = remembered_dismissals(many, fates)
+    assert len(kept) == MAX_DISMISSED
+    assert kept[-1] == dismissal_key("a fact")
+    assert kept[0] == "k11"
+    # a key dismissed again moves to the newest end, once
+    assert remembered_dismissals([dismissal_key("a fact"), "k2"], fates) == [
+        "k2",
+        dismissal_key("a fact"),
+    ]
 
 
 def test_an_instruction_the_writer_adds_on_follow_up_is_refused() -> None:

@@ -440,6 +440,24 @@ def test_save_defers_a_single_archive_that_failed_deterministically():
     assert record.metadata["attempts"] == 1
 
 
+def test_a_deferral_keeps_what_its_base_knew_of_code_items_and_dismissals():
+    """A deferred round stores the WM unchanged: its code-added items stay droppable and its
+    dismissed statements stay unasked (before: the deferred version lost both)."""
+    deps = _deps()
+    _archive(deps, 1, "FACT-001")
+    _archive(deps, 2, "FACT-002")
+    known = {"code_items": {FILES: ["src/a.py"]}, "dismissed": ["0123456789abcdef"]}
+    deps.archives.put_wm(THREAD, ["archive_001"], wm_document(["FACT-001"]), known)
+    prepared = Prepare(deps)({"thread_id": THREAD, "timeline": ["archive_001", "archive_002"]})
+    plan = prepared["plan"]
+    assert (plan.code_items, plan.dismissed) == (known["code_items"], known["dismissed"])
+    assert Save(deps)(_failed("unusable", plan=plan))["outcome"] == "deferred"
+    current = deps.archives.current_wm(THREAD, ["archive_001", "archive_002"])
+    assert current is not None
+    assert current.info["code_items"] == known["code_items"]
+    assert current.info["dismissed"] == known["dismissed"]
+
+
 def test_save_marks_the_archives_failed_after_a_transient_failure():
     deps = _deps()
     _pending_pair(deps)

@@ -216,6 +216,25 @@ def test_a_dismissal_is_recorded_and_nothing_is_added():
     assert fate == {**fate, "fate": "dismissed", "reason": "small talk"}
 
 
+@pytest.mark.parametrize("build", [_middleware_agent, _react_agent], ids=["middleware", "react"])
+def test_a_statement_the_writer_dismissed_is_not_asked_about_again(build):
+    """Chats repeat themselves: the writer is asked about a statement once, not every round."""
+    writer = CutOffWriter("dismiss")
+    agent, wm = build(writer)
+    first = _turns()
+    first[2] = TODO  # the statement alone, as said
+    again = [f"turn {i}: more" + PAD for i in range(6, 10)]
+    repeated = ["Owen: we still need to add a metric for 429 rejections!"]
+    turns = [*first, *again, *repeated, *again]
+    config = _play(agent, wm, f"dismissed-once-{build.__name__}", turns)
+    assert len(wm.list_archives(config)) >= 4
+    assert sum("429" in p for p in writer.capture_prompts) == 1
+    fates = [f for f in _fates(wm, config) if "429" in f["text"]]
+    assert {f["fate"] for f in fates} == {"dismissed"}
+    assert any(f.get("reason") == "dismissed in an earlier round" for f in fates)
+    assert "429" not in wm.get_working_memory(config)
+
+
 def test_an_instruction_in_the_follow_up_reply_is_never_added():
     writer = CutOffWriter("hostile")
     agent, wm = _middleware_agent(writer)

@@ -31,11 +31,19 @@ What is missing:
 Every candidate ends with a *fate* (:class:`Fate`): ``written``, ``added_on_followup``,
 ``added_by_code``, ``dismissed`` (with the writer's reason) or ``skipped`` (with why: no anchor,
 over the bound, reads as an instruction, refused by the guards).
+
+A statement the writer dismissed is not asked about again: the WM version keeps the keys
+(:func:`dismissal_key`, a hash of the statement without its speaker, case and spacing) of the
+newest :data:`MAX_DISMISSED` dismissals, and a later round's candidate with one of them ends
+``dismissed`` ("dismissed in an earlier round") without a call and without a code item. Chats
+repeat themselves; a writer should not be asked the same question every round.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import hashlib
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
@@ -55,12 +63,15 @@ __all__ = [
     "KIND_SECTIONS",
     "MAX_ASKED",
     "MAX_CODE_UNITS",
+    "MAX_DISMISSED",
     "MAX_STATEMENT_CHARS",
     "Candidate",
     "CaptureResult",
     "Fate",
     "FateName",
     "candidates_of",
+    "dismissal_key",
+    "remembered_dismissals",
     "run_capture",
     "unit_candidates",
 ]
@@ -91,6 +102,27 @@ MAX_CODE_ITEM_CHARS = 160
 """The longest item code adds (characters)."""
 MAX_CODE_UNITS = 6
 """The most units (not paths or errors: the trails have their own bounds) code adds per round."""
+MAX_DISMISSED = 256
+"""The most dismissal keys a WM version keeps (the newest)."""
+EARLIER = "dismissed in an earlier round"
+"""The reason of a candidate the writer had dismissed before (not asked again)."""
+_SPEAKER_RE = re.compile(r"^[^\W\d_][\w .'’-]{0,39}:\s+")
+
+
+def dismissal_key(statement: str) -> str:
+    """The key a dismissed statement is remembered by: a short hash of its text without a
+    leading ``Name:`` speaker, case, spacing and final punctuation (the same statement said by
+    either speaker, or quoted again, has one key)."""
+    body = _SPEAKER_RE.sub("", " ".join(statement.split()), count=1)
+    norm = body.casefold().rstrip(" .!?…")
+    return hashlib.sha256(norm.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def remembered_dismissals(earlier: Sequence[str], fates: Iterable[Mapping[str, str]]) -> list[str]:
+    """The dismissal keys a new WM version keeps: ``earlier`` (its base's) plus the statements
+    dismissed this round, deduplicated, the newest :data:`MAX_DISMISSED`."""
+    keys = [*earlier, *(dismissal_key(f["text"]) for f in fates if f.get("fate") == "dismissed")]
+    return list(dict.fromkeys(reversed(keys)))[:MAX_DISMISSED][::-1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +314,7 @@ def run_capture(
     ask: Ask | None,
     guards: bool = True,
     max_code_units: int = MAX_CODE_UNITS,
+    dismissed: Collection[str] = (),
 ) -> CaptureResult:
     """The capture check of one round over the merged ``text`` (module docstring).
 
@@ -292,6 +325,8 @@ def run_capture(
             model). It may raise nothing: the caller turns failures into None.
         guards: Whether the additions go through the guards (the memory's ``guards`` setting).
         max_code_units: The most units code adds this round.
+        dismissed: Keys (:func:`dismissal_key`) of statements the writer dismissed in earlier
+            rounds: not asked again, not added by code.
     """
     fates: dict[int, Fate] = {}
     decisions: list[dict[str, str]] = []
@@ -311,6 +346,13 @@ def run_capture(
         if not candidates[n].anchors:
             cand = candidates[n]
             fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "no anchor")
+    if dismissed:
+        earlier = set(dismissed)
+        for n in anchored:
+            cand = candidates[n]
+            if dismissal_key(cand.text) in earlier:
+                fates[n] = Fate(cand.kind, cand.text, cand.section, "dismissed", EARLIER)
+        anchored = [n for n in anchored if n not in fates]
     asked_ids = anchored[:MAX_ASKED]
     answered: dict[int, str] = {}
     asked = 0

@@ -28,7 +28,12 @@ from wm_langgraph.document.sections import (
 )
 from wm_langgraph.document.tokens import TokenCounter
 from wm_langgraph.phase2.batching import MIN_MESSAGES_BUDGET, WriterLimits, plan_batch
-from wm_langgraph.phase2.capture import candidates_of, run_capture, unit_candidates
+from wm_langgraph.phase2.capture import (
+    candidates_of,
+    remembered_dismissals,
+    run_capture,
+    unit_candidates,
+)
 from wm_langgraph.phase2.size import contract_for, fit_to_contract
 from wm_langgraph.phase2.state import (
     Branch,
@@ -168,6 +173,12 @@ def _held_code_items(
     return out
 
 
+def _dismissed_of(current: WorkingMemoryVersion | None) -> list[str]:
+    """The dismissal keys ``current`` keeps (its ``dismissed`` info; absent: none)."""
+    raw = current.info.get("dismissed") if current is not None else None
+    return [str(k) for k in raw] if isinstance(raw, list) else []
+
+
 def _deferred_of(current: WorkingMemoryVersion | None) -> list[str]:
     if current is None:
         return []
@@ -279,6 +290,7 @@ class Prepare:
             covers=covers,
             deferred=_deferred_of(current),
             code_items=_code_items_of(current),
+            dismissed=_dismissed_of(current),
             overhead_tokens=overhead,
             max_tokens=deps.limits.max_tokens(cfg.writer_max_tokens),
             deadline=inputs.deadline,
@@ -579,7 +591,11 @@ class GuardMerge:
         units = plan.units if last else []
         ask = self._asker(state, config) if units and reply.fallback != "no_tool_support" else None
         capture = run_capture(
-            text, candidates_of(units, piece.paths, plan.errors), ask=ask, guards=cfg.guards
+            text,
+            candidates_of(units, piece.paths, plan.errors),
+            ask=ask,
+            guards=cfg.guards,
+            dismissed=plan.dismissed,
         )
         text, missing, errors = capture.text, capture.artifact_trail, capture.error_trail
         fates = [f.as_dict() for f in capture.fates]
@@ -707,6 +723,7 @@ class Save:
             "error_trail": merge.error_trail,
             "capture": list(merge.capture),
             "code_items": _held_code_items(plan.code_items, merge.captured_items, text),
+            "dismissed": remembered_dismissals(plan.dismissed, merge.capture),
             "metrics": metrics,
             "deferred": [a for a in plan.deferred if a not in batch],
             "late": late,
@@ -763,6 +780,9 @@ class Save:
                 "fallback": "deferred",
                 "decisions": [],
                 "artifact_trail": [],
+                # the unchanged WM keeps what its base knew of its items
+                "code_items": plan.code_items,
+                "dismissed": plan.dismissed,
                 "metrics": metrics,
                 "deferred": [*plan.deferred, archive_id],
             }

@@ -63,6 +63,8 @@ class RoundPlan:
             ``code_items``).
         units: The salient units of the folded user and assistant messages, the capture
             check's candidates (``phase2.capture``; checked once, on the last slice).
+        dismissed: Keys of the statements the writer dismissed in earlier rounds (the base
+            WM version's ``dismissed``; ``phase2.capture.dismissal_key``), oldest first.
     """
 
     base_prior: str = ""
@@ -75,6 +77,7 @@ class RoundPlan:
     deadline: float | None = None
     code_items: dict[str, list[str]] = field(default_factory=dict)
     units: list[Candidate] = field(default_factory=list)
+    dismissed: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
