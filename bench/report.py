@@ -208,6 +208,7 @@ def write_results(results: dict[str, Any], path: Path) -> None:
                 + "; ".join(f"`{x}`" for x in r.final.lost[:12]),
                 "",
             ]
+    lines += _capture_section(runs)
     lines += _misbehaving_section(results["misbehaving"])
     lines += ["## Cost: summariser calls and commit prompt size", ""]
     lines += [
@@ -330,6 +331,73 @@ def _setup_section(opts: Any) -> list[str]:
                 ],
             ],
         ),
+    ]
+
+
+def _capture_section(runs: list[Any]) -> list[str]:
+    """The capture check's fates per wm_langgraph run (issue: capture)."""
+    rows = []
+    for r in runs:
+        fates = getattr(r, "capture", None)
+        if r.system != "wm_langgraph" or not fates:
+            continue
+        calls = sum(1 for rec in r.records if rec.kind == "wm_capture")
+        rounds = fates.get("rounds", 0)
+        counts = {k: v for k, v in fates.items() if k != "rounds"}
+        total = sum(counts.values())
+
+        def share(n: int, of: int = total) -> str:
+            return f"{n} ({100 * n / of:.1f}%)" if of else str(n)
+
+        skipped = sorted(
+            (k.split(": ", 1)[1], v) for k, v in counts.items() if k.startswith("skipped")
+        )
+        earlier = sum(v for k, v in counts.items() if k.startswith("dismissed: "))
+        rows.append(
+            [
+                r.kind,
+                r.behaviour,
+                rounds,
+                share(calls, rounds),
+                total,
+                share(counts.get("written", 0)),
+                share(counts.get("added_on_followup", 0)),
+                share(counts.get("added_by_code", 0)),
+                share(counts.get("dismissed", 0)),
+                earlier,
+                "; ".join(f"{reason} {n}" for reason, n in skipped) or "0",
+            ]
+        )
+    if not rows:
+        return []
+    header = [
+        "session",
+        "summariser",
+        "rounds",
+        "follow-up calls (of rounds)",
+        "candidates",
+        "written",
+        "added on follow-up",
+        "added by code",
+        "dismissed",
+        "dismissed earlier (not asked)",
+        "skipped",
+    ]
+    return [
+        "## Capture check (wm_langgraph)",
+        "",
+        "Every Phase 2 round looks up the salient units of the folded messages (and the paths "
+        "and errors the trails found) in the new Working Memory; what is missing and anchored "
+        "is put to the writer in one follow-up call, what it still leaves out is added by code "
+        "(`docs/`, capture). Fates summed over the rounds of each retention run (the scripted "
+        "summarisers answer the follow-up as they note things: a catalogue item is added, "
+        "still missed with the sloppy writer's probability; anything else is dismissed). "
+        "*dismissed earlier*: statements the writer had dismissed in an earlier round, not "
+        "asked again. The session's filler (small talk, acknowledgements with numbers) is what "
+        "the faithful writer dismisses.",
+        "",
+        *_table(header, rows),
+        "",
     ]
 
 

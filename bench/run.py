@@ -9,6 +9,7 @@ python -m bench --locomo DIR [--quick]   # LoCoMo replay (bench/locomo/), see be
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sqlite3
@@ -41,6 +42,7 @@ from bench.report_timings import write_timings
 from bench.sizes import WINDOWS, assemble_checkpoints, size_runs, window_runs
 from bench.systems import SYSTEMS, Tuning, build_system, langmem_available
 from bench.writers import SIZE_WRITERS
+from wm_langgraph.phase2.capture import EARLIER
 
 __all__ = ["Options", "RunResult", "main", "run_benchmark"]
 
@@ -97,6 +99,10 @@ class RunResult:
     contexts: list[dict[str, int]] = field(default_factory=list)
     over_budget: int = 0
     model_calls: int = 0
+    capture: dict[str, int] = field(default_factory=dict)
+    """wm_langgraph only: the capture check's fates over the run (``fate`` or
+    ``fate: reason`` for a dismissal in an earlier round and the skips) and ``rounds``, the
+    rounds (archives) that recorded a check."""
 
     def at(self, k: int) -> Survival | None:
         """Survival measured right after the k-th compaction (None if there were fewer)."""
@@ -198,7 +204,37 @@ def run_one(
         contexts=list(run.extra.get("contexts", [])),
         over_budget=over_budget,
         model_calls=len(run.agent.inputs),
+        capture=capture_fates(run),
     )
+
+
+def capture_fates(run: Any) -> dict[str, int]:
+    """The capture check's fates recorded in the archives of a wm_langgraph run (``{}`` for
+    a peer): counts per fate, a dismissal in an earlier round and each skip reason apart, and
+    ``rounds`` (archives with a check)."""
+    memory = run.extra.get("memory")
+    if memory is None:
+        return {}
+    out: dict[str, int] = {"rounds": 0}
+    seen: set[str] = set()
+    for record in memory.list_archives(run.config):
+        meta = record.metadata or {}
+        fates = meta.get("capture")
+        if not isinstance(fates, list):
+            continue
+        # the archives of one round carry the same record of it: count the round once
+        key = json.dumps([record.overview, fates, meta.get("metrics")], default=str)
+        if key in seen:
+            continue
+        seen.add(key)
+        out["rounds"] += 1
+        for fate in fates:
+            name = str(fate.get("fate"))
+            reason = str(fate.get("reason") or "")
+            if name == "skipped" or (name == "dismissed" and reason == EARLIER):
+                name = f"{name}: {reason}"
+            out[name] = out.get(name, 0) + 1
+    return out
 
 
 # ------------------------------------------------------------------------------------------

@@ -116,6 +116,7 @@ def test_quick_benchmark_writes_results(tmp_path):
     for heading in (
         "## Provenance",
         "## Needle survival after 3 compactions",
+        "## Capture check (wm_langgraph)",
         "## Misbehaving summarisers",
         "## Cost: summariser calls",
         "## Memory size over 100 commits",
@@ -129,6 +130,12 @@ def test_quick_benchmark_writes_results(tmp_path):
         assert heading in text
     for system in _systems():
         assert f"| {system} |" in text
+    # the capture fates of every wm_langgraph retention run, summed over its rounds
+    for run in results["retention"]:
+        if run.system == "wm_langgraph":
+            assert run.capture["rounds"] >= 1
+            assert sum(v for k, v in run.capture.items() if k != "rounds") > 0
+            assert f"| coding | {run.behaviour} | {run.capture['rounds']} |" in text
     timings = (tmp_path / "TIMINGS.md").read_text(encoding="utf-8")
     for heading in ("## Provenance", "## Hot path", "## Wall time of each part", "## Size runs"):
         assert heading in timings
