@@ -139,6 +139,43 @@ def test_a_hit_brings_its_neighbouring_turns_and_its_time():
     assert "archive_expand(archive_id, offset=<message number - 1>)" in out.split("\n")[0]
 
 
+def _positions(out: str) -> list[tuple[str, int]]:
+    found = [re.match(r"\[(archive_\d+) · message (\d+)/", label) for label in _labels(out)]
+    return [(m.group(1), int(m.group(2))) for m in found if m]
+
+
+def test_a_question_gets_hits_that_are_not_each_others_neighbours():
+    """Adjacent messages share their words (and their neighbours' scores): the next hit is a
+    message the earlier hits do not show already."""
+    talk = [f"small talk number {i} about the weather" for i in range(20)]
+    talk[5] = "We planted tomatoes in the garden, three rows of tomatoes."
+    talk[6] = "Tomatoes need sun; the garden gets it all afternoon."
+    talk[7] = "The garden tomatoes will be ready in August."
+    talk[15] = "My sister grows tomatoes on her balcony."
+    source = _source(_chat(*talk))
+    out = archive_search_text(source, thread_config("A"), "when are the garden tomatoes ready?")
+    positions = _positions(out)
+    assert positions[0][1] in {6, 7, 8}
+    assert ("archive_001", 16) in positions[:2]  # the other place, not a neighbour's repeat
+    # the messages the first hit shows as neighbours come after the other place
+    assert abs(positions[0][1] - positions[1][1]) > 2
+    # every message is still reachable: the neighbours of a hit show the ones moved back
+    assert "three rows of tomatoes" in out
+    assert "ready in August" in out
+
+
+def test_literal_matches_of_a_question_are_never_moved_back():
+    lines = [f"filler line {i} with nothing in it" for i in range(10)]
+    lines[3] = "The error E4711 came from the billing job."
+    lines[4] = "E4711 again, now in the export job."
+    source = _source(_chat(*lines))
+    out = archive_search_text(source, thread_config("A"), "where did error E4711 come from")
+    assert _positions(out)[:2] in (
+        [("archive_001", 4), ("archive_001", 5)],
+        [("archive_001", 5), ("archive_001", 4)],
+    )
+
+
 def test_neighbours_reach_into_the_adjacent_archives():
     source = _source(FILLER, PATH, DB)
     out = archive_search_text(source, thread_config("A"), "src/app.py default")

@@ -6,7 +6,8 @@ A query is read in one of three ways:
   ``E1234``, ``FACT-1``): only messages that contain it literally (case-insensitive) match;
 - **keywords**: one or two words: a message must contain every one of their terms;
 - **a question in plain words** (three words or more): every message with at least one of its
-  terms is ranked.
+  terms is ranked; a message a better hit shows already as its neighbour moves back, so the
+  top hits show different places.
 
 Terms are matched stemmed, without stop words, Chinese/Japanese/Korean by character bigrams
 (:mod:`wm_langgraph.document.text.ranking`), and scored with BM25 over the messages of the
@@ -289,7 +290,29 @@ def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
         pool.sort(key=lambda k: (*tiers.get(k, (0, 0)), -fused[k], *order(k)))
         keyword = pool
         total = len(set(candidates) | set(tiers) | set(semantic))
+    if question:  # a hit shown as another's neighbour is not a new hit: the next one is
+        keyword = _spread(keyword, limit, literal=set(tiers))
     return _finish(corpus, parsed, texts, keyword, limit=limit, total=total)
+
+
+def _spread(ranked: Sequence[DocKey], limit: int, literal: set[DocKey]) -> list[DocKey]:
+    """``ranked`` with a message moved back while a better-ranked message of its archive lies
+    within :data:`NEIGHBOURS` of it (that hit shows it already), until ``limit`` are kept; a
+    literal match (``literal``) is never moved."""
+    kept: list[DocKey] = []
+    later: list[DocKey] = []
+    for key in ranked:
+        a, p = key
+        near = (
+            a >= 0
+            and key not in literal
+            and any(b == a and abs(q - p) <= NEIGHBOURS for b, q in kept)
+        )
+        if near or len(kept) >= limit:
+            later.append(key)
+        else:
+            kept.append(key)
+    return [*kept, *later]
 
 
 def _docs_with(
