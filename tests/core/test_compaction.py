@@ -42,7 +42,7 @@ def assert_nothing_lost(original: str, result: object) -> None:
 def test_size_contract_follows_the_budgets() -> None:
     assert size_contract(6_800, 8_000) == size_contract(6_800, 100_000)
     small, large = size_contract(6_800, 8_000), size_contract(108_000, 8_000)
-    assert (small.target, small.ceiling) == (2_040, 3_060)
+    assert (small.target, small.ceiling) == (2_720, 4_080)
     assert (large.target, large.ceiling) == (12_000, 18_000)
     assert size_contract(108_000, 2_000).target == 3_000  # a smaller layer, a smaller WM
     assert size_contract(500, 0).target == 1_000  # a floor for tiny budgets

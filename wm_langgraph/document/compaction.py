@@ -434,7 +434,7 @@ def cut_title(bodies: Bodies, ceiling: int, total: int, counter: TokenCounter) -
     return MovedItem(_TITLE, title)
 
 
-TARGET_SHARE = 0.30
+TARGET_SHARE = 0.40
 """The target is at most this share of the assemble budget's ``usable`` tokens."""
 LAYER_FACTOR = 1.5
 """The target is at most this times ``archive_memory_tokens`` (8,000 by default: 12,000, the
@@ -466,10 +466,10 @@ class SizeContract:
 
 def size_contract(usable: int, archive_memory_tokens: int) -> SizeContract:
     """The contract for an assemble budget: ``target = max(1,000, min(1.5 ×
-    archive_memory_tokens, 30% of usable))`` and ``ceiling = 1.5 × target``.
+    archive_memory_tokens, 40% of usable))`` and ``ceiling = 1.5 × target``.
 
     With the defaults that is 12,000 / 18,000 tokens for large windows (the prompts' "about
-    12,000 tokens overall") and 30% / 45% of ``usable`` for small ones (8k: 2,040 / 3,060), so
+    12,000 tokens overall") and 40% / 60% of ``usable`` for small ones (8k: 2,720 / 4,080), so
     the WM is shown whole beside the live messages in normal operation; the ceiling leaves
     room for the model's next consolidation.
 
