@@ -26,7 +26,7 @@ from bench.provenance import (
     settled_fingerprint,
     stamp_lines,
 )
-from bench.report import _survival_rows, _table
+from bench.report import CAPTURE_HEADER, _survival_rows, _table, capture_rows
 from bench.run import run_one
 from bench.systems import Tuning
 
@@ -96,6 +96,13 @@ def run_real_model(out: Path, *, seed: int = 7) -> int:
         f"{seconds:.0f} s (wall time on the machine above).",
         "",
         *_table(header, _survival_rows(runs, kinds, at)),
+        "",
+        "## Capture check",
+        "",
+        "The capture check's fates over each row's rounds, as in RESULTS.md: *follow-up calls* "
+        "are the rounds in which the writer was asked about what it left out.",
+        "",
+        *_table(CAPTURE_HEADER, capture_rows(runs)),
     ]
     path = out / "REALMODEL.md"
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")

@@ -209,6 +209,7 @@ def write_results(results: dict[str, Any], path: Path) -> None:
                 "",
             ]
     lines += _capture_section(runs)
+    lines += _recall_section(results.get("recall"))
     lines += _misbehaving_section(results["misbehaving"])
     lines += ["## Cost: summariser calls and commit prompt size", ""]
     lines += [
@@ -334,16 +335,32 @@ def _setup_section(opts: Any) -> list[str]:
     ]
 
 
-def _capture_section(runs: list[Any]) -> list[str]:
-    """The capture check's fates per wm_langgraph run (issue: capture)."""
+CAPTURE_HEADER = [
+    "session",
+    "summariser",
+    "rounds",
+    "follow-up calls (of rounds)",
+    "candidates",
+    "written",
+    "added on follow-up",
+    "added by code",
+    "dismissed",
+    "dismissed earlier (not asked)",
+    "skipped",
+]
+"""The columns of :func:`capture_rows`."""
+
+
+def capture_rows(runs: list[Any]) -> list[list[Any]]:
+    """The capture check's fates per wm_langgraph run, summed over its rounds."""
     rows = []
     for r in runs:
         fates = getattr(r, "capture", None)
         if r.system != "wm_langgraph" or not fates:
             continue
-        calls = sum(1 for rec in r.records if rec.kind == "wm_capture")
+        calls = fates.get("asked rounds", 0)
         rounds = fates.get("rounds", 0)
-        counts = {k: v for k, v in fates.items() if k != "rounds"}
+        counts = {k: v for k, v in fates.items() if k not in {"rounds", "asked rounds"}}
         total = sum(counts.values())
 
         def share(n: int, of: int = total) -> str:
@@ -368,21 +385,14 @@ def _capture_section(runs: list[Any]) -> list[str]:
                 "; ".join(f"{reason} {n}" for reason, n in skipped) or "0",
             ]
         )
+    return rows
+
+
+def _capture_section(runs: list[Any]) -> list[str]:
+    """The capture check's fates per wm_langgraph retention run (issue: capture)."""
+    rows = capture_rows(runs)
     if not rows:
         return []
-    header = [
-        "session",
-        "summariser",
-        "rounds",
-        "follow-up calls (of rounds)",
-        "candidates",
-        "written",
-        "added on follow-up",
-        "added by code",
-        "dismissed",
-        "dismissed earlier (not asked)",
-        "skipped",
-    ]
     return [
         "## Capture check (wm_langgraph)",
         "",
@@ -396,7 +406,30 @@ def _capture_section(runs: list[Any]) -> list[str]:
         "asked again. The session's filler (small talk, acknowledgements with numbers) is what "
         "the faithful writer dismisses.",
         "",
-        *_table(header, rows),
+        *_table(CAPTURE_HEADER, rows),
+        "",
+    ]
+
+
+def _recall_section(recall: Any) -> list[str]:
+    """What ``archive_search`` reads per call on a thread of about 1,000 archives."""
+    if recall is None:
+        return []
+    rows = []
+    for q in recall.queries:
+        reads = "; ".join(f"{kind} {n}" for kind, n in q.reads.items()) or "none"
+        rows.append([q.kind, f"`{q.query}`", q.hits, reads])
+    return [
+        f"## archive_search over {recall.archives:,} archives",
+        "",
+        f"A chat session of {recall.turns:,} turns with a commit every turn (the faithful "
+        f"summariser): {recall.archives:,} archives, {recall.messages:,} messages. *reads*: "
+        "the store records one call reads, by namespace kind, once every index has been read "
+        "(a per-process cache keeps them; archives are immutable): never every archive per "
+        "query, only the archives the hits show (and their neighbours'). The latency is in "
+        "[TIMINGS.md](TIMINGS.md).",
+        "",
+        *_table(["kind", "query", "hits", "reads per call"], rows),
         "",
     ]
 

@@ -40,6 +40,7 @@ def write_timings(results: dict[str, Any], path: Path) -> None:
         *stamp_lines(results["timings_stamp"]),
     ]
     lines += _hot_section(results["hot"])
+    lines += _recall_section(results.get("recall"))
     lines += _phase_section(results.get("phases", {}))
     lines += _size_seconds_section(results.get("sizes", []), results.get("long_sizes", []))
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
@@ -97,6 +98,31 @@ def _hot_section(hot: dict[str, dict[int, list[float]]]) -> list[str]:
             *_table(["system", *(f"N={n:,}" for n in sizes)], rows),
         ]
     return lines
+
+
+RECALL_TARGET_MS = 50
+"""The search latency a query must stay within at 1,000 archives (issue: recall)."""
+
+
+def _recall_section(recall: Any) -> list[str]:
+    if recall is None:
+        return []
+    rows = [[q.kind, f"`{q.query}`", f"{q.median:.1f}", f"{q.p95:.1f}"] for q in recall.queries]
+    worst = max(q.p95 for q in recall.queries)
+    verdict = "met" if worst <= RECALL_TARGET_MS else "not met"
+    return [
+        f"## archive_search over {recall.archives:,} archives",
+        "",
+        f"The tool's call (`archive_search_text`: parse, rank, read the hits, format) on a thread "
+        f"of {recall.archives:,} archives ({recall.messages:,} messages; RESULTS.md lists the "
+        f"records each call reads), after one call of each query; "
+        f"{len(recall.queries[0].milliseconds)} rounds, every query once per round. "
+        f"Milliseconds per call. Slowest 95th percentile {worst:.1f} ms: target "
+        f"≤ {RECALL_TARGET_MS} ms {verdict}. Building the thread took "
+        f"{recall.build_seconds:,.0f} s.",
+        "",
+        *_table(["kind", "query", "median ms", "p95 ms"], rows),
+    ]
 
 
 def _phase_section(phases: dict[str, float]) -> list[str]:

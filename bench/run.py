@@ -37,6 +37,7 @@ from bench.provenance import (
     settled_fingerprint,
     versions,
 )
+from bench.recall import recall_at_scale
 from bench.report import write_plot, write_results
 from bench.report_timings import write_timings
 from bench.sizes import WINDOWS, assemble_checkpoints, size_runs, window_runs
@@ -63,6 +64,8 @@ class Options:
     misbehaviour_turns: int = 160
     bloat_commits: int = 100
     hot_sizes: tuple[int, ...] = (100, 1_000, 10_000)
+    recall_turns: int = 1_000
+    """Turns (one archive each) of the thread ``archive_search`` is timed on."""
     checkpoint_turns: int = 300
     windows: tuple[int, ...] = WINDOWS
     size_commits: int = 1_000
@@ -101,8 +104,8 @@ class RunResult:
     model_calls: int = 0
     capture: dict[str, int] = field(default_factory=dict)
     """wm_langgraph only: the capture check's fates over the run (``fate`` or
-    ``fate: reason`` for a dismissal in an earlier round and the skips) and ``rounds``, the
-    rounds (archives) that recorded a check."""
+    ``fate: reason`` for a dismissal in an earlier round and the skips), ``rounds``, the
+    rounds (archives) that recorded a check, and ``asked rounds``, those with a follow-up call."""
 
     def at(self, k: int) -> Survival | None:
         """Survival measured right after the k-th compaction (None if there were fewer)."""
@@ -210,8 +213,8 @@ def run_one(
 
 def capture_fates(run: Any) -> dict[str, int]:
     """The capture check's fates recorded in the archives of a wm_langgraph run (``{}`` for
-    a peer): counts per fate, a dismissal in an earlier round and each skip reason apart, and
-    ``rounds`` (archives with a check)."""
+    a peer): counts per fate, a dismissal in an earlier round and each skip reason apart,
+    ``rounds`` (archives with a check) and ``asked rounds`` (a follow-up call was made)."""
     memory = run.extra.get("memory")
     if memory is None:
         return {}
@@ -228,6 +231,9 @@ def capture_fates(run: Any) -> dict[str, int]:
             continue
         seen.add(key)
         out["rounds"] += 1
+        metrics = meta.get("metrics")
+        if isinstance(metrics, dict) and metrics.get("capture_asked"):
+            out["asked rounds"] = out.get("asked rounds", 0) + 1
         for fate in fates:
             name = str(fate.get("fate"))
             reason = str(fate.get("reason") or "")
@@ -425,6 +431,12 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
     with phase("hot path"):
         hot = hot_path(generate_session("coding", opts.seed, 120), opts.hot_sizes, systems)
     _log(f"hot path: {_hot_summary(hot)}")
+    with phase(f"archive_search over {opts.recall_turns:,} archives"):  # timed: before the pool
+        recall = recall_at_scale(opts.recall_turns, seed=opts.seed)
+    _log(
+        f"recall: {recall.archives} archives, median ms "
+        + ", ".join(f"{q.median:.1f}" for q in recall.queries)
+    )
     # The size runs take two thirds of the run and depend on nothing else: with jobs > 1 they
     # go to worker processes (each run seeds itself, so the figures are the same either way)
     # while this process runs the other parts.
@@ -514,6 +526,7 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
         "misbehaving": misbehaving,
         "bloat": bloat,
         "hot": hot,
+        "recall": recall,
         "checkpoints": ckpt,
         "assemble_checkpoints": assemble_cost,
         "windows": windows,
@@ -644,6 +657,7 @@ def quick_options(out: Path) -> Options:
         misbehaviour_turns=30,
         bloat_commits=12,
         hot_sizes=(50, 200),
+        recall_turns=40,
         checkpoint_turns=20,
         windows=(8_000,),
         size_commits=25,

@@ -19,6 +19,7 @@ from bench.models import make_model  # noqa: E402
 from bench.provenance import code_fingerprint, read_stamp  # noqa: E402
 from bench.run import Options, main, quick_options, run_benchmark, run_one  # noqa: E402
 from bench.systems import SYSTEMS, Tuning, langmem_available  # noqa: E402
+from wm_langgraph.recall.search import LITERAL_FALLBACK_ARCHIVES  # noqa: E402
 
 SMALL = Tuning(chunk_tokens=600, chunk_messages=10, keep_messages=6)
 
@@ -108,6 +109,7 @@ def test_quick_benchmark_writes_results(tmp_path):
         misbehaviour_turns=20,
         bloat_commits=6,
         hot_sizes=(20, 60),
+        recall_turns=30,
         checkpoint_turns=6,
         at=3,
     )
@@ -117,6 +119,7 @@ def test_quick_benchmark_writes_results(tmp_path):
         "## Provenance",
         "## Needle survival after 3 compactions",
         "## Capture check (wm_langgraph)",
+        "## archive_search over",
         "## Misbehaving summarisers",
         "## Cost: summariser calls",
         "## Memory size over 100 commits",
@@ -134,10 +137,29 @@ def test_quick_benchmark_writes_results(tmp_path):
     for run in results["retention"]:
         if run.system == "wm_langgraph":
             assert run.capture["rounds"] >= 1
-            assert sum(v for k, v in run.capture.items() if k != "rounds") > 0
+            fates = {k: v for k, v in run.capture.items() if k not in {"rounds", "asked rounds"}}
+            assert sum(fates.values()) > 0
+            # the rounds that asked are the follow-up calls the scripted writer answered
+            calls = sum(1 for rec in run.records if rec.kind == "wm_capture")
+            assert run.capture.get("asked rounds", 0) == calls
             assert f"| coding | {run.behaviour} | {run.capture['rounds']} |" in text
     timings = (tmp_path / "TIMINGS.md").read_text(encoding="utf-8")
-    for heading in ("## Provenance", "## Hot path", "## Wall time of each part", "## Size runs"):
+    recall = results["recall"]
+    assert recall.archives >= 20
+    assert all(q.milliseconds for q in recall.queries)
+    # once every index is cached, a call reads no index and only the archives its hits show
+    for q in recall.queries:
+        assert "search" not in q.reads
+        assert q.reads.get("moved (search)", 0) <= 1
+        # the hits' archives and their neighbours'; no match: the newest archives, literally
+        assert q.reads.get("archives", 0) <= max(3 * q.hits, LITERAL_FALLBACK_ARCHIVES)
+    for heading in (
+        "## Provenance",
+        "## Hot path",
+        "## archive_search over",
+        "## Wall time of each part",
+        "## Size runs",
+    ):
         assert heading in timings
     # timings live apart from the deterministic tables
     assert "## Hot path" not in text
