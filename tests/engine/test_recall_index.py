@@ -133,6 +133,7 @@ def test_a_query_reads_no_index_twice_and_only_the_archives_it_shows():
     assert "passport renewal" in _first_hit(out)
     assert store.reads["search"] == 0  # every index comes from the process cache
     assert store.reads["archives"] <= 3  # the hit's archive and its neighbours' only
+    assert store.reads["moved"] == 0  # the moved items: one listing, not a get per archive
 
 
 def test_archives_written_before_the_index_are_indexed_on_first_search():

@@ -281,6 +281,8 @@ _NO_STORE = (
     "(get_working_memory(config), ...) use the store the memory last ran with in this process."
 )
 _MAX_BOUND = 4096
+_MOVED_PAGE = 500
+"""Moved-items records listed per store search."""
 
 _ACTIVE: ContextVar[BaseStore | None] = ContextVar("wm_langgraph_active_store", default=None)
 """The store of the run (or background job) executing in this context (see ``using``)."""
@@ -706,14 +708,31 @@ class ArchiveStore:
     def moved_items(
         self, thread_id: str, keys: Sequence[str]
     ) -> list[tuple[str, list[dict[str, str]]]]:
-        """The moved-out items recorded under ``keys`` (WM version keys), in that order."""
+        """The moved-out items recorded under ``keys`` (WM version keys), in that order.
+
+        The thread's moved records are listed (a few: one per commit that moved items), not
+        looked up one key per archive of the timeline: a search calls this every query.
+        """
         if not keys:
             return []
         ns = self.namespace(thread_id, "moved")
-        found = self._io(thread_id).batch([GetOp(ns, key) for key in keys])
+        wanted = set(keys)
+        io = self._io(thread_id)
+        records: dict[str, Item] = {}
+        seen = 0
+        while page := io.search(ns, limit=_MOVED_PAGE, offset=seen):
+            seen += len(page)
+            records.update(
+                (item.key, item)
+                for item in page
+                if item.key in wanted and tuple(item.namespace) == ns
+            )
+            if len(page) < _MOVED_PAGE:
+                break
         out: list[tuple[str, list[dict[str, str]]]] = []
-        for key, item in zip(keys, found, strict=True):
-            if isinstance(item, Item):
+        for key in keys:
+            item = records.get(key)
+            if item is not None:
                 items = [dict(i) for i in item.value.get("items") or [] if isinstance(i, Mapping)]
                 out.append((key, items))
         return out
