@@ -19,6 +19,7 @@ from wm_langgraph.document import (
     render_working_memory,
 )
 from wm_langgraph.document.guards import CONSOLIDATION_SENTINEL, DROPPED_MARKER
+from wm_langgraph.document.guards.open_issues import is_resolved
 from wm_langgraph.document.sections import item_key, normalise_working_memory, section_items
 from wm_langgraph.document.text import (
     extract_anchors,
@@ -176,6 +177,8 @@ def test_guarded_sections_never_lose_items(old: str, ops: Any):
     assert _paths_kept(before["Files & Context"], after["Files & Context"]) == []
 
     for item in section_items(before["Open Issues"]):
+        if is_resolved(item):
+            continue  # an item already marked resolved may leave (the guard's rule)
         if not item.startswith(DROPPED_MARKER):
             # an open item may leave by moving to Errors & Corrections as a fix (the guard's rule)
             kept = _issue_kept(item, after["Open Issues"])
