@@ -60,7 +60,10 @@ def run_real_model(out: Path, *, seed: int = 7) -> int:
     session = generate_coding_session(seed, TURNS)
     label = f"real small model ({os.environ.get('WM_LANGGRAPH_MODEL') or 'local-model'})"
     started = time.perf_counter()
-    real = run_one("wm_langgraph", session, label, TUNING, model=_writer())
+    # a CPU-only local model needs minutes per call: the engine's 120 s default would end
+    # every round at its deadline (the archives then stay pending and verbatim)
+    slow = {"model_timeout_seconds": TIMEOUT_S + 30}
+    real = run_one("wm_langgraph", session, label, TUNING, model=_writer(), wm_overrides=slow)
     seconds = time.perf_counter() - started
     runs = [real] + [run_one("wm_langgraph", session, b, TUNING) for b in SCRIPTED]
     kinds = kinds_present([r.final for r in runs])
@@ -100,7 +103,8 @@ def run_real_model(out: Path, *, seed: int = 7) -> int:
         "## Capture check",
         "",
         "The capture check's fates over each row's rounds, as in RESULTS.md: *follow-up calls* "
-        "are the rounds in which the writer was asked about what it left out.",
+        "are the rounds in which the writer was asked about what it left out. A row with 0 "
+        "rounds completed none (its writer failed or ran past its deadline every time).",
         "",
         *_table(CAPTURE_HEADER, capture_rows(runs)),
     ]

@@ -146,12 +146,14 @@ def run_one(
     *,
     track_memory: bool = False,
     model: Any = None,
+    wm_overrides: dict[str, Any] | None = None,
 ) -> RunResult:
     """Play ``session`` through ``system`` with a fresh ``behaviour`` summariser (or ``model``,
-    a real chat model, labelled ``behaviour``)."""
+    a real chat model, labelled ``behaviour``; ``wm_overrides``: extra ``WorkingMemoryConfig``
+    fields, such as a slow local writer's timeout)."""
     if model is None:
         model = make_model(behaviour, session.items, seed=session.seed * 7919 + 17)
-    run = build_system(system, session, model, tuning)
+    run = build_system(system, session, model, tuning, wm_overrides=wm_overrides)
     started = time.perf_counter()
     compactions: list[int] = []
     errors: list[str] = []

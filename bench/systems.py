@@ -263,8 +263,10 @@ def build_system(
     checkpointer: BaseCheckpointSaver[Any] | None = None,
     store: BaseStore | None = None,
     thread_id: str = "bench",
+    wm_overrides: dict[str, Any] | None = None,
 ) -> SystemRun:
-    """Compile the agent graph of system ``name`` for ``session``."""
+    """Compile the agent graph of system ``name`` for ``session`` (``wm_overrides``: extra
+    ``WorkingMemoryConfig`` fields for wm_langgraph)."""
     agent = ReplayAgent()
     tools = make_tools(session)
     saver = checkpointer if checkpointer is not None else InMemorySaver()
@@ -286,6 +288,7 @@ def build_system(
             commit_keep_recent_count=tuning.keep_messages,
             background=False,
             guards=name == "wm_langgraph",
+            **(wm_overrides or {}),
         )
         mw = WorkingMemoryMiddleware(model=summariser, config=cfg, store=wm_store)
         graph = create_agent(
