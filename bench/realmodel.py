@@ -46,6 +46,10 @@ def _writer() -> object:
         api_key=os.environ.get("OPENAI_API_KEY") or "sk-local-no-key-needed",
         temperature=0,
         max_tokens=MAX_TOKENS,
+        # langchain-openai sends max_tokens as max_completion_tokens, which an older
+        # OpenAI-compatible server (llama-cpp-python's) ignores: without the plain field a
+        # call ran to the end of the context (5,482 tokens, 318 s)
+        extra_body={"max_tokens": MAX_TOKENS},
         timeout=TIMEOUT_S,
         max_retries=0,
     )
