@@ -165,6 +165,13 @@ def _react_agent(writer: CutOffWriter) -> tuple[Any, WorkingMemory]:
     return agent, wm
 
 
+def _state_graph(writer: CutOffWriter) -> tuple[Any, WorkingMemory]:
+    from tests.engine._support import build_agent
+
+    wm = WorkingMemory(writer.model, config=CONFIG, store=InMemoryStore())
+    return build_agent(wm, _agent_model(), checkpointer=InMemorySaver(), store=wm.store), wm
+
+
 def _play(agent: Any, wm: WorkingMemory, thread: str, turns: list[str]) -> dict[str, Any]:
     config = thread_config(thread)
     for text in turns:
@@ -216,7 +223,11 @@ def test_a_dismissal_is_recorded_and_nothing_is_added():
     assert fate == {**fate, "fate": "dismissed", "reason": "small talk"}
 
 
-@pytest.mark.parametrize("build", [_middleware_agent, _react_agent], ids=["middleware", "react"])
+@pytest.mark.parametrize(
+    "build",
+    [_middleware_agent, _react_agent, _state_graph],
+    ids=["middleware", "react", "stategraph"],
+)
 def test_a_statement_the_writer_dismissed_is_not_asked_about_again(build):
     """Chats repeat themselves: the writer is asked about a statement once, not every round."""
     writer = CutOffWriter("dismiss")
