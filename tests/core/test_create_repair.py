@@ -183,3 +183,27 @@ def test_drop_echoed_lines_filters_update_ops_but_keeps_what_the_source_said():
     kept, none = drop_echoed_lines(ops, template=template, source=f"user: {copied}")
     assert none == {}
     assert kept == ops
+
+
+def test_a_reworded_prompt_line_that_keeps_a_long_run_of_it_is_echo():
+    """A real writer began Files & Context with the update prompt's size-warning caption in its
+    own words around a verbatim run of it; a line that shares a short phrase stays."""
+    from wm_langgraph.document.create_repair import drop_echoed_lines
+    from wm_langgraph.writer.prompts import load_prompt
+
+    template = load_prompt("update")
+    echoes = [
+        "The session has grown too large (an empty block means every section is within its limits)",
+        "- Note: sections that have grown too large (an empty block means …)",
+    ]
+    content = "\n".join(["src/orders/api.py", *echoes, "- docs/limits.md: the section limits"])
+    ops = {"Files & Context": {"op": "UPDATE", "content": content}}
+    out, dropped = drop_echoed_lines(ops, template=template, source="")
+    assert out["Files & Context"]["content"] == (
+        "src/orders/api.py\n- docs/limits.md: the section limits"
+    )
+    assert dropped == {"Files & Context": 2}
+    # the conversation said it: content, not echo
+    kept, none = drop_echoed_lines(ops, template=template, source="\n".join(echoes))
+    assert none == {}
+    assert kept == ops

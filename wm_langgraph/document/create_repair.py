@@ -21,6 +21,7 @@ import html
 import re
 from collections.abc import Mapping
 from difflib import SequenceMatcher
+from functools import lru_cache
 from typing import Any
 
 from wm_langgraph.document.sections import DOCUMENT_TITLE, _canonical_name
@@ -43,6 +44,10 @@ _MIN_ECHO_CHARS = 24
 _MAX_PREAMBLE_CHARS = 160
 # A line this similar to a template line (difflib ratio of their keys) is a reworded copy of it.
 _ECHO_SIMILARITY = 0.85
+# A line whose longest verbatim run shared with one template line is at least this share of
+# the line is that template line in other words ("The session has grown too large (an empty
+# block means every section is within its limits)").
+_ECHO_RUN_SHARE = 0.5
 
 
 def _key(line: str) -> str:
@@ -76,8 +81,35 @@ def template_lines(template: str) -> frozenset[str]:
     return frozenset(found)
 
 
+@lru_cache(maxsize=8)
+def _runs(echo: frozenset[str]) -> dict[str, frozenset[str]]:
+    """Every ``_MIN_ECHO_CHARS``-long run of the template lines -> the lines that hold it."""
+    out: dict[str, set[str]] = {}
+    for line in echo:
+        for start in range(len(line) - _MIN_ECHO_CHARS + 1):
+            out.setdefault(line[start : start + _MIN_ECHO_CHARS], set()).add(line)
+    return {run: frozenset(lines) for run, lines in out.items()}
+
+
+def _copied_run(key: str, echo: frozenset[str]) -> int:
+    """The longest verbatim run ``key`` shares with one template line (0 below
+    ``_MIN_ECHO_CHARS``); candidate lines are found through their runs, not a scan."""
+    runs = _runs(echo)
+    lines: set[str] = set()
+    for start in range(len(key) - _MIN_ECHO_CHARS + 1):
+        lines.update(runs.get(key[start : start + _MIN_ECHO_CHARS], ()))
+    best = 0
+    for line in lines:
+        match = SequenceMatcher(None, key, line, autojunk=False).find_longest_match(
+            0, len(key), 0, len(line)
+        )
+        best = max(best, match.size)
+    return best
+
+
 def _is_echo(key: str, echo: frozenset[str]) -> bool:
-    """The line (its key) is a template line, copied verbatim or nearly so."""
+    """The line (its key) is a template line, copied verbatim or nearly so, or reworded around
+    a verbatim run of one that makes up at least ``_ECHO_RUN_SHARE`` of it."""
     if key in echo:
         return True
     if len(key) < _MIN_ECHO_CHARS:
@@ -87,7 +119,7 @@ def _is_echo(key: str, echo: frozenset[str]) -> bool:
             matcher = SequenceMatcher(None, key, line, autojunk=False)
             if matcher.real_quick_ratio() >= _ECHO_SIMILARITY <= matcher.ratio():
                 return True
-    return False
+    return _copied_run(key, echo) >= _ECHO_RUN_SHARE * len(key)
 
 
 def _is_title_line(line: str) -> bool:
