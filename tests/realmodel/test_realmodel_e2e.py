@@ -58,6 +58,10 @@ def _writer(recorder: CallRecorder) -> ChatOpenAI:
         api_key=os.environ.get("OPENAI_API_KEY") or "sk-local-no-key-needed",  # type: ignore[arg-type]
         temperature=0,
         max_tokens=MAX_TOKENS,  # type: ignore[call-arg]
+        # langchain-openai sends max_tokens as max_completion_tokens, which llama-cpp-python's
+        # server ignores: without the field it reads, a call may generate to the end of the
+        # model's context (measured: 5,482 tokens in 318 s)
+        extra_body={"max_tokens": MAX_TOKENS},
         timeout=CALL_TIMEOUT_S,
         max_retries=0,
         callbacks=[recorder],
