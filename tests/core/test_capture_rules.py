@@ -323,3 +323,46 @@ def test_the_capture_prompt_ships_with_its_placeholders_and_quotes_hostile_value
     rendered = render_capture_prompt(working_memory=DOC, items=hostile)
     assert rendered.count("</capture_items>") == 1
     assert rendered.count("<working_memory>") == 1
+
+
+def test_a_chat_abbreviation_is_no_anchor_so_a_faithful_restatement_needs_no_call() -> None:
+    """"FYI for the worker pool size: we use 48 concurrent export jobs." restated as "worker
+    pool size: 48 concurrent export jobs" is written: FYI (BTW, IMO, …) names nothing."""
+    doc = render_working_memory(
+        {"Key Facts & Decisions": "- worker pool size: 48 concurrent export jobs"}
+    )
+    said = [
+        "FYI for the worker pool size: we use 48 concurrent export jobs.",
+        "BTW the retry budget is 7 attempts, IMO enough.",
+    ]
+    found = unit_candidates([HumanMessage(text) for text in said])
+    assert found
+    for candidate in found:
+        assert not {"fyi", "btw", "imo"} & set(candidate.anchors)
+    ask = Asker()
+    result = run_capture(doc, found[:1], ask=ask)
+    assert ask.asked == []
+    assert [f.fate for f in result.fates] == ["written"]
+
+
+def test_an_acknowledgement_word_is_no_anchor() -> None:
+    """The assistant's "Understood: 15 concurrent export jobs from now on." is written when the
+    document holds the value: "Understood" (Sorry, Good, Great) names nothing."""
+    doc = render_working_memory(
+        {
+            "Key Facts & Decisions": "- worker pool size: 15 concurrent export jobs\n"
+            "- the v2 invoices endpoint is the one in production"
+        }
+    )
+    said = [
+        "Understood: 15 concurrent export jobs from now on.",
+        "Sorry, corrected: the v2 invoices endpoint is the one in production.",
+    ]
+    found = unit_candidates([AIMessage(text) for text in said])
+    assert len(found) == 2
+    for candidate in found:
+        assert not {"understood", "sorry"} & set(candidate.anchors)
+    ask = Asker()
+    result = run_capture(doc, found, ask=ask)
+    assert ask.asked == []
+    assert [f.fate for f in result.fates] == ["written", "written"]

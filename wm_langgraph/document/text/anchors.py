@@ -59,9 +59,13 @@ ANCHOR_STOPWORDS: frozenset[str] = words(
     partner friend friends home house apartment room office school work job salary rent
     main primary secondary final initial previous latest another often usually typically
     later soon early late daily weekly monthly yearly morning evening night week weeks month
-    months year years day days hour hours minute minutes time times date dates note"""
+    months year years day days hour hours minute minutes time times date dates note
+    fyi btw imo imho tbh afaik iirc fwiw lol omg asap aka etc hey hi hello ok okay
+    understood sorry good great nice cool sure right noted thank awesome perfect alright
+    yeah yep nope oh wow well indeed exactly absolutely certainly congrats welcome"""
 )
-"""Capitalised words that are not proper nouns (sentence starters, section vocabulary)."""
+"""Capitalised words that are not proper nouns (sentence starters, section vocabulary, chat
+abbreviations, greetings and acknowledgements such as FYI, Hey, Understood, Sorry)."""
 
 # Words that cannot be the unit of a number phrase ("3 of", "2 and").
 _FUNCTION_WORDS = words(
