@@ -326,8 +326,9 @@ def test_the_capture_prompt_ships_with_its_placeholders_and_quotes_hostile_value
 
 
 def test_a_chat_abbreviation_is_no_anchor_so_a_faithful_restatement_needs_no_call() -> None:
-    """"FYI for the worker pool size: we use 48 concurrent export jobs." restated as "worker
-    pool size: 48 concurrent export jobs" is written: FYI (BTW, IMO, …) names nothing."""
+    """The statement "FYI for the worker pool size: we use 48 concurrent export jobs."
+    restated as "worker pool size: 48 concurrent export jobs" is written: FYI (BTW, IMO, …)
+    names nothing."""
     doc = render_working_memory(
         {"Key Facts & Decisions": "- worker pool size: 48 concurrent export jobs"}
     )
