@@ -56,7 +56,7 @@ from wm_langgraph.document.text import extract_anchors, item_present, paths_list
 from wm_langgraph.document.text.provenance import reads_as_instruction
 from wm_langgraph.document.text.units import Unit, extract_units
 from wm_langgraph.messages import content_text
-from wm_langgraph.phase2.trails import missing_errors
+from wm_langgraph.phase2.trails import missing_errors, tool_result_lines, without_relayed_lines
 from wm_langgraph.writer.capture import CaptureAnswer, CaptureQuestion
 
 __all__ = [
@@ -219,8 +219,14 @@ def _short(text: str) -> str:
 
 def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
     """The salient units of the user's and the assistant's messages (tool output is data and
-    gives none; the trails cover what tools report), never one that reads as an instruction."""
-    pairs = [(_role(m), content_text(m.content)) for m in messages]
+    gives none; the trails cover what tools report), never one that reads as an instruction;
+    an assistant's line that only relays a tool result's line is tool output too."""
+    messages = list(messages)
+    relayed = tool_result_lines(messages)
+    pairs = [
+        (role, without_relayed_lines(text, relayed) if role == "assistant" else text)
+        for role, text in ((_role(m), content_text(m.content)) for m in messages)
+    ]
     units: list[Unit] = extract_units(pairs)
     out: list[Candidate] = []
     for unit in units:

@@ -53,6 +53,8 @@ __all__ = [
     "extract_errors_from_messages",
     "extract_paths_from_messages",
     "missing_errors",
+    "tool_result_lines",
+    "without_relayed_lines",
 ]
 
 _FAILED_RE = re.compile(r"^FAILED[ \t]+(?P<test>\S+)[ \t]+-[ \t]+(?P<error>.+)$")
@@ -176,8 +178,45 @@ def _named_lines(text: str) -> Iterable[str]:
             yield line
 
 
-def _trail_texts(message: BaseMessage) -> Iterable[tuple[str, int | None]]:
-    """(text, the most paths it may give) for the parts of ``message`` that act on paths."""
+# A short label before a relayed line: "Done: ", "Result: ", "- Output: ".
+_RELAY_LEAD_RE = re.compile(r"^(?:[-*•][ \t]+)?(?:[^\W\d_]+(?: [^\W\d_]+){0,2}:[ \t]+)?")
+
+
+def _line_key(line: str) -> str:
+    return " ".join(line.split()).casefold().strip(" .")
+
+
+def tool_result_lines(messages: Iterable[BaseMessage]) -> frozenset[str]:
+    """The lines of the tool results among ``messages`` (spacing, case and end dots folded)."""
+    lines: set[str] = set()
+    for message in messages:
+        if isinstance(message, (ToolMessage, FunctionMessage)):
+            lines.update(k for k in map(_line_key, content_text(message.content).splitlines()) if k)
+    return frozenset(lines)
+
+
+def without_relayed_lines(text: str, tool_lines: frozenset[str]) -> str:
+    """``text`` without its lines that only repeat a tool result's line ("Done: 283 passed"
+    after a tool printed "283 passed"): a relay is the tool's data, not a statement of the
+    speaker, and gives neither a unit nor a named path (the trails read the tool itself)."""
+    if not tool_lines:
+        return text
+
+    def relays(line: str) -> bool:
+        key = _line_key(line)
+        if not key:
+            return False
+        rest = _line_key(_RELAY_LEAD_RE.sub("", line.strip(), count=1))
+        return key in tool_lines or (bool(rest) and rest in tool_lines)
+
+    return "\n".join(line for line in text.splitlines() if not relays(line))
+
+
+def _trail_texts(
+    message: BaseMessage, tool_lines: frozenset[str] = frozenset()
+) -> Iterable[tuple[str, int | None]]:
+    """(text, the most paths it may give) for the parts of ``message`` that act on paths;
+    the assistant's lines that relay a tool result (``tool_lines``) name none."""
     if isinstance(message, AIMessage):
         for call in message.tool_calls or []:
             for leaf in _string_leaves(call.get("args", {})):
@@ -196,7 +235,10 @@ def _trail_texts(message: BaseMessage) -> Iterable[tuple[str, int | None]]:
         for line in _acted_lines(content_text(message.content)):
             yield line, None
     elif isinstance(message, (HumanMessage, AIMessage)):
-        named = "\n".join(_named_lines(content_text(message.content)))
+        text = content_text(message.content)
+        if isinstance(message, AIMessage):
+            text = without_relayed_lines(text, tool_lines)
+        named = "\n".join(_named_lines(text))
         if named:
             yield named, _MAX_PROSE_PATHS
 
@@ -215,8 +257,10 @@ def extract_paths_from_messages(messages: Iterable[BaseMessage]) -> list[str]:
     """
     seen: set[str] = set()
     paths: list[str] = []
+    messages = list(messages)
+    relayed = tool_result_lines(messages)
     for message in messages:
-        for text, most in _trail_texts(message):
+        for text, most in _trail_texts(message, relayed):
             if not text:
                 continue
             found = [p for p in extract_paths(text) if len(p) <= MAX_PATH_CHARS]

@@ -62,7 +62,8 @@ ANCHOR_STOPWORDS: frozenset[str] = words(
     months year years day days hour hours minute minutes time times date dates note
     fyi btw imo imho tbh afaik iirc fwiw lol omg asap aka etc hey hi hello ok okay
     understood sorry good great nice cool sure right noted thank awesome perfect alright
-    yeah yep nope oh wow well indeed exactly absolutely certainly congrats welcome"""
+    yeah yep nope oh wow well indeed exactly absolutely certainly congrats welcome
+    remind reminder random"""
 )
 """Capitalised words that are not proper nouns (sentence starters, section vocabulary, chat
 abbreviations, greetings and acknowledgements such as FYI, Hey, Understood, Sorry)."""
