@@ -22,7 +22,7 @@ from wm_langgraph.config import (
     DEFAULT_WRITER_MAX_TOKENS,
     WorkingMemoryConfig,
 )
-from wm_langgraph.document.sections import SECTIONS, render_working_memory
+from wm_langgraph.document.sections import SECTIONS, is_working_memory, render_working_memory
 from wm_langgraph.writer.openai import chat_openai_from_env
 from wm_langgraph.writer.provider import classify_error, context_overflow, output_token_limit
 
@@ -240,7 +240,12 @@ def test_complete_json_at_the_output_limit_counts_as_cut_off(memory):
     assert "TODO rerun the migration" in wm.get_working_memory(cfg)
 
 
-def test_a_create_reply_cut_at_the_limit_is_not_a_working_memory(memory):
+def test_a_create_reply_cut_at_the_limit_leaves_an_extracted_working_memory(memory):
+    """A cut create reply is not taken as the document (its end is missing), nor does it end
+    the round: a writer that runs every create call to its limit (a small real model did)
+    would otherwise never leave a Working Memory. The round's document is extracted instead,
+    marked so, and the archive is done."""
+
     def respond(request: dict[str, Any]) -> Answer:
         return Answer(text=_document(["MARK-001"])[:200], finish_reason="length")
 
@@ -248,10 +253,14 @@ def test_a_create_reply_cut_at_the_limit_is_not_a_working_memory(memory):
     wm = memory(chat_openai(server), config=CONFIG)
     cfg = thread_config("create-cut")
     wm.compact({"messages": _turn(1)}, cfg)
-    assert wm.get_working_memory(cfg) == ""
+    document = wm.get_working_memory(cfg)
+    assert is_working_memory(document)
+    assert "Marker session" not in document  # the cut reply is not the document
+    assert "MARK-001" in document  # what the turn said is
     (archive,) = wm.list_archives(cfg)
-    assert archive.status == "failed"
-    assert "cut off" in archive.metadata["error"]
+    assert archive.status == "done"
+    assert archive.metadata["fallback"] == "extractive"
+    assert "cut off" in archive.metadata["metrics"]["extractive_reason"]
 
 
 # -- context-length errors: recognised, answered with less ---------------------------------------

@@ -394,7 +394,8 @@ class Create:
     It runs for a first WM, over a legacy summary, and as the fallback of an update that gave
     nothing usable (with the prior WM as context). The reply goes to ``guard_merge``
     (``reply.created``); a failed call is recorded for ``save``. A reply without content (empty,
-    or the seven headers alone: a weak writer's answer) does not end the round: the document is
+    the seven headers alone, or cut off at the output limit: a weak writer's answers) does not
+    end the round: the document is
     extracted from the same prompt by the offline writer (:class:`OfflineWorkingMemoryModel`,
     deterministic, no network), marked ``reply.fallback = "extractive"``; it goes through
     ``guard_merge`` like any reply, and the next writer round refines it.

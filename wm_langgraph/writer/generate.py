@@ -79,10 +79,13 @@ __all__ = [
 
 
 class NoContentError(GenerationError):
-    """A create reply without content: empty, or the section headers and nothing under them.
+    """A create reply without usable content: empty, the section headers and nothing under
+    them, or cut off at the output limit.
 
-    A weak writer answers so (a small real model returned the seven headers alone); the commit
-    then builds the round's Working Memory by extraction instead (``phase2.nodes.Create``).
+    A weak writer answers so (a small real model returned the seven headers alone; on a longer
+    session the same model ran every create call to its 1,024-token limit); the commit then
+    builds the round's Working Memory by extraction instead (``phase2.nodes.Create``). A retry
+    would not help: at temperature 0 the same prompt runs to the same limit again.
     """
 
     kind = "unusable"
@@ -253,7 +256,7 @@ def _created(
     """The create reply as a validated document; unusable replies are ``kind="unusable"``."""
     try:
         if isinstance(reply, AIMessage) and reply_cut_off(reply, limit):
-            raise GenerationError(
+            raise NoContentError(
                 f"create: the reply stopped at the output limit ({limit} tokens): cut off"
             )
         return _validated(reply, prompt, prior, messages_text)
