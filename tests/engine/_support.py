@@ -134,14 +134,20 @@ def agent_model(*, tool_every: int = 0, parallel: int = 1) -> ScriptedChatModel:
 
 
 def build_agent(
-    wm: WorkingMemory, model: ScriptedChatModel, *, checkpointer: Any, store: Any = None
+    wm: WorkingMemory,
+    model: ScriptedChatModel,
+    *,
+    checkpointer: Any,
+    store: Any = None,
+    tools: Any = None,
 ):
-    """assemble -> agent -> (tools -> assemble | after_turn) -> END."""
+    """assemble -> agent -> (tools -> assemble | after_turn) -> END; ``tools`` is the tools
+    node (default: a ``read_file`` stand-in that answers "contents of <path>")."""
 
     def agent(state: dict[str, Any]) -> dict[str, Any]:
         return {"messages": [model.invoke(state["llm_input_messages"])]}
 
-    def tools(state: dict[str, Any]) -> dict[str, Any]:
+    def read_file(state: dict[str, Any]) -> dict[str, Any]:
         last = state["messages"][-1]
         return {
             "messages": [
@@ -159,7 +165,7 @@ def build_agent(
     builder = StateGraph(WorkingMemoryState)
     builder.add_node("assemble", wm.assemble)
     builder.add_node("agent", agent)
-    builder.add_node("tools", tools)
+    builder.add_node("tools", read_file if tools is None else tools)
     builder.add_node("after_turn", wm.after_turn)
     builder.add_edge(START, "assemble")
     builder.add_edge("assemble", "agent")

@@ -13,15 +13,14 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.store.memory import InMemoryStore
 
 from tests.common import thread_config
-from wm_langgraph import WorkingMemoryMiddleware, WorkingMemoryState
+from wm_langgraph import WorkingMemoryMiddleware
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
 from wm_langgraph.memory import WorkingMemory
@@ -112,27 +111,16 @@ def _react(writer: Writer, said: str) -> tuple[Any, WorkingMemory]:
 
 
 def _state_graph(writer: Writer, said: str) -> tuple[Any, WorkingMemory]:
+    from tests.engine._support import build_agent
+
     wm = WorkingMemory(writer.model, config=CONFIG, store=InMemoryStore())
-    model = _agent_reply(said)
-
-    def agent(state: dict[str, Any]) -> dict[str, Any]:
-        return {"messages": [model.invoke(state["llm_input_messages"])]}
-
-    def route(state: dict[str, Any]) -> str:
-        last = state["messages"][-1]
-        return "tools" if isinstance(last, AIMessage) and last.tool_calls else "after_turn"
-
-    builder = StateGraph(WorkingMemoryState)
-    builder.add_node("assemble", wm.assemble)
-    builder.add_node("agent", agent)
-    builder.add_node("tools", ToolNode([current_branch]))
-    builder.add_node("after_turn", wm.after_turn)
-    builder.add_edge(START, "assemble")
-    builder.add_edge("assemble", "agent")
-    builder.add_conditional_edges("agent", route, ["tools", "after_turn"])
-    builder.add_edge("tools", "assemble")
-    builder.add_edge("after_turn", END)
-    graph = builder.compile(checkpointer=InMemorySaver(), store=wm.store)
+    graph = build_agent(
+        wm,
+        _agent_reply(said),
+        checkpointer=InMemorySaver(),
+        store=wm.store,
+        tools=ToolNode([current_branch]),
+    )
     return graph, wm
 
 
