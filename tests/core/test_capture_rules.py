@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from wm_langgraph.document.sections import parse_working_memory, render_working_memory
+from wm_langgraph.document.text import restates
 from wm_langgraph.document.text.provenance import reads_as_instruction
 from wm_langgraph.phase2.capture import (
     EARLIER,
@@ -297,13 +298,14 @@ def test_every_anchored_unit_ends_in_the_document_or_with_a_recorded_fate(
     result = run_capture(DOC, units, ask=None if mode == "none" else ask)
     assert len(result.fates) == len(units)
     for unit, fate in zip(units, result.fates, strict=True):
-        if fate.fate in {"written", "added_on_followup", "added_by_code"} and unit.anchors:
+        if fate.fate in {"written", "added_on_followup", "added_by_code"}:
             assert run_capture(result.text, [unit], ask=None).fates[0].fate == "written"
         else:
             assert fate.fate in {"dismissed", "skipped"}
             assert fate.reason
         if fate.fate == "added_by_code":
             assert not reads_as_instruction(fate.text)
+            assert unit.anchors  # code adds only what an anchor pins down
     added = result.counts().get("added_by_code", 0)
     assert added <= MAX_CODE_UNITS
 
@@ -421,3 +423,93 @@ def test_remind_me_names_nothing() -> None:
     assert ask.asked == []
     other = render_working_memory({"Open Issues": "- TODO: call the bank"})
     assert [f.fate for f in run_capture(other, found, ask=None).fates] == ["added_by_code"]
+
+
+# -- units without an anchor: work a session commits to is asked about, never added by code --
+
+_TODO = (
+    "Not now, but we must document the rate limiter settings for the ops team before the release."
+)
+_DECISION = "We use a token bucket instead of a fixed window counter because it smooths bursts."
+
+
+def test_an_unanchored_todo_or_decision_the_writer_left_out_is_asked_about() -> None:
+    todo, decision = _fact(_TODO, kind="todo", salience=4), _fact(_DECISION, kind="decision")
+    answer = CaptureAnswer(
+        added={
+            1: ("Open Issues", "TODO: document the rate limiter settings for the ops team"),
+            2: (
+                "Key Facts & Decisions",
+                "Token bucket, not a fixed window counter: smooths bursts",
+            ),
+        }
+    )
+    ask = Asker(answer)
+    result = run_capture(DOC, [todo, decision], ask=ask)
+    assert [q.text for q in ask.asked[0]] == [_TODO, _DECISION]
+    assert [f.fate for f in result.fates] == ["added_on_followup", "added_on_followup"]
+    sections = parse_working_memory(result.text)
+    assert "rate limiter settings" in sections["Open Issues"]
+    assert "Token bucket" in sections["Key Facts & Decisions"]
+
+
+def test_an_unanchored_unit_the_writer_still_leaves_out_is_not_added_by_code() -> None:
+    todo = _fact(_TODO, kind="todo")
+    for answer in (None, CaptureAnswer()):
+        result = run_capture(DOC, [todo], ask=Asker(answer))
+        assert [(f.fate, f.reason) for f in result.fates] == [("skipped", "no anchor")]
+        assert result.text == DOC
+        assert result.code_items == {}
+    dismissed = run_capture(DOC, [todo], ask=Asker(CaptureAnswer(dismissed={1: "done already"})))
+    assert [(f.fate, f.reason) for f in dismissed.fates] == [("dismissed", "done already")]
+    # a dismissal is remembered: the next round does not ask again
+    quiet = Asker(CaptureAnswer())
+    again = run_capture(DOC, [todo], ask=quiet, dismissed=[dismissal_key(_TODO)])
+    assert quiet.asked == []
+    assert again.fates[0].fate == "dismissed"
+
+
+def test_a_faithful_restatement_of_an_unanchored_unit_needs_no_call() -> None:
+    doc = render_working_memory(
+        {
+            "Key Facts & Decisions": "- Decision: token bucket instead of a fixed window counter "
+            "(smooths bursts)",
+            "Open Issues": "- TODO: document the rate limiter settings for the ops team",
+        }
+    )
+    ask = Asker()
+    result = run_capture(
+        doc, [_fact(_TODO, kind="todo"), _fact(_DECISION, kind="decision")], ask=ask
+    )
+    assert ask.asked == []
+    assert [f.fate for f in result.fates] == ["written", "written"]
+
+
+def test_an_item_that_drops_the_negation_or_the_subject_is_no_restatement() -> None:
+    rule = _fact("No, do not store timestamps in local time.", kind="constraint")
+    doc = render_working_memory({"Key Facts & Decisions": "- Timestamps: store them in local time"})
+    ask = Asker()
+    run_capture(doc, [rule], ask=ask)
+    assert [q.text for q in ask.asked[0]] == [rule.text]
+    other = render_working_memory({"Open Issues": "- TODO: tune the rate limiter"})
+    assert run_capture(other, [_fact(_TODO, kind="todo")], ask=None).fates[0].fate == "skipped"
+
+
+def test_unanchored_small_talk_is_not_asked_about() -> None:
+    chat = _fact("We had a really long and tiring afternoon at the lake house.", kind="event")
+    ask = Asker()
+    result = run_capture(DOC, [chat], ask=ask)
+    assert ask.asked == []
+    assert [(f.fate, f.reason) for f in result.fates] == [("skipped", "no anchor")]
+
+
+def test_restates_keeps_the_content_words_and_ignores_the_grammar() -> None:
+    assert restates(_TODO, "TODO: document the rate limiter settings before the release")
+    assert restates("We decided to drop Redis.", "Drop Redis")
+    assert not restates("We decided to drop Redis.", "Keep Redis")
+    assert not restates("do not bump the major version", "bump the major version")
+    assert not restates("We must.", "We must.")  # nothing but grammar: no restatement
+    assert not restates("Don't push to main.", "Push to main")
+    assert restates("Don't push to main.", "Never push to main")
+    assert restates("数据库迁移要先做备份", "数据库迁移前先做备份")
+    assert not restates("数据库迁移要先做备份", "数据库迁移完成")

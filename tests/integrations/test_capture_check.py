@@ -326,3 +326,34 @@ def test_no_follow_up_when_the_writer_wrote_everything():
     assert not asked, asked[0][asked[0].find("<capture_items>") :]
     assert "429 rejections" in middleware.memory.get_working_memory(config)
     assert json.dumps(_fates(middleware.memory, config)).count("added_by_code") == 0
+
+
+UNANCHORED = "We still need to document the rate limiter settings for the ops team."
+
+
+@pytest.mark.parametrize(
+    "build",
+    [_middleware_agent, _react_agent, _state_graph],
+    ids=["middleware", "react", "stategraph"],
+)
+def test_a_todo_without_an_anchor_is_asked_about_and_the_writer_adds_it(build):
+    """A TODO with no name, number or id used to be "skipped: no anchor" without a word to the
+    writer; it is asked about like any other unit (code still adds only anchored ones)."""
+    writer = CutOffWriter("answer")
+    agent, wm = build(writer)
+    config = _play(agent, wm, f"unanchored-{build.__name__}", _turns(UNANCHORED))
+    assert any("rate limiter settings" in p for p in writer.capture_prompts)
+    open_issues = parse_working_memory(wm.get_working_memory(config))["Open Issues"]
+    assert "rate limiter settings" in open_issues
+    (fate,) = [f for f in _fates(wm, config) if "rate limiter" in f["text"]]
+    assert fate["fate"] == "added_on_followup"
+
+
+def test_a_todo_without_an_anchor_the_writer_ignores_is_not_added_by_code():
+    writer = CutOffWriter("ignore")
+    agent, wm = _middleware_agent(writer)
+    config = _play(agent, wm, "unanchored-ignored", _turns(UNANCHORED))
+    assert any("rate limiter settings" in p for p in writer.capture_prompts)
+    assert "rate limiter" not in wm.get_working_memory(config)
+    (fate,) = [f for f in _fates(wm, config) if "rate limiter" in f["text"]]
+    assert (fate["fate"], fate["reason"]) == ("skipped", "no anchor")

@@ -10,17 +10,22 @@ reported (the error trail) — and looks each up in the merged document with the
 matchers: a unit is *written* when its anchors occur in the document
 (the test of :func:`~wm_langgraph.document.text.missing_anchors`: both of one or two anchors,
 two thirds of more, a bare number beside a stronger anchor not needed), or, without anchors,
-when one item holds its whole text (:func:`~wm_langgraph.document.text.item_present`); a path
+when one item holds its whole text (:func:`~wm_langgraph.document.text.item_present`) or
+restates it (:func:`~wm_langgraph.document.text.restates`: more than half of its content words,
+its negation kept, so "TODO: document the rate limiter settings" restates "Not now, but we must
+document the rate limiter settings before the release"); a path
 when Files & Context lists it (:func:`~wm_langgraph.document.text.paths_listed`); an error when
 Errors & Corrections holds its message (:func:`~wm_langgraph.phase2.trails.missing_errors`).
 
 What is missing:
 
-1. anchored units go back to the writer **once**, in one bounded follow-up call
+1. anchored units, and unanchored ones of the kinds a session commits to
+   (:data:`ASKED_WITHOUT_ANCHOR`: TODOs, decisions, constraints, corrections), go back to the
+   writer **once**, the most salient first, in one bounded follow-up call
    (:func:`~wm_langgraph.writer.capture.request_capture`: at most :data:`MAX_ASKED` statements,
    each at most :data:`MAX_STATEMENT_CHARS` characters, quoted with who said it), which adds
    each where it belongs or dismisses it with a reason. The adds are APPENDs through the guards.
-   No call when nothing anchored is missing. A failed, empty or unreadable reply only means
+   No call when nothing askable is missing. A failed, empty or unreadable reply only means
    nothing was added on follow-up.
 2. what the writer still leaves out and carries an anchor is added by code as its extractive
    text in its kind's section (:data:`KIND_SECTIONS`), at most :data:`MAX_CODE_UNITS` per round,
@@ -52,7 +57,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from wm_langgraph.document.merge import merge_working_memory
 from wm_langgraph.document.sections import parse_working_memory, section_items
-from wm_langgraph.document.text import extract_anchors, item_present, paths_listed, term_in
+from wm_langgraph.document.text import (
+    extract_anchors,
+    item_present,
+    paths_listed,
+    restates,
+    term_in,
+)
 from wm_langgraph.document.text.provenance import reads_as_instruction
 from wm_langgraph.document.text.units import Unit, extract_units
 from wm_langgraph.messages import content_text
@@ -60,6 +71,7 @@ from wm_langgraph.phase2.trails import missing_errors, tool_result_lines, withou
 from wm_langgraph.writer.capture import CaptureAnswer, CaptureQuestion
 
 __all__ = [
+    "ASKED_WITHOUT_ANCHOR",
     "KIND_SECTIONS",
     "MAX_ASKED",
     "MAX_CODE_UNITS",
@@ -96,6 +108,9 @@ MAX_ASKED = 12
 MAX_STATEMENT_CHARS = 300
 """The longest statement quoted to the writer."""
 _TRAIL_KINDS = frozenset({"error", "path"})
+ASKED_WITHOUT_ANCHOR = frozenset({"todo", "decision", "constraint", "correction"})
+"""Kinds asked about even without an anchor (work a session commits to); code never adds an
+unanchored unit, so the writer's answer is their only way in."""
 MAX_CODE_ITEM_WORDS = 20
 """The most words of an item code adds (the statement's start: its anchors come early)."""
 MAX_CODE_ITEM_CHARS = 160
@@ -261,7 +276,8 @@ def _written(candidate: Candidate, text: str, sections: Mapping[str, str]) -> bo
         return not missing_errors([candidate.text], sections[ERRORS])
     if candidate.anchors:
         return _anchors_held(candidate.anchors, text)
-    return item_present(candidate.text, _items(text))
+    items = _items(text)
+    return item_present(candidate.text, items) or any(restates(candidate.text, i) for i in items)
 
 
 @lru_cache(maxsize=8)
@@ -344,22 +360,24 @@ def run_capture(
         else:
             missing.append(n)
     units = [n for n in missing if not candidates[n].trail]
-    anchored = sorted(
-        (n for n in units if candidates[n].anchors),
-        key=lambda n: (-candidates[n].salience, n),
-    )
-    for n in units:
-        if not candidates[n].anchors:
+    units.sort(key=lambda n: (-candidates[n].salience, n))  # the most salient first
+    anchored = [n for n in units if candidates[n].anchors]
+    unanchored = [n for n in units if not candidates[n].anchors]
+    askable = [
+        n for n in units if candidates[n].anchors or candidates[n].kind in ASKED_WITHOUT_ANCHOR
+    ]
+    for n in unanchored:
+        if candidates[n].kind not in ASKED_WITHOUT_ANCHOR:
             cand = candidates[n]
             fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "no anchor")
     if dismissed:
         earlier = set(dismissed)
-        for n in anchored:
+        for n in askable:
             cand = candidates[n]
             if dismissal_key(cand.text) in earlier:
                 fates[n] = Fate(cand.kind, cand.text, cand.section, "dismissed", EARLIER)
-        anchored = [n for n in anchored if n not in fates]
-    asked_ids = anchored[:MAX_ASKED]
+        askable = [n for n in askable if n not in fates]
+    asked_ids = askable[:MAX_ASKED]
     answered: dict[int, str] = {}
     asked = 0
     if asked_ids and ask is not None:
@@ -390,7 +408,7 @@ def run_capture(
     code: dict[str, list[str]] = {}
     added: list[str] = []
     budget = max_code_units
-    for n in anchored:
+    for n in [*anchored, *unanchored]:
         if n in fates:
             continue
         cand = candidates[n]
@@ -399,6 +417,9 @@ def run_capture(
             continue
         if _written(cand, text, sections):  # a follow-up addition holds it too
             fates[n] = Fate(cand.kind, cand.text, cand.section, "written")
+            continue
+        if not cand.anchors:  # asked, not written: code adds only what an anchor pins down
+            fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "no anchor")
             continue
         if _anchors_held(cand.anchors, "\n".join(added)):  # so does code's earlier item
             fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "duplicate")

@@ -68,6 +68,7 @@ __all__ = [
     "normalise_path",
     "path_listed",
     "paths_listed",
+    "restates",
     "shares_meaningful_word",
     "term_in",
 ]
@@ -145,3 +146,53 @@ def shares_meaningful_word(old: str, new: str) -> bool:
     §4.1)."""
     old_words = meaningful_words(old)
     return not old_words or bool(old_words & meaningful_words(new))
+
+
+# Words that carry the grammar of a statement, not its content: who says it, modals, auxiliaries,
+# connectives and the labels a writer may add or leave out ("Decision:", "TODO:", "Important:").
+# Negations are content ("do not send the digest daily") and stay.
+_FUNCTION_WORDS = words(
+    "i we you he she they us our my your his her their it its this that these those there "
+    "is are was were be been am being do does did have has had will would shall should must "
+    "can could may might need needs let lets now but so because then also just really please "
+    "decision decided todo important"
+)
+_NEGATION_WORDS = words("not never no")
+
+
+_NEGATED_RE = re.compile(r"(?:\b(?:not|never|no)|\Bn['’]t)\s+([^\W\d_]+)", re.I)
+_NEGATION_RE = re.compile(r"\b(?:not|never|no|none|without|avoid)\b|n['’]t\b", re.I)
+
+
+def _negated(text: str) -> bool:
+    """Whether ``text`` negates its content ("do not bump the version", "never push"); a
+    negation of grammar ("Not now, but we must …", "No, do …") is not one."""
+    return any(m.group(1).casefold() not in _FUNCTION_WORDS for m in _NEGATED_RE.finditer(text))
+
+
+def key_words(text: str) -> set[str]:
+    """The words a restatement of ``text`` keeps: :func:`meaningful_words` without
+    :data:`_FUNCTION_WORDS` and negations (:func:`restates` checks those apart); CJK bigrams as
+    they are."""
+    return {w for w in meaningful_words(text) if w not in _FUNCTION_WORDS | _NEGATION_WORDS}
+
+
+def restates(statement: str, item: str) -> bool:
+    """True when ``item`` restates ``statement``: it keeps every one of up to two of the
+    statement's :func:`key_words` and more than half of more (a note drops the grammar, the
+    framing and a side detail such as "before the release", not the content). A statement that
+    negates its content ("do not bump the major version") is restated only by an item with a
+    negation; one without key words by nothing (:func:`item_present` is the whole-text test).
+
+    >>> restates("Not now, but we must document the rate limiter settings before the release.",
+    ...          "TODO: document the rate limiter settings before the release")
+    True
+    >>> restates("We must document the rate limiter settings.", "Rate limiter: 100 rps")
+    False
+    """
+    wanted = key_words(statement)
+    if not wanted or (_negated(statement) and not _NEGATION_RE.search(item)):
+        return False
+    kept = len(wanted & key_words(item))
+    need = len(wanted) if len(wanted) <= 2 else len(wanted) // 2 + 1
+    return kept >= need
