@@ -513,3 +513,26 @@ def test_restates_keeps_the_content_words_and_ignores_the_grammar() -> None:
     assert restates("Don't push to main.", "Never push to main")
     assert restates("数据库迁移要先做备份", "数据库迁移前先做备份")
     assert not restates("数据库迁移要先做备份", "数据库迁移完成")
+
+
+def test_a_weekday_alone_is_no_anchor_so_small_talk_is_neither_asked_nor_added() -> None:
+    """Every week has a Sunday: "on Sunday" pins nothing down. The bench's faithful chat writer,
+    which leaves small talk out, was asked about this sentence because its weekday counted as
+    an anchor."""
+    said = [HumanMessage("We cooked a huge pot of soup on Sunday and froze half of it.")]
+    (unit,) = unit_candidates(said)
+    assert unit.anchors == ()
+    ask = Asker()
+    result = run_capture(DOC, [unit], ask=ask)
+    assert ask.asked == []
+    assert [(f.fate, f.reason) for f in result.fates] == [("skipped", "no anchor")]
+    assert "soup" not in result.text
+
+
+def test_a_weekday_beside_another_anchor_leaves_that_anchor() -> None:
+    said = [HumanMessage("The standup moved to Thursday at 10:00 for the Lisbon team.")]
+    (unit,) = unit_candidates(said)
+    assert set(unit.anchors) == {"10:00", "lisbon"}
+    result = run_capture(DOC, [unit], ask=Asker(None))
+    assert [f.fate for f in result.fates] == ["added_by_code"]
+    assert "Thursday at 10:00" in result.text

@@ -121,6 +121,13 @@ MAX_DISMISSED = 256
 """The most dismissal keys a WM version keeps (the newest)."""
 EARLIER = "dismissed in an earlier round"
 """The reason of a candidate the writer had dismissed before (not asked again)."""
+_WEEKDAY_NAMES = frozenset(
+    name
+    for day in ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+    for name in (day, day + "s", day[:3], day[:3] + "s")
+) | {"tues", "thur", "thurs"}
+"""A weekday alone pins nothing down (every week has one): no anchor for the capture check
+(the guards still keep one; a resolved relative date gives the unit its ISO date anchor)."""
 _SPEAKER_RE = re.compile(r"^[^\W\d_][\w .'’-]{0,39}:\s+")
 
 
@@ -252,7 +259,7 @@ def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
                 kind=unit.kind,
                 text=_bounded(unit.text),
                 section=KIND_SECTIONS.get(unit.kind, FACTS),
-                anchors=unit.anchors,
+                anchors=tuple(a for a in unit.anchors if a not in _WEEKDAY_NAMES),
                 source=unit.role,
                 salience=unit.salience,
             )
