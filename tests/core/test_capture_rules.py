@@ -536,3 +536,26 @@ def test_a_weekday_beside_another_anchor_leaves_that_anchor() -> None:
     result = run_capture(DOC, [unit], ask=Asker(None))
     assert [f.fate for f in result.fates] == ["added_by_code"]
     assert "Thursday at 10:00" in result.text
+
+
+def test_a_common_word_capitalised_only_by_its_place_is_no_anchor() -> None:
+    """LoCoMo replays: code added "Wish I was that resilient too." and "Blue calms me, so …"
+    to Key Facts, anchored by nothing but the capital that opens the sentence."""
+    said = [
+        HumanMessage("Wish I was that resilient too. Blue calms me, so I painted the lake."),
+        AIMessage("Life's tough, but Jon found a new job in Lisbon."),
+    ]
+    anchors = {c.text: c.anchors for c in unit_candidates(said)}
+    assert anchors.get("Wish I was that resilient too.", ()) == ()
+    assert anchors.get("Blue calms me, so I painted the lake.", ()) == ()
+    assert "lisbon" in anchors["Life's tough, but Jon found a new job in Lisbon."]
+    assert "life" not in anchors["Life's tough, but Jon found a new job in Lisbon."]
+
+
+def test_a_name_that_opens_a_sentence_stays_an_anchor_when_the_fold_names_it_elsewhere() -> None:
+    said = [
+        HumanMessage("Hey Caroline, how was the weekend?"),
+        AIMessage("Caroline moved to Sweden last spring. Melanie moved too."),
+    ]
+    anchors = {c.text: set(c.anchors) for c in unit_candidates(said)}
+    assert {"caroline", "sweden"} <= anchors["Caroline moved to Sweden last spring."]

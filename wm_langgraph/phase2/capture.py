@@ -128,6 +128,11 @@ _WEEKDAY_NAMES = frozenset(
 ) | {"tues", "thur", "thurs"}
 """A weekday alone pins nothing down (every week has one): no anchor for the capture check
 (the guards still keep one; a resolved relative date gives the unit its ISO date anchor)."""
+_FIRST_WORD_RE = re.compile(r"[\"'(\[]*([A-Z][a-z]{2,})(?:['’]s)?(?![\w'’-])")
+_MID_SENTENCE_CAPS_RE = re.compile(r"(?<=[a-z0-9,;] )[\"'(]?([A-Z][a-z]{2,})\b")
+"""A capitalised word after a lower-case word: a name shows its capital mid-sentence somewhere
+in the fold; a common word ("Wish", "Blue", "Everyone") capitalised only because it opens the
+sentence is no anchor of that sentence (as for the units' names)."""
 _SPEAKER_RE = re.compile(r"^[^\W\d_][\w .'’-]{0,39}:\s+")
 
 
@@ -250,16 +255,21 @@ def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
         for role, text in ((_role(m), content_text(m.content)) for m in messages)
     ]
     units: list[Unit] = extract_units(pairs)
+    named = {m.casefold() for _, text in pairs for m in _MID_SENTENCE_CAPS_RE.findall(text)}
     out: list[Candidate] = []
     for unit in units:
         if reads_as_instruction(unit.text):
             continue
+        first = _FIRST_WORD_RE.match(unit.text)
+        start = (
+            first.group(1).casefold() if first and first.group(1).casefold() not in named else ""
+        )
         out.append(
             Candidate(
                 kind=unit.kind,
                 text=_bounded(unit.text),
                 section=KIND_SECTIONS.get(unit.kind, FACTS),
-                anchors=tuple(a for a in unit.anchors if a not in _WEEKDAY_NAMES),
+                anchors=tuple(a for a in unit.anchors if a not in _WEEKDAY_NAMES and a != start),
                 source=unit.role,
                 salience=unit.salience,
             )
