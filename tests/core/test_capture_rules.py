@@ -559,3 +559,49 @@ def test_a_name_that_opens_a_sentence_stays_an_anchor_when_the_fold_names_it_els
     ]
     anchors = {c.text: set(c.anchors) for c in unit_candidates(said)}
     assert {"caroline", "sweden"} <= anchors["Caroline moved to Sweden last spring."]
+
+
+_SENTENCES = st.lists(
+    st.sampled_from(
+        [
+            "we",
+            "must",
+            "not",
+            "bump",
+            "the",
+            "major",
+            "version",
+            "document",
+            "rate",
+            "limiter",
+            "settings",
+            "token",
+            "bucket",
+            "never",
+            "push",
+            "to",
+            "main",
+            "because",
+            "it",
+            "smooths",
+            "bursts",
+            "数据库",
+            "迁移",
+            "备份",
+            "Lisbon",
+            "2024",
+        ]
+    ),
+    min_size=1,
+    max_size=12,
+).map(" ".join)
+
+
+@given(statement=_SENTENCES, extra=_SENTENCES)
+def test_a_statement_is_restated_by_itself_and_by_any_item_that_holds_it(
+    statement: str, extra: str
+) -> None:
+    from wm_langgraph.document.text import key_words
+
+    assert restates(statement, statement) == bool(key_words(statement))
+    assert restates(statement, f"{extra}: {statement}") == bool(key_words(statement))

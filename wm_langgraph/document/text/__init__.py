@@ -28,6 +28,7 @@ their thousands separators, ``HTTP 429`` gives ``http 429``.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from wm_langgraph.document.text.anchors import (
     ANCHOR_STOPWORDS,
@@ -170,11 +171,12 @@ def _negated(text: str) -> bool:
     return any(m.group(1).casefold() not in _FUNCTION_WORDS for m in _NEGATED_RE.finditer(text))
 
 
-def key_words(text: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def key_words(text: str) -> frozenset[str]:
     """The words a restatement of ``text`` keeps: :func:`meaningful_words` without
     :data:`_FUNCTION_WORDS` and negations (:func:`restates` checks those apart); CJK bigrams as
-    they are."""
-    return {w for w in meaningful_words(text) if w not in _FUNCTION_WORDS | _NEGATION_WORDS}
+    they are. Cached: a capture round compares each statement with every item."""
+    return frozenset(meaningful_words(text) - _FUNCTION_WORDS - _NEGATION_WORDS)
 
 
 def restates(statement: str, item: str) -> bool:
