@@ -15,11 +15,13 @@ from langgraph.store.memory import InMemoryStore
 
 from wm_langgraph import OfflineWorkingMemoryModel, WorkingMemory, WorkingMemoryConfig
 from wm_langgraph.document import parse_working_memory
-from wm_langgraph.document.sections import section_items
+from wm_langgraph.document.merge import merge_working_memory
+from wm_langgraph.document.protocol import section_size_warnings
+from wm_langgraph.document.sections import render_working_memory, section_items
 from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.messages import render_messages
 from wm_langgraph.phase2.size import contract_for
-from wm_langgraph.writer.generate import generate_create
+from wm_langgraph.writer.generate import generate_create, generate_update
 from wm_langgraph.writer.offline._chat import consolidate_chat, read_context
 
 SESSIONS: list[tuple[str, list[tuple[str, str]]]] = [
@@ -183,6 +185,76 @@ def test_chat_consolidation_keeps_anchored_clauses_and_drops_unanchored_ones_fir
     assert body.count("relaxing evening") < 20  # the unanchored clauses left first
     # without a goal to meet, nothing leaves
     assert "\n".join(consolidate_chat(items, 10_000, 20)).count("relaxing evening") == 20
+
+
+def _kayak_memory(days: int) -> str:
+    facts = "\n".join(
+        f"- Lotte ({d} February 2022): I paddled my green kayak Kayak{d} across the lake near "
+        f"Bergen with my cousin Joris and then we stopped for a long picnic on the small island"
+        for d in range(1, days + 1)
+    )
+    return render_working_memory(
+        {
+            "Session Title": "Chat between Lotte and Ruben",
+            "Current State": "Chat between Lotte (user) and Ruben (assistant). "
+            "Latest session: 28 February 2022.",
+            "Key Facts & Decisions": facts,
+        }
+    )
+
+
+def test_a_chat_warned_only_for_its_bullet_count_is_regrouped_not_cut() -> None:
+    """Key Facts over 25 bullets but under 1,500 tokens, in a document under its size target:
+    the offline writer merged the bullets *and* cut every clause to 12 words (goal 0.7 x 1,500),
+    so "I went to an … (LGBTQ)" kept the anchor and lost the fact. Regrouping alone meets the
+    warning; the clauses stay whole."""
+    wm = _kayak_memory(28)
+    key_facts = parse_working_memory(wm)["Key Facts & Decisions"]
+    assert 1_050 < count_tokens(key_facts) < 1_500
+    assert "Key Facts" in section_size_warnings(wm)  # 28 bullets > 25
+    more = [HumanMessage("[9:00 am on 28 February, 2022] Hey Ruben! I bought a red canoe.")]
+    ops = generate_update(
+        OfflineWorkingMemoryModel(), working_memory=wm, messages_text=render_messages(more)
+    )
+    assert ops is not None
+    op = ops["Key Facts & Decisions"]
+    assert op["op"] == "UPDATE"
+    body = op["content"]
+    assert "…" not in body
+    assert body.count("on the small island") == 28
+    assert len(section_items(body)) <= 25
+    assert count_tokens(body) <= 1_500
+    result = merge_working_memory(wm, ops)
+    assert not [d for d in result.decisions if d.reason], "the guards accept it as it is"
+
+
+def test_a_chat_over_its_size_target_is_still_consolidated_to_the_target() -> None:
+    wm = _kayak_memory(28)
+    ops = generate_update(
+        OfflineWorkingMemoryModel(),
+        working_memory=wm,
+        messages_text=render_messages([HumanMessage("I bought a red canoe in Bergen.")]),
+        size_target=1_000,
+    )
+    assert ops is not None
+    body = ops["Key Facts & Decisions"]["content"]
+    assert count_tokens(body) < count_tokens(parse_working_memory(wm)["Key Facts & Decisions"])
+    for d in range(1, 29):
+        assert f"Kayak{d}" in body  # shortened, anchors kept
+
+
+def test_chat_consolidation_shortens_no_more_than_the_goal_needs() -> None:
+    items = [
+        f"Lotte ({d} February 2022): I paddled my green kayak Kayak{d} across the wide lake "
+        f"near Bergen with my cousin Joris and then we all stopped for a long quiet picnic on "
+        f"the small island in the middle"
+        for d in range(1, 11)
+    ]
+    whole = count_tokens("\n".join(consolidate_chat(items, 10_000, 20)))
+    out = "\n".join(consolidate_chat(items, whole - 20, 20))
+    assert count_tokens(out) <= whole - 20
+    # a little over the goal costs each clause its last words, not half of them
+    assert out.count("a long quiet picnic") == 10
 
 
 def test_small_talk_questions_leave_nothing_open_but_real_questions_do() -> None:

@@ -178,12 +178,16 @@ _CHAT_SHARE = 0.75
 _COMPACT_WORDS = 18
 
 
-def chat_goal(warnings: str, other_tokens: int, section_goal: int) -> int:
+def chat_goal(warnings: str, other_tokens: int, section_goal: int, untargeted: int) -> int:
     """The Key Facts goal of a chat: the document's target (from the size warning) less what
-    the other sections hold — a chat keeps its facts there, not in goals, files or errors."""
+    the other sections hold — a chat keeps its facts there, not in goals, files or errors — but
+    at least ``section_goal``. A warning that names no document target (the section is over a
+    fixed limit, the document under its target) gets ``untargeted``: the bullets are regrouped
+    and the clauses shortened only as far as the section's own limits need, not cut to the
+    usual 0.7 of them."""
     targets = [int(m.group("tokens").replace(",", "")) for m in _TARGET_RE.finditer(warnings)]
     if not targets:
-        return section_goal
+        return untargeted
     return max(section_goal, int(_CHAT_SHARE * min(targets)) - other_tokens)
 
 
@@ -234,14 +238,20 @@ def consolidate_chat(items: list[str], max_tokens: int, max_bullets: int) -> lis
             bucket = groups.setdefault(month, {})
             text = compact_item(clause, words) if words else clause
             bucket.setdefault(head, []).append(text.rstrip(" ."))
-        lines = [
-            "; ".join(f"{h}: " + "; ".join(cs) if h else "; ".join(cs) for h, cs in g.items())
-            for g in groups.values()
-        ]
+        # One bullet per speaker and date; only as many merged (a speaker's month first, then
+        # the two shortest neighbours) as the bullet goal needs: merging more than that would
+        # leave too few bullets for the guard's ratio rule and buys no tokens.
+        lines: list[str] = []
+        months: list[str] = []
+        for month, bucket in groups.items():
+            for h, cs in bucket.items():
+                lines.append(f"{h}: " + "; ".join(cs) if h else "; ".join(cs))
+                months.append(month)
         while len(lines) > max_bullets:
-            # merge the two shortest neighbours
-            n = min(range(len(lines) - 1), key=lambda i: len(lines[i]) + len(lines[i + 1]))
+            pairs = [i for i in range(len(lines) - 1) if months[i] == months[i + 1]]
+            n = min(pairs or range(len(lines) - 1), key=lambda i: len(lines[i]) + len(lines[i + 1]))
             lines[n : n + 2] = [f"{lines[n]}; {lines[n + 1]}"]
+            months[n : n + 2] = [months[n]]
         return lines
 
     ranked = sorted(range(len(clauses)), key=lambda i: (_weight(clauses[i][2]), i))
@@ -255,7 +265,7 @@ def consolidate_chat(items: list[str], max_tokens: int, max_bullets: int) -> lis
         dropped.add(i)
         lines = render([c for n, c in enumerate(clauses) if n not in dropped])
     kept = [c for n, c in enumerate(clauses) if n not in dropped]
-    for words in (24, _COMPACT_WORDS, 12):
+    for words in (28, 24, 20, _COMPACT_WORDS, 16, 14, 12):
         lines = render(kept, words)
         if count_tokens("\n".join(lines)) <= max_tokens:
             break

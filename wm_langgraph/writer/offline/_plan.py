@@ -388,7 +388,9 @@ def _chat_ops(
         ops[name] = {"op": "APPEND", "items": new} if new else _KEEP
         if name in warned and old_items:
             others = count_tokens("\n".join([state, *(body[n] for n in SECTIONS if n != name)]))
-            goal = min(_CHAT_MAX_TOKENS, chat_goal(warnings, others, _goal(limits, name)))
+            goal = min(
+                _CHAT_MAX_TOKENS, chat_goal(warnings, others, _goal(limits, name), _CHAT_MAX_TOKENS)
+            )
             folded = consolidate_chat([*old_items, *new], goal, _CHAT_MAX_BULLETS)
             ops[name] = {"op": "UPDATE", "content": _bullets(folded)}
     return ops
