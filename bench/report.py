@@ -397,11 +397,13 @@ def _capture_section(runs: list[Any]) -> list[str]:
         "## Capture check (wm_langgraph)",
         "",
         "Every Phase 2 round looks up the salient units of the folded messages (and the paths "
-        "and errors the trails found) in the new Working Memory; what is missing and anchored "
-        "is put to the writer in one follow-up call, what it still leaves out is added by code "
-        "(`docs/`, capture). Fates summed over the rounds of each retention run (the scripted "
-        "summarisers answer the follow-up as they note things: a catalogue item is added, "
-        "still missed with the sloppy writer's probability; anything else is dismissed). "
+        "and errors the trails found) in the new Working Memory; what is missing is put to the "
+        "writer in one follow-up call if it carries an anchor or is a TODO, decision, "
+        "constraint or correction, and what the writer still leaves out is added by code only "
+        "when an anchor pins it down (`docs/`, capture). Fates summed over the rounds of each "
+        "retention run (the scripted summarisers answer the follow-up as they note things: a "
+        "catalogue item is added, still missed with the sloppy writer's probability; anything "
+        "else is dismissed). "
         "*dismissed earlier*: statements the writer had dismissed in an earlier round, not "
         "asked again. The session's filler (small talk, acknowledgements with numbers) is what "
         "the faithful writer dismisses.",
