@@ -238,7 +238,12 @@ def test_a_chat_over_its_size_target_is_still_consolidated_to_the_target() -> No
     )
     assert ops is not None
     body = ops["Key Facts & Decisions"]["content"]
-    assert count_tokens(body) < count_tokens(parse_working_memory(wm)["Key Facts & Decisions"])
+    # the target's goal (0.7 of the section limit here), not the untargeted 1,350
+    assert (
+        count_tokens(body)
+        <= 1_050
+        < count_tokens(parse_working_memory(wm)["Key Facts & Decisions"])
+    )
     for d in range(1, 29):
         assert f"Kayak{d}" in body  # shortened, anchors kept
 
