@@ -11,7 +11,6 @@ from wm_langgraph.document.text.ranking import (
     idf,
     is_identifier,
     query_identifiers,
-    rank_fusion,
     search_terms,
     stem,
 )
@@ -64,12 +63,6 @@ def test_bm25_prefers_rare_terms_and_short_documents():
     assert rare > common
     assert bm25({"rare": 1}, 5, weights, 10.0) > bm25({"rare": 1}, 50, weights, 10.0)
     assert bm25({}, 10, weights, 10.0) == 0.0
-
-
-def test_rank_fusion_rewards_agreement():
-    fused = rank_fusion([["a", "b", "c"], ["b", "c", "a"]])
-    assert max(fused, key=lambda k: fused[k]) == "b"
-    assert set(fused) == {"a", "b", "c"}
 
 
 @given(st.text(max_size=200))

@@ -228,6 +228,60 @@ def test_a_store_with_a_vector_index_adds_meaning_to_the_keywords():
     assert "sedan" not in _first_hit(no_index)
 
 
+class NoiseEmbeddings(Embeddings):
+    """Embeddings that carry no meaning: each text gets a fixed pseudo-random unit vector."""
+
+    dims = 32
+
+    def __init__(self, salt: int = 0) -> None:
+        self.salt = salt
+
+    def _vector(self, text: str) -> list[float]:
+        seed = zlib.crc32(f"{self.salt}:{text}".encode())
+        vector = [((seed * (i + 7919)) % 2003) / 1001.0 - 1.0 for i in range(self.dims)]
+        norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+        return [v / norm for v in vector]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+QUESTIONS = {
+    "which kitten did my sister adopt": "Miso",
+    "when did we move the billing database to postgres": "3 March",
+    "what lunch did I have today": "ramen",
+    "remind me when the passport must be renewed": "passport",
+}
+
+
+NEAR_MISSES = [
+    "My sister called me on Sunday about her new flat.",
+    "The billing team asked about the database backups.",
+    "I skipped lunch yesterday because of a meeting.",
+    "Today the office was closed for a holiday.",
+    "The passport photo booth at the station is broken.",
+    "We talked about when to move house.",
+]
+
+
+@pytest.mark.parametrize("salt", range(6))
+def test_an_embedding_without_meaning_does_not_outvote_a_clear_keyword_match(salt):
+    """Hybrid ranking weighs the store's similarity beside the keyword scores: an embedding
+    that ranks at random (a model weak on the domain) leaves a clear keyword winner first,
+    among messages that share some of the question's words."""
+    embeddings = NoiseEmbeddings(salt)
+    store = InMemoryStore(index={"dims": embeddings.dims, "embed": embeddings, "fields": ["text"]})
+    graph, mw = _agent(store)
+    config = thread_config(f"noise-{salt}")
+    _play(graph, config, [*TURNS, *NEAR_MISSES])
+    for question, expected in QUESTIONS.items():
+        first = _first_hit(archive_search_text(mw.memory, config, question))
+        assert expected in first, (question, first)
+
+
 def test_an_embedding_service_that_fails_leaves_keyword_search_working(caplog):
     class Broken(ConceptEmbeddings):
         def embed_documents(self, texts: list[str]) -> list[list[float]]:

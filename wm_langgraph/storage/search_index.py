@@ -337,21 +337,23 @@ class SearchIndex:
 
     def semantic(
         self, key: str, query: str, timeline: Sequence[str], limit: int
-    ) -> list[tuple[str, int]] | None:
+    ) -> list[tuple[str, int, float]] | None:
         """The store's semantic search over ``key``'s archived message texts: ``(archive id,
-        position)`` best first, only archives of ``timeline``; None when the store has no
-        vector index."""
+        position, similarity)`` best first, only archives of ``timeline``; None when the store
+        has no vector index. A store that gives no score counts by rank (1 down to 0)."""
         store = self._archives.store_for(key)
         if not has_vector_index(store):
             return None
         on_timeline = set(timeline)
         # other branches' archives share the namespace: ask for more, keep this timeline's
         items = store.search(self._archives.namespace(key, "texts"), query=query, limit=limit * 3)
-        out: list[tuple[str, int]] = []
-        for item in items:
+        out: list[tuple[str, int, float]] = []
+        for rank, item in enumerate(items):
             value = item.value
             archive_id = str(value.get("archive_id", ""))
             position = value.get("position")
             if archive_id in on_timeline and isinstance(position, int):
-                out.append((archive_id, position))
+                score = getattr(item, "score", None)
+                similarity = float(score) if score is not None else 1.0 - rank / len(items)
+                out.append((archive_id, position, similarity))
         return out[:limit]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 from wm_langgraph.document.text.paths import CJK_CHARS, words
@@ -194,12 +194,3 @@ def bm25_part(tf: int, length: int, weight: float, average_length: float) -> flo
 def distinct(terms: Iterable[str]) -> list[str]:
     """``terms`` without repeats, first occurrence order."""
     return list(dict.fromkeys(terms))
-
-
-def rank_fusion(rankings: Sequence[Sequence[object]], k: int = 60) -> dict[object, float]:
-    """Reciprocal rank fusion: each item's sum of ``1 / (k + rank)`` over the rankings."""
-    fused: dict[object, float] = {}
-    for ranking in rankings:
-        for rank, item in enumerate(ranking, start=1):
-            fused[item] = fused.get(item, 0.0) + 1.0 / (k + rank)
-    return fused
