@@ -218,9 +218,11 @@ def _weight(clause: str) -> int:
 
 
 def consolidate_chat(items: list[str], max_tokens: int, max_bullets: int) -> list[str]:
-    """Chat facts regrouped within ``max_tokens`` and ``max_bullets``: entries of one speaker
-    in one month share a bullet; over the goal, the least salient clauses without an anchor
-    leave first (the archive keeps them), then clauses are shortened, anchors kept."""
+    """Chat facts regrouped within ``max_tokens`` and ``max_bullets``: one bullet per speaker
+    and date, merged (a speaker's month first, then the two shortest neighbours) only while
+    there are more than ``max_bullets``; over ``max_tokens``, the least salient clauses without
+    an anchor leave first (the archive keeps them), then clauses are shortened a few words at a
+    time, anchors kept."""
     entries = _entries(items)
     seen: set[str] = set()
     clauses: list[tuple[int, str, str]] = []  # (entry index, head, clause)
