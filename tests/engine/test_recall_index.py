@@ -257,6 +257,27 @@ QUESTIONS = {
 }
 
 
+class UnscoredStore(InMemoryStore):
+    """A vector-indexed store whose search gives the order of its hits but no scores."""
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        items = super().search(*args, **kwargs)
+        for item in items:
+            item.score = None
+        return items
+
+
+def test_a_store_that_gives_no_similarity_still_ranks_by_meaning():
+    embeddings = ConceptEmbeddings()
+    store = UnscoredStore(index={"dims": embeddings.dims, "embed": embeddings, "fields": ["text"]})
+    graph, mw = _agent(store)
+    config = thread_config("unscored")
+    _play(graph, config)
+    out = archive_search_text(mw.memory, config, "what automobile did I purchase")
+    assert "sedan" in _first_hit(out)
+    assert "E4021" in _first_hit(archive_search_text(mw.memory, config, "E4021"))
+
+
 NEAR_MISSES = [
     "My sister called me on Sunday about her new flat.",
     "The billing team asked about the database backups.",
