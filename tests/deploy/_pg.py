@@ -145,5 +145,9 @@ def _victim(url: str, schema: str, thread: str) -> None:
 
 
 if __name__ == "__main__":
+    import faulthandler
+    import signal
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test's view of a hang
     sys.path.append(str(Path(__file__).resolve().parents[2]))  # after the installed package
     _victim(sys.argv[1], sys.argv[2], sys.argv[3])
