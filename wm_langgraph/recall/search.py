@@ -287,7 +287,7 @@ def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
     keyword = sorted(pool, key=lambda k: (*tiers.get(k, (0, 0)), *order(k)))
     total = len(set(candidates) | set(tiers))
     if semantic:
-        fused = _weighed(scores, keyword, semantic)
+        fused = _weighed(scores, keyword, semantic, eligible=set(candidates) | set(tiers))
         pool = list(fused)
         pool.sort(key=lambda k: (*tiers.get(k, (0, 0)), -fused[k], *order(k)))
         keyword = pool
@@ -514,25 +514,28 @@ SEMANTIC_WEIGHT = 0.5
 """How much the store's similarity (cosine, at most 1) counts beside a candidate's keyword score
 relative to the best one (at most 1). Measured with the packaged MiniLM model on the LoCoMo
 bench's development conversations (recall@5 at 4k / 8k): keywords alone 81.5 / 80.3%, this
-weighting 81.1 / 79.8%, reciprocal rank fusion of the two rankings 72.1% at 4k; a weight of 1.0
-gave 82.0 / 81.1% but let an embedding without meaning outvote clear keyword matches."""
+weighting 81.5 / 80.3%, reciprocal rank fusion of the two rankings 72.1% at 4k; a weight of 1.0
+gave 82.4 / 81.5% but let an embedding without meaning outvote clear keyword matches."""
 
 
 def _weighed(
     scores: Mapping[DocKey, float],
     keyword: Sequence[DocKey],
     semantic: Mapping[DocKey, float],
+    *,
+    eligible: set[DocKey],
 ) -> dict[DocKey, float]:
-    """Each candidate's keyword score relative to the best, plus :data:`SEMANTIC_WEIGHT` times
-    its similarity; a keyword candidate the semantic search did not return counts the lowest
-    similarity it did return (it is at most that similar)."""
+    """The keyword pool and the semantic hits, each scored by its keyword score relative to the
+    best (only where the query's keyword rules let it match: ``eligible``) plus
+    :data:`SEMANTIC_WEIGHT` times its similarity; a keyword candidate the semantic search did
+    not return counts the lowest similarity it did return (it is at most that similar)."""
     best = max((scores.get(k, 0.0) for k in keyword), default=0.0)
     floor = min(semantic.values(), default=0.0)
     out: dict[DocKey, float] = {}
     for key in [*keyword, *semantic]:
         if key in out:
             continue
-        relative = scores.get(key, 0.0) / best if best > 0 and key in keyword else 0.0
+        relative = scores.get(key, 0.0) / best if best > 0 and key in eligible else 0.0
         out[key] = relative + SEMANTIC_WEIGHT * semantic.get(key, floor)
     return out
 
