@@ -15,6 +15,7 @@ writer call hangs, printing ``hung`` from inside that call; the test then kills 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -123,10 +124,18 @@ def _victim(url: str, schema: str, thread: str) -> None:
     healthy = wm_model().respond
     assert healthy is not None
     hang = {"on": False}
+    said = threading.Lock()
+
+    def say(line: str) -> None:
+        """One whole line at a time: the hang (a Phase 2 worker thread) and the answer (the
+        main thread) come nearly together, and ``print`` writes a line and its end apart."""
+        with said:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
 
     def write(messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
         if hang["on"]:
-            print("hung", flush=True)
+            say("hung")
             time.sleep(600)  # killed in here
         return healthy(messages, tools, tool_choice)
 
@@ -140,7 +149,7 @@ def _victim(url: str, schema: str, thread: str) -> None:
         assert memory.wait(timeout=120)
         hang["on"] = True
         agent.invoke({"messages": [HumanMessage("note FACT-3")]}, config)
-        print("answered", flush=True)
+        say("answered")
         sys.stdin.read()  # until killed
 
 
