@@ -19,27 +19,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from tests.common import lookup, thread_config
+from tests.engine.test_recall_index import EVERY_TURN, TURNS, _first_hit
 from tests.integrations.helpers import agent_model, wm_model
-from wm_langgraph import WorkingMemoryConfig, WorkingMemoryMiddleware
+from wm_langgraph import WorkingMemoryMiddleware
 from wm_langgraph.recall import embeddings as packaged
 from wm_langgraph.recall.embeddings import PACKAGED_DIMS, PackagedEmbeddings, packaged_index
 from wm_langgraph.recall.tools import archive_search_text
-
-EVERY_TURN = WorkingMemoryConfig(
-    token_budget=6_000,
-    commit_token_threshold_ratio=0.0,
-    commit_keep_recent_count=2,
-    background=False,
-)
-
-TURNS = [
-    "I bought a new sedan last week, a blue one.",
-    "My sister adopted a kitten called Miso.",
-    "The deploy of api-gateway failed with error E4021 on Monday.",
-    "We moved the billing database to Postgres on 3 March.",
-    "Remind me to renew the passport before June.",
-    "Lunch today was a bowl of ramen.",
-]
 
 
 def _extra_installed() -> bool:
@@ -63,10 +48,6 @@ def model() -> PackagedEmbeddings:
 
 def _cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True))
-
-
-def _first_hit(out: str) -> str:
-    return out.split("\n\n")[1] if "\n\n" in out else ""
 
 
 def test_without_the_extra_the_first_use_says_what_to_install(monkeypatch):
