@@ -90,17 +90,30 @@ def summarise(results: list[dict[str, Any]]) -> dict[tuple[str, int | None], dic
     return out
 
 
-def _fill(runs: list[dict[str, Any]], usable: int) -> list[Any]:
+def _fill(
+    runs: list[dict[str, Any]], usable: int, history: dict[str, list[int]] | None = None
+) -> list[Any]:
+    """The fill columns; ``history``: the full transcript's input per call, by conversation
+    (the ``full`` system's, the same calls), for the mean over calls whose history is larger
+    than ``usable`` (before that, no system has anything to fill the room with)."""
     fills = [t / usable for r in runs for t in r["tokens"]]
     finals = [r["final_tokens"] for r in runs]
     over = sum(1 for r in runs for t in r["tokens"] if t > usable)
     calls = sum(len(r["tokens"]) for r in runs)
     if not fills:
-        return ["n/a"] * 6
+        return ["n/a"] * 7
+    crowded = [
+        t / usable
+        for r in runs
+        if history is not None and len(history.get(r["conv"], ())) == len(r["tokens"])
+        for t, whole in zip(r["tokens"], history[r["conv"]], strict=True)
+        if whole > usable
+    ]
     return [
         f"{statistics.fmean(finals):,.0f}",
         f"{statistics.fmean(finals) / usable:.2f}",
         f"{statistics.fmean(fills):.2f}",
+        f"{statistics.fmean(crowded):.2f}" if crowded else "n/a",
         f"{min(fills):.2f}",
         f"{max(fills):.2f}",
         f"{over} of {calls}",
@@ -282,15 +295,20 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
         "## Fill (input tokens / usable, every agent-model call)",
         "",
         "`final`: the input of the last call (mean over conversations). `full` has no budget: "
-        "its fill is shown against each budget's usable room.",
+        "its fill is shown against each budget's usable room. `mean fill, history > usable`: "
+        "the mean over the calls whose whole transcript (the `full` input of the same call) is "
+        "larger than usable; before that, the whole conversation fits and no system has "
+        "anything to fill the room with.",
         "",
     ]
+    history = {r["conv"]: list(r["tokens"]) for r in results if r["system"] == "full"}
     rows = []
     for key in order:
         runs = groups[key]["runs"]
         for budget in [key[1]] if key[1] else budgets:
             label = _label(*key) if key[1] else f"full (vs {budget / 1000:g}k)"
-            rows.append([label, f"{usable_tokens(budget):,}", *_fill(runs, usable_tokens(budget))])
+            usable = usable_tokens(budget)
+            rows.append([label, f"{usable:,}", *_fill(runs, usable, history or None)])
     lines += _table(
         [
             "system",
@@ -298,6 +316,7 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
             "final input (tokens)",
             "final fill",
             "mean fill",
+            "mean fill, history > usable",
             "min fill",
             "max fill",
             "calls over usable",

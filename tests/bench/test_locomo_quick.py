@@ -128,6 +128,7 @@ def test_report_is_written_with_every_table(quick):
     for system in _systems():
         assert f"| {system}" in report
     assert "| archive_search recall@5 | recall@5 (hit only) | visible or found |" in report
+    assert "| mean fill | mean fill, history > usable | min fill |" in report
     assert "| seconds" not in report  # wall times have their own file
     timings = (out / "LOCOMO_TIMINGS.md").read_text(encoding="utf-8")
     assert "## Replay time per system" in timings
@@ -135,6 +136,25 @@ def test_report_is_written_with_every_table(quick):
         stamp = read_stamp(text)
         assert stamp["fingerprint"] == code_fingerprint()
         assert stamp["command"] == f"python -m bench --locomo --quick --out {out}"
+
+
+def test_the_fill_over_crowded_calls_counts_only_calls_whose_history_exceeds_usable():
+    from bench.locomo.report import _fill
+
+    runs = [{"conv": "c", "tokens": [10, 50, 90, 98], "final_tokens": 98}]
+    history = {"c": [10, 50, 120, 300]}  # the first two calls: the whole chat fits in 100
+    final, final_fill, mean, crowded, low, high, over = _fill(runs, 100, history)
+    assert (final, final_fill, mean, low, high, over) == (
+        "98",
+        "0.98",
+        "0.62",
+        "0.10",
+        "0.98",
+        "0 of 4",
+    )
+    assert crowded == "0.94"  # (0.90 + 0.98) / 2
+    assert _fill(runs, 100)[3] == "n/a"  # without the full run there is no history to compare
+    assert _fill(runs, 100, {"c": [1]})[3] == "n/a"  # another replay's calls do not line up
 
 
 def test_a_quick_run_never_writes_into_bench():
