@@ -20,6 +20,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import WMWriter, agent_model, build_agent
@@ -103,21 +104,24 @@ def make(
     tool_every: int = 0,
     parallel: int = 1,
     tolerant: bool = False,
+    store: BaseStore | None = None,
     **graph_kwargs: Any,
 ) -> Driver:
     """A driver of ``kind`` (one of :data:`PATHS`). ``tolerant``: the agents get the state
     schema whose reducer accepts ``RemoveMessage`` of archived ids (the StateGraph always has
-    it: ``WorkingMemoryState``)."""
+    it: ``WorkingMemoryState``). ``store``: the engine's store (a new ``InMemoryStore`` by
+    default)."""
     writer = WMWriter()
+    store = InMemoryStore() if store is None else store
     model = agent_model(tool_every=tool_every, parallel=parallel)
     checkpointer = InMemorySaver()
     if kind == "stategraph":
-        wm = WorkingMemory(writer.model, config=config, store=InMemoryStore())
+        wm = WorkingMemory(writer.model, config=config, store=store)
         graph = build_agent(wm, model, checkpointer=checkpointer, store=wm.store)
         if graph_kwargs:
             graph = graph.builder.compile(checkpointer=checkpointer, store=wm.store, **graph_kwargs)
     elif kind == "react":
-        wm = WorkingMemory(writer.model, config=config, store=InMemoryStore())
+        wm = WorkingMemory(writer.model, config=config, store=store)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             graph = create_react_agent(
@@ -132,7 +136,7 @@ def make(
                 **graph_kwargs,
             )
     elif kind == "middleware":
-        mw = WorkingMemoryMiddleware(writer.model, config=config, store=InMemoryStore())
+        mw = WorkingMemoryMiddleware(writer.model, config=config, store=store)
         wm = mw.memory
         graph = create_agent(
             model,

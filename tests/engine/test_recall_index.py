@@ -228,6 +228,24 @@ def test_a_store_with_a_vector_index_adds_meaning_to_the_keywords():
     assert "sedan" not in _first_hit(no_index)
 
 
+@pytest.mark.parametrize("kind", PATHS)
+def test_every_integration_path_indexes_the_archived_texts_and_finds_by_meaning(kind):
+    """StateGraph, create_react_agent and create_agent write the same indexed records (Phase 1
+    runs in each path's own hooks), and the search over them ranks by meaning."""
+    embeddings = ConceptEmbeddings()
+    store = InMemoryStore(index={"dims": embeddings.dims, "embed": embeddings, "fields": ["text"]})
+    driver = make(kind, EVERY_TURN, store=store)
+    config = thread_config(f"hybrid-{kind}")
+    for text in TURNS:
+        driver.invoke([HumanMessage(text)], config)
+    archived = {m.text.strip() for r in driver.wm.list_archives(config) for m in r.messages}
+    assert TURNS[0] in embeddings.embedded  # the sedan turn is archived and embedded
+    assert set(embeddings.embedded) <= archived  # only archived message texts are
+    out = archive_search_text(driver.wm, config, "what automobile did I purchase")
+    assert "sedan" in _first_hit(out)
+    assert "E4021" in _first_hit(archive_search_text(driver.wm, config, "why did E4021 happen"))
+
+
 class NoiseEmbeddings(Embeddings):
     """Embeddings that carry no meaning: each text gets a fixed pseudo-random unit vector."""
 
