@@ -23,6 +23,7 @@ input it receives (token count; the messages of the last call).
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import threading
@@ -445,16 +446,12 @@ def build_system(
     raise ValueError(f"unknown system {name!r}; expected one of {SYSTEMS}")
 
 
-_PACKAGED: list[Any] = []
-
-
+@functools.cache
 def _packaged_embeddings() -> Any:
     """One packaged embedding model per process (its weights load once)."""
-    if not _PACKAGED:
-        from wm_langgraph.recall.embeddings import PackagedEmbeddings
+    from wm_langgraph.recall.embeddings import PackagedEmbeddings
 
-        _PACKAGED.append(PackagedEmbeddings())
-    return _PACKAGED[0]
+    return PackagedEmbeddings()
 
 
 def _live(graph: Any, config: RunnableConfig) -> set[str]:
