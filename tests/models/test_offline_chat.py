@@ -6,6 +6,7 @@ questions, not a date line as the title. Every conversation here is invented."""
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -320,3 +321,20 @@ def test_a_long_chat_stays_within_its_size_contract(seed: int) -> None:
     sections = parse_working_memory(wm)
     assert "?" not in sections["Open Issues"]
     assert sections["Key Facts & Decisions"].strip()
+
+
+def test_chat_consolidation_never_cuts_a_resolved_date_in_half() -> None:
+    """Reported in conv-26 of the LoCoMo replay: ``last week (the week before 9 June …
+    (2023-06-09)``. Every shortening step of the consolidation keeps a resolved date whole."""
+    items = [
+        f"Lotte ({d} February 2022): I paddled my green kayak Kayak{d} across the lake near "
+        f"Bergen and we had a long picnic last week (the week before {d} February 2022) with "
+        f"my cousin Joris on the small island in the middle of the lake"
+        for d in range(1, 21)
+    ]
+    whole = count_tokens("\n".join(consolidate_chat(items, 10_000, 20)))
+    for goal in range(whole - 10, whole // 3, -10):
+        for line in consolidate_chat(items, goal, 20):
+            assert line.count("(") == line.count(")"), line
+            for date in line.split("(the week before ")[1:]:
+                assert re.match(r"\d{1,2} February 2022\)", date), line

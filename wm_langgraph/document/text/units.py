@@ -33,6 +33,7 @@ from datetime import date, timedelta
 
 from wm_langgraph.document.text.anchors import extract_anchors
 from wm_langgraph.document.text.paths import extract_paths
+from wm_langgraph.document.text.shorten import shorten
 
 __all__ = [
     "CHAT_KINDS",
@@ -75,14 +76,6 @@ def split_sentences(text: str) -> list[str]:
         if clean and any(ch.isalnum() for ch in clean):
             out.append(clean)
     return out
-
-
-def _shorten(text: str) -> str:
-    text = re.sub(r"\s+", " ", text).strip()
-    if _has_cjk(text):
-        return text if len(text) <= _MAX_CJK else text[:_MAX_CJK].rstrip() + "…"
-    words = text.split(" ")
-    return text if len(words) <= _MAX_WORDS else " ".join(words[:_MAX_WORDS]) + " …"
 
 
 def _has_cjk(text: str) -> bool:
@@ -574,7 +567,7 @@ def _unit(
     score = _KIND_WEIGHT[kind] + min(len(anchors), 4) + 2 * len(names) + (3 if dated else 0)
     return Unit(
         kind=kind,
-        text=_shorten(resolved),
+        text=shorten(resolved, max_words=_MAX_WORDS, max_cjk=_MAX_CJK),
         anchors=tuple(sorted(anchors)),
         index=index,
         role=role,

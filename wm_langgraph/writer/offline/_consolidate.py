@@ -20,8 +20,9 @@ from collections.abc import Callable
 from wm_langgraph.document.guards.key_facts import held_by
 from wm_langgraph.document.sections import section_items
 from wm_langgraph.document.text import anchor_wording, extract_paths, normalise_path
+from wm_langgraph.document.text.shorten import shorten
 from wm_langgraph.document.tokens import count_tokens
-from wm_langgraph.writer.offline._lang import item_anchors, keywords, lost_anchors, shorten, similar
+from wm_langgraph.writer.offline._lang import item_anchors, keywords, lost_anchors, similar
 
 __all__ = [
     "MAX_BULLETS",

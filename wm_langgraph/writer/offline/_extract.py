@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from wm_langgraph.document.text import extract_paths
+from wm_langgraph.document.text.shorten import shorten
 from wm_langgraph.document.text.units import (
     CHAT_KINDS,
     CODING_KINDS,
@@ -37,7 +38,6 @@ from wm_langgraph.writer.offline._lang import (
     first_sentence,
     repeats,
     sentences,
-    shorten,
 )
 from wm_langgraph.writer.offline._open import (
     QUESTION_RE,

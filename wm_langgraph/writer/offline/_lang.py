@@ -70,17 +70,6 @@ def first_sentence(text: str) -> str:
     return parts[0] if parts else ""
 
 
-def shorten(text: str, *, max_words: int = 40, max_cjk: int = 90) -> str:
-    """Shorten at a word (or CJK character) boundary, marking a cut with an ellipsis."""
-    text = re.sub(r"\s+", " ", text).strip()
-    if has_cjk(text):
-        return text if len(text) <= max_cjk else text[:max_cjk].rstrip() + "…"
-    words = text.split(" ")
-    if len(words) <= max_words:
-        return text
-    return " ".join(words[:max_words]).rstrip(",;:") + " …"
-
-
 def keywords(text: str) -> list[str]:
     """Meaningful lower-case words (stopwords dropped, crude plural stem) plus CJK character
     bigrams, in order of first appearance."""

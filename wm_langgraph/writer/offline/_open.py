@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 
 from wm_langgraph.document.sections import SECTIONS
-from wm_langgraph.writer.offline._lang import keywords, sentences, shorten
+from wm_langgraph.document.text.shorten import shorten
+from wm_langgraph.writer.offline._lang import keywords, sentences
 from wm_langgraph.writer.offline._transcript import Turn
 
 __all__ = [

@@ -18,6 +18,7 @@ from wm_langgraph.document.guards import SectionOp, guard_section
 from wm_langgraph.document.guards.key_facts import held_by
 from wm_langgraph.document.sections import SECTIONS, section_items
 from wm_langgraph.document.text import extract_anchors, extract_paths, missing_anchors
+from wm_langgraph.document.text.shorten import shorten
 from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.writer.offline._chat import (
     chat_goal,
@@ -33,7 +34,7 @@ from wm_langgraph.writer.offline._consolidate import (
     consolidate_issues,
 )
 from wm_langgraph.writer.offline._extract import Findings, relates, resolves
-from wm_langgraph.writer.offline._lang import keywords, repeats, shorten, similar
+from wm_langgraph.writer.offline._lang import keywords, repeats, similar
 
 __all__ = ["apply_ops", "plan_ops", "warned_limits", "warned_sections"]
 
