@@ -297,8 +297,8 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
         "`final`: the input of the last call (mean over conversations). `full` has no budget: "
         "its fill is shown against each budget's usable room. `mean fill, history > usable`: "
         "the mean over the calls whose whole transcript (the `full` input of the same call) is "
-        "larger than usable; before that, the whole conversation fits and no system has "
-        "anything to fill the room with.",
+        "larger than usable (n/a for `full` itself); before that, the whole conversation fits "
+        "and no system has anything to fill the room with.",
         "",
     ]
     history = {r["conv"]: list(r["tokens"]) for r in results if r["system"] == "full"}
@@ -308,7 +308,9 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
         for budget in [key[1]] if key[1] else budgets:
             label = _label(*key) if key[1] else f"full (vs {budget / 1000:g}k)"
             usable = usable_tokens(budget)
-            rows.append([label, f"{usable:,}", *_fill(runs, usable, history or None)])
+            # the full transcript against its own history is no comparison: n/a
+            crowded = history if key[1] and history else None
+            rows.append([label, f"{usable:,}", *_fill(runs, usable, crowded)])
     lines += _table(
         [
             "system",

@@ -129,6 +129,19 @@ def test_report_is_written_with_every_table(quick):
         assert f"| {system}" in report
     assert "| archive_search recall@5 | recall@5 (hit only) | visible or found |" in report
     assert "| mean fill | mean fill, history > usable | min fill |" in report
+    fill = report.split("## Fill", 1)[1].split("### Layers", 1)[0]
+    rows = {
+        cells[0]: cells
+        for line in fill.splitlines()
+        if line.startswith("| ") and not line.startswith("| system")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    full = [cells for label, cells in rows.items() if label.startswith("full (vs")]
+    assert full
+    assert all(cells[5] == "n/a" for cells in full)  # no history beside itself
+    ours = [cells for label, cells in rows.items() if label.startswith("wm_langgraph @")]
+    assert ours
+    assert all(cells[5] != "n/a" for cells in ours)
     assert "| seconds" not in report  # wall times have their own file
     timings = (out / "LOCOMO_TIMINGS.md").read_text(encoding="utf-8")
     assert "## Replay time per system" in timings
