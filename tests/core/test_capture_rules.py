@@ -605,3 +605,18 @@ def test_a_statement_is_restated_by_itself_and_by_any_item_that_holds_it(
 
     assert restates(statement, statement) == bool(key_words(statement))
     assert restates(statement, f"{extra}: {statement}") == bool(key_words(statement))
+
+
+def test_an_item_added_by_code_keeps_its_resolved_date_whole() -> None:
+    """Code cuts its items at 20 words; the cut once fell inside the date the extraction had
+    resolved ("a few weeks ago (the week of 23 …") and the Working Memory kept half of it."""
+    text = (
+        "We went camping with the kids at the big lake up north a few weeks ago "
+        "(the week of 23 August 2023) and it rained every single day"
+    )
+    result = run_capture(DOC, [_fact(text, "2023-08-23")], ask=None)
+    assert [f.fate for f in result.fates] == ["added_by_code"]
+    item = result.fates[0].text
+    assert "(the week of 23 August 2023)" in item
+    assert item.endswith(" …")
+    assert item in result.text

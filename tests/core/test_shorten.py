@@ -61,3 +61,17 @@ def test_shortening_keeps_a_prefix_and_balanced_parentheses(words: list[str], li
     assert len(kept.split(" ")) <= limit + PARENTHESIS_GRACE
     if _balanced(text):
         assert _balanced(out)
+
+
+def test_a_character_bound_keeps_fewer_words_and_the_parenthesis_rule() -> None:
+    text = "We met at the old harbour (the week before 9 June 2023) and talked for hours"
+    out = shorten(text, max_words=40, max_chars=60)
+    assert out == "We met at the old harbour (the week before 9 June 2023) …"
+    assert shorten("x" * 50, max_chars=10) == "x" * 9 + "…"
+    assert len(shorten("事" * 50, max_cjk=90, max_chars=10)) <= 10
+
+
+@given(words=_WORDS, limit=st.integers(min_value=1, max_value=40), chars=st.integers(8, 200))
+def test_a_character_bound_is_never_exceeded(words: list[str], limit: int, chars: int) -> None:
+    out = shorten(" ".join(words), max_words=limit, max_chars=chars)
+    assert len(out) <= chars

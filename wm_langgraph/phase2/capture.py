@@ -65,6 +65,7 @@ from wm_langgraph.document.text import (
     term_in,
 )
 from wm_langgraph.document.text.provenance import reads_as_instruction
+from wm_langgraph.document.text.shorten import shorten
 from wm_langgraph.document.text.units import Unit, extract_units
 from wm_langgraph.messages import content_text
 from wm_langgraph.phase2.trails import missing_errors, tool_result_lines, without_relayed_lines
@@ -237,11 +238,17 @@ def _bounded(text: str) -> str:
 
 
 def _short(text: str) -> str:
-    """A code item: the statement cut at :data:`MAX_CODE_ITEM_WORDS` words (CJK: characters)."""
-    words = text.split(" ")
-    if len(words) > MAX_CODE_ITEM_WORDS:
-        text = " ".join(words[:MAX_CODE_ITEM_WORDS]).rstrip(" …") + " …"
-    return text if len(text) <= MAX_CODE_ITEM_CHARS else text[: MAX_CODE_ITEM_CHARS - 1] + "…"
+    """A code item: the statement cut at :data:`MAX_CODE_ITEM_WORDS` words and
+    :data:`MAX_CODE_ITEM_CHARS` characters, never inside a parenthesis (a resolved date)."""
+    cut = text.endswith(" …")  # a unit the extraction shortened already: one ellipsis
+    body = text[:-2] if cut else text
+    out = shorten(
+        body,
+        max_words=MAX_CODE_ITEM_WORDS,
+        max_cjk=MAX_CODE_ITEM_CHARS - 1,
+        max_chars=MAX_CODE_ITEM_CHARS - (2 if cut else 0),
+    )
+    return f"{out} …" if cut and out == " ".join(body.split()) else out
 
 
 def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
