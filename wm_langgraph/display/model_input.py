@@ -13,6 +13,7 @@ is the fill. Each message is counted with the memory's own counter.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
@@ -29,7 +30,7 @@ from wm_langgraph.display.markup import (
     stacked_bar,
     text,
 )
-from wm_langgraph.messages import content_text
+from wm_langgraph.messages import content_text, safe_str
 
 __all__ = ["LAYERS", "InputEntry", "ModelInputView", "layer_parts", "message_html", "split_layers"]
 
@@ -119,13 +120,20 @@ def message_html(message: BaseMessage, *, limit: int = 4_000, extra: str = "") -
     calls = getattr(message, "tool_calls", None) or []
     call_lines = "".join(
         f"<div>→ <code>{text(c.get('name'), 200)}</code>"
-        f' <span class="muted">{text(c.get("args"), 600)}</span></div>'
+        f' <span class="muted">{text(_json(c.get("args")), 600)}</span></div>'
         for c in calls
     )
     body = content_text(message.content)
     shown = f"<pre>{text(body, limit)}</pre>" if body.strip() else ""
     css = {"human": "human", "ai": "ai", "tool": "tool", "system": "system"}.get(message.type, "")
     return f'<div class="msg {css}"><div>{" ".join(head)}</div>{call_lines}{shown}</div>'
+
+
+def _json(value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, default=safe_str)
+    except (TypeError, ValueError):  # a circular structure
+        return safe_str(value)
 
 
 @dataclass(frozen=True, slots=True)
