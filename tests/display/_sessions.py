@@ -24,7 +24,17 @@ from wm_langgraph import (
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.testing import ScriptedChatModel
 
-__all__ = ["SMALL", "Session", "run_session"]
+__all__ = ["REPORT_HEADINGS", "SMALL", "Session", "run_session"]
+
+REPORT_HEADINGS = (
+    "Timeline",
+    "The model input of every call",
+    "The Working Memory now",
+    "Every Working Memory version",
+    "Archives",
+    "Searches of the archives",
+)
+"""The parts of a thread report, by their headings."""
 
 SMALL = WorkingMemoryConfig(
     token_budget=2_000,

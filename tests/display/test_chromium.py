@@ -10,7 +10,7 @@ import pytest
 
 from tests.display._chromium import chromium, dump_dom, read_png, screenshot
 from tests.display._inert import ATTRIBUTES, HOSTILE, TAGS, parse
-from tests.display._sessions import run_session
+from tests.display._sessions import REPORT_HEADINGS, run_session
 from wm_langgraph.display.markup import page
 
 pytestmark = [
@@ -54,12 +54,7 @@ def test_the_report_renders_with_its_parts_and_colours(report_page: Path):
     assert image.count(GREEN) > 1_000  # the live messages
     dom = dump_dom(report_page / "report.html")
     for part in (
-        "Timeline",
-        "The model input of every call",
-        "The Working Memory now",
-        "Every Working Memory version",
-        "Archives",
-        "Searches of the archives",
+        *REPORT_HEADINGS,
         'class="chart"',
         'class="l-wm"',
         "build-3.example.com",

@@ -17,7 +17,7 @@ from langgraph.store.base import GetOp, PutOp
 from langgraph.store.memory import InMemoryStore
 
 from tests.display._inert import assert_inert, parse
-from tests.display._sessions import SMALL, run_session
+from tests.display._sessions import REPORT_HEADINGS, SMALL, run_session
 from tests.engine._paths import PATHS, make
 from tests.engine._support import WMWriter, agent_model, is_capture_call, is_update_call
 from wm_langgraph import ThreadReport, WorkingMemoryConfig, WorkingMemoryMiddleware
@@ -230,14 +230,7 @@ def test_the_report_file_is_self_contained_and_holds_every_part(tmp_path):
     html = path.read_text(encoding="utf-8")
     parsed = assert_inert(html)
     text = parsed.text
-    for heading in (
-        "Timeline",
-        "The model input of every call",
-        "The Working Memory now",
-        "Every Working Memory version",
-        "Archives",
-        "Searches of the archives",
-    ):
+    for heading in REPORT_HEADINGS:
         assert heading in text
     tags = [tag for tag, _ in parsed.tags]
     assert tags.count("svg") == 2  # the timeline strip and the per-call chart
