@@ -291,3 +291,21 @@ def test_the_async_twin_reads_an_async_store_off_its_loop(tmp_path):
     report = asyncio.run(main())
     assert report.commits
     assert_inert(report.html)
+
+
+def test_a_call_that_cannot_be_assembled_again_is_counted_and_the_rest_shown(monkeypatch):
+    session = run_session(TURNS)
+    original = WorkingMemory.build_context
+    seen = {"n": 0}
+
+    def failing(self: WorkingMemory, *args: Any, **kwargs: Any) -> Any:
+        seen["n"] += 1
+        if seen["n"] == 2:
+            raise RuntimeError("the store went away")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(WorkingMemory, "build_context", failing)
+    report = session.memory.report(session.config)
+    assert len(report.calls) == len(session.prompts()) - 1
+    assert report.unreadable == 1
+    assert "1 call(s) could not be assembled again" in parse(report.html).text

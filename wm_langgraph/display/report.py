@@ -22,6 +22,7 @@ the file.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -67,6 +68,7 @@ SYSTEM_NOTE = (
     "memory's addition only."
 )
 _PAGE = 500
+logger = logging.getLogger("wm_langgraph")
 _OPEN_EVENTS = 12
 """A timeline of up to this many events is shown unfolded."""
 _STRIP_WIDTH = 1040
@@ -200,6 +202,11 @@ class ThreadReport:
         commits: Every Working Memory version on the thread's timeline, oldest first.
         archives: Every archive of the timeline, in order.
         searches: The agent's archive searches and expansions, in order.
+        history: The calls and turns the checkpoints show (None without a checkpointer).
+        calls: The input of every call, rebuilt (``[]`` without a checkpointer).
+        unreadable: Calls found in the checkpoints whose input could not be assembled again
+            (an error of the store, a state the engine refuses); they are left out of
+            :attr:`calls` and counted here.
     """
 
     def __init__(self, source: ReportSource) -> None:
@@ -246,6 +253,7 @@ class ThreadReport:
         )
         self.archives: list[ArchiveView] = [ArchiveView(r) for r in self._records]
         self.searches: list[SearchCall] = _searches(source.conversation)
+        self.unreadable = 0
 
     # -- the model calls (rebuilt on first use) ----------------------------------------------
     @cached_property
@@ -261,7 +269,14 @@ class ThreadReport:
         history, rebuild = self.history, self._source.rebuild
         if history is None or rebuild is None:
             return []
-        return [self._call(start, rebuild) for start in history.calls]
+        out: list[ModelInputView] = []
+        for start in history.calls:
+            try:
+                out.append(self._call(start, rebuild))
+            except Exception as exc:  # a report shows what it can
+                self.unreadable += 1
+                logger.info("wm_langgraph: call %d not rebuilt: %s", start.number, exc)
+        return out
 
     def _call(self, start: CallStart, rebuild: Rebuild) -> ModelInputView:
         messages = list(start.state.get("messages") or [])
@@ -530,6 +545,11 @@ class ThreadReport:
             if history.not_rebuilt
             else ""
         )
+        if self.unreadable:
+            missing += (
+                f'<p class="note">{self.unreadable} call(s) could not be assembled again from '
+                "their checkpoint (see the log at INFO).</p>"
+            )
         last = (
             details(f"the messages of the last call ({calls[-1].label})", calls[-1].body())
             if calls
