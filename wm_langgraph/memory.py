@@ -728,13 +728,19 @@ class WorkingMemory:
             where: Where the thread is kept, for the report's heading.
         """
         from wm_langgraph.display.history import AsOfStore
-        from wm_langgraph.display.report import ReportSource, ThreadReport
+        from wm_langgraph.display.report import (
+            IN_SUBGRAPH,
+            NO_CHECKPOINTER,
+            ReportSource,
+            ThreadReport,
+        )
 
         with self._scoper.serving(config):
             key = self._scoper.readable(config)
             store = self._archives.store_for(key)
-            saver = checkpointer or self._session.checkpointer_of(key)
-            thread_id = split_memory_key(key)[0]
+            thread_id, scope = split_memory_key(key)
+            in_subgraph = bool(scope.partition("|")[2])  # its calls: in a subgraph's checkpoints
+            saver = None if in_subgraph else checkpointer or self._session.checkpointer_of(key)
             found = (
                 saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
                 if saver is not None
@@ -772,6 +778,7 @@ class WorkingMemory:
                 checkpointer=saver,
                 rebuild=rebuild,
                 where=where,
+                no_calls=IN_SUBGRAPH if in_subgraph else NO_CHECKPOINTER,
             )
         )
 

@@ -309,3 +309,22 @@ def test_a_call_that_cannot_be_assembled_again_is_counted_and_the_rest_shown(mon
     assert len(report.calls) == len(session.prompts()) - 1
     assert report.unreadable == 1
     assert "1 call(s) could not be assembled again" in parse(report.html).text
+
+
+def test_a_memory_inside_a_subgraph_is_reported_without_calls_and_says_why():
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    middleware = WorkingMemoryMiddleware(WMWriter().model, config=SMALL)
+    worker = create_agent(agent_model(), [], middleware=[middleware])
+    builder = StateGraph(MessagesState)
+    builder.add_node("worker", worker)
+    builder.add_edge(START, "worker")
+    graph = builder.compile(checkpointer=InMemorySaver(), store=InMemoryStore())
+    for text in TURNS:
+        graph.invoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": "sub"}})
+    config: RunnableConfig = {"configurable": {"thread_id": "sub", "checkpoint_ns": "worker"}}
+    report = middleware.memory.report(config)
+    assert report.commits
+    assert report.archives
+    assert report.calls == []
+    assert "inside a subgraph" in assert_inert(report.html).text

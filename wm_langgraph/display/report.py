@@ -56,7 +56,15 @@ from wm_langgraph.recall.tools import ARCHIVE_EXPAND, ARCHIVE_SEARCH
 from wm_langgraph.state import META_KEY
 from wm_langgraph.storage.archives import LATEST_KEY, ArchiveRecord, ArchiveStore
 
-__all__ = ["SYSTEM_NOTE", "Rebuild", "ReportSource", "SearchCall", "ThreadReport"]
+__all__ = [
+    "IN_SUBGRAPH",
+    "NO_CHECKPOINTER",
+    "SYSTEM_NOTE",
+    "Rebuild",
+    "ReportSource",
+    "SearchCall",
+    "ThreadReport",
+]
 
 Rebuild = Callable[[Sequence[BaseMessage], Mapping[str, Any], datetime | None], AssembledContext]
 """``rebuild(messages, state, as_of)``: the model input the memory assembles for a call that
@@ -66,6 +74,14 @@ SYSTEM_NOTE = (
     "Rebuilt from the checkpoint the call started from, with the memory's own code. The "
     "agent's own system prompt is not kept in the graph state: the system layer shows the "
     "memory's addition only."
+)
+NO_CHECKPOINTER = (
+    "No checkpointer was given: the user turns and the model calls are not shown (pass the "
+    "checkpointer, or run the report where the agent ran)."
+)
+IN_SUBGRAPH = (
+    "This memory belongs to an agent inside a subgraph: its model calls are in the subgraph's "
+    "checkpoints, which the report does not read, so the user turns and the calls are not shown."
 )
 _PAGE = 500
 logger = logging.getLogger("wm_langgraph")
@@ -92,6 +108,7 @@ class ReportSource:
         checkpointer: The graph's checkpointer (None: no per-call sizes).
         rebuild: Assembles a call's input again (None: no per-call sizes).
         where: Where the thread is kept (shown in the heading), e.g. the database.
+        no_calls: Why the turns and the calls are not shown, when there is no checkpointer.
     """
 
     thread_id: str
@@ -105,6 +122,7 @@ class ReportSource:
     checkpointer: BaseCheckpointSaver[Any] | None = None
     rebuild: Rebuild | None = None
     where: str = ""
+    no_calls: str = NO_CHECKPOINTER
 
 
 @dataclass(frozen=True, slots=True)
@@ -479,10 +497,7 @@ class ThreadReport:
             for at, _, body in events
         )
         note = (
-            ""
-            if self.history is not None
-            else '<p class="note">No checkpointer was given: the user turns and the model calls '
-            "are not shown (pass the checkpointer, or run the report where the agent ran).</p>"
+            "" if self.history is not None else f'<p class="note">{text(self._source.no_calls)}</p>'
         )
         table = f'<table><tr><th class="n">UTC</th><th>event</th></tr>{rows}</table>'
         summary = f"{len(events)} events in time order"
@@ -513,10 +528,7 @@ class ThreadReport:
         head = "<h2>The model input of every call</h2>"
         history = self.history
         if history is None or self._source.rebuild is None:
-            return head + (
-                '<p class="muted">Not available: the report needs the thread\'s checkpointer to '
-                "find the calls.</p>"
-            )
+            return head + f'<p class="muted">{text(self._source.no_calls)}</p>'
         calls = self.calls
         bars = [CallBar(c.label, c.layers) for c in calls]
         chart = calls_chart(bars, usable=self.budgets.usable, budget=self.config.tokens)
