@@ -203,7 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
         "no network): the timeline of turns, archives and commits; the model input of every "
         "call split into its layers against the budget, rebuilt from the checkpoints; every "
         "Working Memory version with its diff and guard decisions; the archives; the agent's "
-        "archive searches. Reads only. The database does not keep the agent's budget: give it "
+        "archive searches. Changes nothing and calls no model (opening the database only makes "
+        "sure its tables exist). The database does not keep the agent's budget: give it "
         "with --budget (and --reserve, --wm-tokens when they are not the defaults).",
     )
     report.add_argument("thread", metavar="THREAD", help="the thread id")
@@ -218,18 +219,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--budget",
         type=_positive_int,
         default=_DEFAULTS.tokens,
+        metavar="TOKENS",
         help="the agent's token_budget (default: %(default)s)",
     )
     report.add_argument(
         "--reserve",
         type=_non_negative_int,
         default=_DEFAULTS.reserve_tokens,
+        metavar="TOKENS",
         help="the agent's reserve_tokens (default: %(default)s)",
     )
     report.add_argument(
         "--wm-tokens",
         type=_non_negative_int,
         default=_DEFAULTS.archive_memory_tokens,
+        metavar="TOKENS",
         help="the agent's archive_memory_tokens (default: %(default)s)",
     )
     report.add_argument(
