@@ -192,10 +192,12 @@ class BuildingAgent(NamedTuple):
     Attributes:
         model: The agent's model (a chat model once ``create_agent`` resolved a model string).
         middleware: The agent's middleware, in the order given.
+        checkpointer: The agent's ``checkpointer=`` argument (None when not given).
     """
 
     model: object
     middleware: tuple[object, ...]
+    checkpointer: object = None
 
 
 def building_agent() -> BuildingAgent | None:
@@ -206,10 +208,12 @@ def building_agent() -> BuildingAgent | None:
     Relies on ``create_agent`` (module ``langchain.agents.factory``) reading ``m.tools`` and
     ``m.state_schema`` of every middleware within a few frames of its own, after it has turned
     a model string into a chat model, with its arguments in the locals ``model`` and
-    ``middleware``. Without that (a future release), this returns None and the memory falls
-    back to its checks at run time: a conflicting summary middleware is refused when it
-    appears, two memories in one agent at their first run, and a fractional budget with a
-    message saying to pass ``agent_model=``.
+    ``middleware`` (and ``checkpointer``). Without that (a future release), this returns None
+    and the memory falls back to its checks at run time: a conflicting summary middleware is
+    refused when it appears, two memories in one agent at their first run, a fractional budget
+    with a message saying to pass ``agent_model=``, and the checkpointer is learned from the
+    thread's first run in the process (config-only reads before it read nothing of a
+    checkpointed thread unless ``checkpointer=`` was given).
     """
     frame: Any = sys._getframe(1)
     for _ in range(_MAX_FRAMES):
@@ -222,6 +226,6 @@ def building_agent() -> BuildingAgent | None:
             middleware = local.get("middleware")
             if not isinstance(middleware, list | tuple):
                 return None
-            return BuildingAgent(local.get("model"), tuple(middleware))
+            return BuildingAgent(local.get("model"), tuple(middleware), local.get("checkpointer"))
         frame = frame.f_back
     return None

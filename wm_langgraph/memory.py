@@ -200,9 +200,13 @@ class WorkingMemory:
                 ``"thread"`` shares one memory between every agent of the thread that uses
                 this name (deliberate sharing).
             checkpointer: The graph's checkpointer (optional). Config-only reads
-                (``get_working_memory``, ``list_archives``, ``resume``) read the thread's
-                timeline from its checkpoint; the hooks tell the engine the checkpointer
-                anyway, this only matters in a process that reads before any hook ran.
+                (``get_working_memory``, ``list_archives``, ``transcript``, the archive tools,
+                ``resume``) read the thread's timeline from its checkpoint, and nothing of a
+                thread the checkpointer deleted (behaviour §6.8); the hooks tell the engine
+                the checkpointer anyway (``create_agent`` tells the middleware when it builds
+                the agent), so this matters in a process that reads a thread before any of
+                its hooks ran: without it such a read returns nothing of a thread that runs
+                under a checkpointer.
             agent_model: The agent's own chat model (optional): a ``token_budget`` given as
                 ``("fraction", f)`` is resolved against its ``profile["max_input_tokens"]``, and
                 a default writer from another provider is warned about. The middleware finds it
@@ -275,7 +279,12 @@ class WorkingMemory:
         # The live messages as assemble reads them, per thread: a call looks at new ones only.
         self._views = LiveViews(self._count_message, neutralise_message)
         self._session = Session(
-            self._archives, self._runner, self.config, self._count_message, self._checkpointer
+            self._archives,
+            self._runner,
+            self.config,
+            self._count_message,
+            self._checkpointer,
+            forget_cached=self._reader.forget,
         )
         self._scoper = Scoper(self._archives, self._session, name=self._name, scope=self._scope)
         hooked = self._scoper.hooked
@@ -322,6 +331,22 @@ class WorkingMemory:
                 "wm_langgraph: token_budget resolved to %d tokens from the agent model's profile",
                 self.config.tokens,
             )
+
+    def use_checkpointer(self, checkpointer: BaseCheckpointSaver[Any]) -> None:
+        """Tell the memory the graph's checkpointer for config-only reads of threads no hook
+        has run for in this process (``WorkingMemoryMiddleware`` passes the agent's when
+        ``create_agent`` builds it). One given as ``checkpointer=`` is kept.
+
+        Raises:
+            TypeError: Not a LangGraph checkpointer.
+        """
+        if not isinstance(checkpointer, BaseCheckpointSaver):
+            raise TypeError(
+                f"checkpointer must be a langgraph checkpointer, got {type(checkpointer).__name__}"
+            )
+        if self._checkpointer is None:
+            self._checkpointer = checkpointer
+            self._session.use_checkpointer(checkpointer)
 
     # -- store and scope ---------------------------------------------------------------------
     @property

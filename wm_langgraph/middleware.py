@@ -44,6 +44,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
@@ -182,13 +183,16 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
     def tools(self) -> Sequence[BaseTool]:  # type: ignore[override]
         """The archive recall tools. ``create_agent`` reads them while it builds the agent:
         the memory then checks the agent's other middleware (a conflicting one is refused
-        before anything ran) and learns the agent's model (a fractional ``token_budget``)."""
+        before anything ran) and learns the agent's model (a fractional ``token_budget``) and
+        its checkpointer (config-only reads before the first run, deleted threads)."""
         built = building_agent()
         if built is not None:
-            agent_model, middleware = built
+            agent_model, middleware, checkpointer = built
             _refuse_conflicting(middleware)
             if agent_model is not None:
                 self._memory.use_agent_model(agent_model)
+            if isinstance(checkpointer, BaseCheckpointSaver):
+                self._memory.use_checkpointer(checkpointer)
         return self._tools
 
     @property

@@ -111,6 +111,34 @@ def test_demo_in_sqlite_then_inspect(tmp_path: Path):
     assert report["working_memory"].startswith("# Working Memory")
 
 
+def test_inspect_shows_a_deleted_thread_without_its_content(tmp_path: Path):
+    """Deleted means unreadable (behaviour §6.8): inspect reads the memory through the file's
+    checkpointer, so a thread whose checkpoints were deleted shows no archive and no Working
+    Memory, though its records stay in the store until purge."""
+    from wm_langgraph.storage.sqlite import open_sqlite
+
+    db = str(tmp_path / "deleted.sqlite")
+    assert _run(["demo", "--brief", "--db", db])[0] == 0
+    _, before, _ = _run(["inspect", "--db", db, "--thread", "demo", "--json"])
+    assert json.loads(before)["threads"][0]["working_memory"]
+    with open_sqlite(db) as (checkpointer, store):
+        checkpointer.delete_thread("demo")
+        assert store.search(("wm_langgraph", "demo", "archives"), limit=1)  # not purged
+    status, summary, _ = _run(["inspect", "--db", db])
+    assert status == 0
+    assert "demo: deleted (no checkpoint)" in summary
+    status, detail, _ = _run(["inspect", "--db", db, "--thread", "demo"])
+    assert status == 0
+    assert "deleted (no checkpoint)" in detail
+    assert "archive_001" not in detail
+    assert "## Key Facts" not in detail
+    report = json.loads(_run(["inspect", "--db", db, "--thread", "demo", "--json"])[1])
+    thread = report["threads"][0]
+    assert thread["deleted"] is True
+    assert thread["archives"] == []
+    assert thread["working_memory"] == ""
+
+
 def test_replay_reports_bad_lines_and_processes_the_valid_ones(tmp_path: Path):
     source = tmp_path / "chat.jsonl"
     source.write_text("\n".join(_transcript_lines()) + "\n", encoding="utf-8")

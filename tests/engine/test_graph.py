@@ -136,7 +136,9 @@ def test_restart_on_sqlite_continues_the_thread_and_resumes_an_interrupted_phase
 
     writer2 = WMWriter()
     with open_sqlite(path) as (checkpointer, store):
-        wm2 = WorkingMemory(writer2.model, config=SMALL, store=store)
+        # a read before the new process's first run knows the thread's checkpointer only when
+        # it is given (a StateGraph's memory does not see the graph being compiled)
+        wm2 = WorkingMemory(writer2.model, config=SMALL, store=store, checkpointer=checkpointer)
         graph2 = build_agent(wm2, agent_model(), checkpointer=checkpointer, store=store)
         assert [a.status for a in wm2.list_archives(cfg)] == ["done", "pending"]
         i += 1

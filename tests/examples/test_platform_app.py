@@ -171,3 +171,56 @@ def test_langgraph_dev_serves_the_example_and_the_memory_survives_a_restart(tmp_
         assert wm_after["covers"][: len(wm_before["covers"])] == wm_before["covers"]
         assert set(wm_after["covers"]) == archives_after
         assert "FACT-6" in _archived_text(client, thread_id)
+
+
+def _example_module(app: Path, name: str) -> Any:
+    """A module of the copied example (the client-side helpers it ships)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"platform_app_{name}", app / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+@pytest.mark.enable_socket
+def test_deleting_a_thread_on_the_platform_deletes_its_memory_and_the_id_starts_afresh(
+    tmp_path,
+):
+    """The platform's thread delete plus the example's record sweep (``delete_thread.py``, the
+    platform's ``purge``) leave no record of the thread in the server's store, and a new thread
+    on the same id starts a memory of its own: nothing of the old one comes back."""
+    from langgraph_sdk import get_sync_client
+
+    app = tmp_path / "app"
+    shutil.copytree(EXAMPLE, app)
+    helpers = _example_module(app, "delete_thread")
+    secret = "078-05-1120"
+    port = _free_port()
+    with _server(app, port):
+        client = get_sync_client(url=f"http://127.0.0.1:{port}")
+        thread_id = client.threads.create()["thread_id"]
+        kept = client.threads.create()["thread_id"]
+        for n in range(1, 5):
+            _turn(client, thread_id, f"note FACT-{n}: my SSN is {secret}")
+            _turn(client, kept, f"note FACT-{50 + n}: the port is 80{n}")
+        assert secret in _wait_until_folded(client, thread_id)["text"] + _archived_text(
+            client, thread_id
+        )
+        _wait_until_folded(client, kept)
+
+        assert helpers.delete_thread(client, thread_id) > 0
+        assert not _memory_items(client, thread_id, "archives")
+        assert not client.store.search_items(["wm_langgraph", thread_id], limit=10)["items"]
+        assert _archive_keys(client, kept), "another thread lost its records"
+
+        client.threads.create(thread_id=thread_id)  # the same id, a new conversation
+        for n in range(10, 14):
+            _turn(client, thread_id, f"note FACT-{n}: the build server is build-{n}.example.com")
+        wm = _wait_until_folded(client, thread_id)
+        assert "FACT-10" in wm["text"]
+        assert secret not in wm["text"] + _archived_text(client, thread_id)
+        assert "FACT-1:" not in wm["text"] + _archived_text(client, thread_id)

@@ -170,7 +170,9 @@ def agent(
                 model, [read_file], middleware=[mw], checkpointer=checkpointer, store=store
             )
         else:
-            wm = WorkingMemory(wm_model, config=config, store=store)
+            # A new process reads the thread before its first run: a memory whose graph it
+            # does not build (create_react_agent) is told the checkpointer.
+            wm = WorkingMemory(wm_model, config=config, store=store, checkpointer=checkpointer)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # deprecated in favour of create_agent
                 react = create_react_agent(

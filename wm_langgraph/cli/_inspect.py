@@ -4,8 +4,10 @@ named by a ``postgresql://`` URL) holds, read-only.
 Private helper of the CLI. Threads come from the checkpointer (live state) and from the store
 (archives and WM versions under ``("wm_langgraph", <thread label>, …)``); for each thread it shows
 the live messages and the meta (``pending_tokens``, ``keep_recent_count``), the archives (status,
-size), the Phase 2 breaker and the current Working Memory. No content is changed and no model
-is called (opening the file only makes sure its tables exist).
+size), the Phase 2 breaker and the current Working Memory. A thread whose checkpoints were
+deleted is shown as deleted, without its content (the memory reads it through the file's
+checkpointer: behaviour §6.8). No content is changed and no model is called (opening the file
+only makes sure its tables exist).
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
 __all__ = ["inspect_db", "thread_ids", "thread_report"]
 
 _MEMORY_KINDS = frozenset({"archives", "wm", "meta", "ids"})
+_DELETED = (
+    "deleted (no checkpoint): its memory is unreadable; its records stay in the store until "
+    "memory.purge"
+)
 
 
 def _label_to_thread_id(label: str) -> str:
@@ -86,6 +92,8 @@ def thread_report(
     archives = memory.list_archives(config)
     return {
         "thread_id": thread_id,
+        # records of a thread whose checkpoints were deleted: kept until purge, never shown
+        "deleted": saved is None,
         "live_messages": len(values.get("messages") or []),
         "pending_tokens": int(meta.get("pending_tokens", 0) or 0),
         "keep_recent_count": int(meta.get("keep_recent_count", 0) or 0),
@@ -107,6 +115,9 @@ def thread_report(
 
 
 def _print_summary(report: dict[str, Any], out: TextIO) -> None:
+    if report["deleted"]:
+        print(f"{report['thread_id']}: {_DELETED}", file=out)
+        return
     done = sum(1 for a in report["archives"] if a["status"] == "done")
     wm = "yes" if report["working_memory"] else "no"
     print(
@@ -118,6 +129,9 @@ def _print_summary(report: dict[str, Any], out: TextIO) -> None:
 
 def _print_detail(report: dict[str, Any], out: TextIO) -> None:
     print(f"thread {report['thread_id']}", file=out)
+    if report["deleted"]:
+        print(f"  {_DELETED}", file=out)
+        return
     print(
         f"  live messages: {report['live_messages']}; pending_tokens: "
         f"{report['pending_tokens']:,}; keep_recent_count: {report['keep_recent_count']}",
@@ -154,7 +168,9 @@ def inspect_db(db: str, *, thread_id: str | None, as_json: bool, out: TextIO, er
         return 2
     try:
         with persistence(db) as (checkpointer, store):
-            memory = WorkingMemory(OfflineWorkingMemoryModel(), store=store)
+            memory = WorkingMemory(
+                OfflineWorkingMemoryModel(), store=store, checkpointer=checkpointer
+            )
             threads = thread_ids(checkpointer, store)
             if thread_id is not None and thread_id not in threads:
                 known = ", ".join(threads) or "none"

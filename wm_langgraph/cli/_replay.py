@@ -61,7 +61,7 @@ def replay_file(
         if thread_id is None:
             thread_id = free_thread_id(checkpointer, "replay")
         run_config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-        memory = WorkingMemory(model, config=config, store=store)
+        memory = WorkingMemory(model, config=config, store=store, checkpointer=checkpointer)
 
         def after_turn(state: WorkingMemoryState, config: RunnableConfig) -> dict[str, Any]:
             update: dict[str, Any] = memory.after_turn(state, config)

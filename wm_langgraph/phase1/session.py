@@ -8,19 +8,12 @@ channel, keep the meta in the store, keyed by thread. Every update carries the m
 ``working_memory`` (a graph without that channel ignores the key), and the store copy is
 refreshed whenever the state had none.
 
-Config-only reads (``get_working_memory(config)``, ``list_archives(config)``,
-``resume(config)``) have no state, only a config. The timeline that counts is the one in the
-thread's checkpoint: a commit whose state update never reached the checkpoint (the process died
-in between) must not show its archive, whose messages are still live. So the session remembers
-the checkpointer a hook ran with (or is given one) and reads the meta of the thread's latest
-checkpoint, or of the one the config names (``checkpoint_id``). Without a known checkpointer
-(another process that has not run a hook of the thread yet) the store's timeline pointer is
-used, which the hooks write only with what a checkpoint confirmed.
+Config-only reads have no state, only a config: which timeline they see (the checkpoint's, the
+store's pointer, nothing of a deleted thread) is :mod:`.timelines`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import uuid
@@ -36,14 +29,22 @@ from langchain_core.messages import (
     convert_to_messages,
 )
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
-from langgraph.store.base import BaseStore
 
-from wm_langgraph._compat import NS_SEP, in_graph_run, run_checkpointer, run_reader
+from wm_langgraph._compat import NS_SEP, in_graph_run, run_checkpointer
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import compute_budgets
 from wm_langgraph.phase1.archiving import Phase1Result, archive_oldest
+from wm_langgraph.phase1.timelines import (
+    MAX_THREADS,
+    CheckpointTimelines,
+    Place,
+    TimelinePointer,
+    graph_checkpointer,
+    graph_meta,
+    thread_checkpointer,
+)
 from wm_langgraph.phase1.window import (
     MessageCounter,
     account_messages,
@@ -61,14 +62,13 @@ from wm_langgraph.storage.archives import (
     message_signature,
     thread_id_from_config,
 )
-from wm_langgraph.storage.keys import NoStoreError, split_memory_key
+from wm_langgraph.storage.keys import NoStoreError
 
 __all__ = ["Session"]
 
 logger = logging.getLogger("wm_langgraph")
 
 
-_MAX_THREADS = 10_000
 _MAX_ACCOUNTED = 256  # memory keys whose latest accountings are kept
 _ACCOUNTINGS_PER_KEY = 4
 
@@ -115,33 +115,6 @@ def emit_commit_event(name: str, payload: Mapping[str, Any], config: RunnableCon
         logger.debug("wm_langgraph: commit event %s not dispatched", name, exc_info=True)
 
 
-def graph_meta(config: RunnableConfig | None) -> Mapping[str, Any] | None:
-    """Inside a graph run whose state has a ``working_memory`` channel: its value (``{}`` while
-    the channel is empty: nothing of this lineage was accounted yet); else None.
-
-    The hooks' own input schema adds the channel to every graph they are nodes of, so a state
-    without the key still belongs to a lineage that keeps its meta in the checkpoint. Only a hook
-    called from inside another node function of a graph without the channel gets None here (and
-    keeps its meta in the store).
-    """
-    configurable = (config or {}).get("configurable") or {}
-    read = run_reader(configurable)
-    if read is None:
-        return None
-    try:
-        values = read([META_KEY])
-    except Exception:  # the graph has no such channel
-        return None
-    value = values.get(META_KEY) if isinstance(values, Mapping) else None
-    if isinstance(value, Mapping):
-        return value
-    if NS_SEP in str(configurable.get("checkpoint_ns") or ""):
-        # A subgraph's state may last one parent step only (no checkpointer of its own): an
-        # empty channel there says nothing about the lineage; the store keeps the meta.
-        return None
-    return {}
-
-
 def require_checkpointer(config: RunnableConfig | None) -> None:
     """Inside a graph run, the graph must persist its state between invocations."""
     configurable = (config or {}).get("configurable") or {}
@@ -151,226 +124,6 @@ def require_checkpointer(config: RunnableConfig | None) -> None:
             "with checkpointer=... (e.g. InMemorySaver() or open_sqlite(path)), otherwise the "
             "archived messages would come back on the next invocation"
         )
-
-
-def graph_checkpointer(config: RunnableConfig | None) -> BaseCheckpointSaver[Any] | None:
-    """The checkpointer of the root graph a hook runs in (None outside a graph, in a subgraph
-    with a checkpoint namespace of its own, or without a checkpointer)."""
-    configurable = (config or {}).get("configurable") or {}
-    saver = run_checkpointer(configurable)
-    if not isinstance(saver, BaseCheckpointSaver):
-        return None
-    namespace = str(configurable.get("checkpoint_ns") or "")
-    if NS_SEP in namespace:  # a node of a subgraph: its checkpoints are not the thread's root ones
-        return None
-    return saver
-
-
-def _state_values(found: CheckpointTuple | None) -> dict[str, Any] | None:
-    """The messages and the meta of a checkpoint (None: no checkpoint)."""
-    if found is None:
-        return None
-    values = found.checkpoint.get("channel_values") or {}
-    raw = values.get("messages")
-    messages = [m for m in raw if isinstance(m, BaseMessage)] if isinstance(raw, list) else []
-    state: dict[str, Any] = {"messages": messages}
-    meta = values.get(META_KEY)
-    for _, channel, value in found.pending_writes or []:
-        if channel == META_KEY:  # a finished hook's write, as in timeline()
-            meta = value
-    if isinstance(meta, Mapping):
-        state[META_KEY] = meta
-    return state
-
-
-Place = tuple[int, str]
-"""Where a memory lives: (id of its store, memory key). One memory instance may serve several
-stores (tenants) whose threads share ids; what it remembers per thread it remembers per place."""
-
-
-def _on_own_loop(saver: BaseCheckpointSaver[Any]) -> bool:
-    """True when ``saver`` is an async saver (``AsyncSqliteSaver``, ``AsyncPostgresSaver``)
-    whose event loop is running in this thread: its sync API would raise there (or block the
-    loop it needs). From any other thread (the hooks' and the async reads' worker threads) the
-    sync API hands the read to the saver's loop and works like a sync saver's."""
-    loop = getattr(saver, "loop", None)
-    if not isinstance(loop, asyncio.AbstractEventLoop):
-        return False
-    try:
-        return asyncio.get_running_loop() is loop
-    except RuntimeError:
-        return False
-
-
-class CheckpointTimelines:
-    """Remembers checkpointers per thread (bounded) and reads timelines from checkpoints."""
-
-    def __init__(
-        self,
-        default: BaseCheckpointSaver[Any] | None = None,
-        place: Callable[[str], Place] | None = None,
-    ) -> None:
-        """``default``: a checkpointer to use for threads no hook has run for yet; ``place``:
-        a memory key's place in this context (default: the key alone)."""
-        self._default = default
-        self._place: Callable[[str], Place] = place or (lambda key: (0, key))
-        self._savers: OrderedDict[Place, BaseCheckpointSaver[Any]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def remember(self, thread_id: str, config: RunnableConfig | None) -> None:
-        """Note the checkpointer of the graph the hook runs in."""
-        saver = graph_checkpointer(config)
-        if saver is None:
-            return
-        place = self._place(thread_id)
-        with self._lock:
-            self._savers[place] = saver
-            self._savers.move_to_end(place)
-            while len(self._savers) > _MAX_THREADS:
-                self._savers.popitem(last=False)
-
-    def state(self, thread_id: str, config: RunnableConfig | None) -> dict[str, Any] | None:
-        """The live messages and the meta in the thread's checkpoint (as :meth:`timeline`
-        finds it), or None when no checkpoint can be read."""
-        return _state_values(self._tuple(thread_id, config))
-
-    async def astate(self, thread_id: str, config: RunnableConfig | None) -> dict[str, Any] | None:
-        """:meth:`state` through the saver's async API (async-only savers included)."""
-        saver, wanted = self._target(thread_id, config)
-        if saver is None or wanted is None:
-            return None
-        try:
-            found = await saver.aget_tuple(wanted)
-        except NotImplementedError:
-            found = self._tuple(thread_id, config)
-        except Exception:  # a closed connection
-            return None
-        return _state_values(found)
-
-    def saver(self, thread_id: str) -> BaseCheckpointSaver[Any] | None:
-        """The checkpointer of the graph the thread's hooks last ran in, else the default."""
-        place = self._place(thread_id)
-        with self._lock:
-            return self._savers.get(place, self._default)
-
-    def _target(
-        self, thread_id: str, config: RunnableConfig | None
-    ) -> tuple[BaseCheckpointSaver[Any] | None, RunnableConfig | None]:
-        saver = self.saver(thread_id)
-        root_thread, scope = split_memory_key(thread_id)
-        if scope.partition("|")[2]:
-            return saver, None
-        configurable = (config or {}).get("configurable") or {}
-        wanted: dict[str, Any] = {"thread_id": root_thread, "checkpoint_ns": ""}
-        if configurable.get("checkpoint_id"):
-            wanted["checkpoint_id"] = configurable["checkpoint_id"]
-        return saver, {"configurable": wanted}
-
-    def _tuple(self, thread_id: str, config: RunnableConfig | None) -> CheckpointTuple | None:
-        saver, wanted = self._target(thread_id, config)
-        if saver is None or wanted is None or _on_own_loop(saver):
-            return None  # an async saver's sync API cannot run on its own event loop
-        try:
-            return saver.get_tuple(wanted)
-        except Exception:  # a closed connection, an async-only implementation
-            return None
-
-    def timeline(self, thread_id: str, config: RunnableConfig | None) -> list[str] | None:
-        """The timeline in the thread's checkpoint (the config's ``checkpoint_id`` if it names
-        one, else the latest), or None when no checkpoint with a meta can be read. Inside a run
-        the run's own checkpointer is read."""
-        saver = graph_checkpointer(config)
-        if saver is None:
-            place = self._place(thread_id)
-            with self._lock:
-                saver = self._savers.get(place, self._default)
-        if saver is None or _on_own_loop(saver):
-            return None  # an async saver's sync API cannot run on its own event loop
-        # A memory key names a thread and, for a named memory, its scope ("name|graph ns"):
-        # a top-level memory's meta is in the thread's root checkpoint, a subgraph's is not.
-        root_thread, scope = split_memory_key(thread_id)
-        if scope.partition("|")[2]:
-            return None
-        configurable = (config or {}).get("configurable") or {}
-        wanted: dict[str, Any] = {"thread_id": root_thread, "checkpoint_ns": ""}
-        if configurable.get("checkpoint_id"):
-            wanted["checkpoint_id"] = configurable["checkpoint_id"]
-        try:
-            found = saver.get_tuple({"configurable": wanted})
-        except Exception:  # a closed connection, an async-only implementation: fall back
-            return None
-        if found is None:
-            return None
-        meta = (found.checkpoint.get("channel_values") or {}).get(META_KEY)
-        for _, channel, value in [] if "checkpoint_id" in wanted else found.pending_writes or []:
-            # A hook's task that finished is durable once its writes are saved, even if the
-            # next checkpoint never was: the graph applies them when it resumes. (A checkpoint
-            # named by id is read as it is: its pending writes belong to the step after it.)
-            if channel == META_KEY:
-                meta = value
-        if not isinstance(meta, Mapping):
-            # A named checkpoint from before any accounting has no archives yet.
-            return [] if "checkpoint_id" in wanted else None
-        return [str(a) for a in meta.get("archives") or [] if isinstance(a, str)]
-
-
-class TimelinePointer:
-    """The store's per-thread timeline pointer, as config-only reads without a checkpointer see
-    it, and the reads that prefer the checkpoint."""
-
-    def __init__(self, archives: ArchiveStore, checkpoints: CheckpointTimelines) -> None:
-        """Write through ``archives``; read checkpoints through ``checkpoints``."""
-        self._archives = archives
-        self._checkpoints = checkpoints
-        self._written: dict[Place, list[str]] = {}
-        # pointers behind a commit not checkpointed yet, with the store that holds them
-        self._behind: dict[Place, tuple[str, BaseStore]] = {}
-        self._lock = threading.Lock()
-
-    def write(self, thread_id: str, timeline: list[str], *, behind: bool) -> None:
-        """Point the store at ``timeline`` (``behind``: a newer, unconfirmed one exists)."""
-        store = self._archives.store_for(thread_id)
-        place = (id(store), thread_id)
-        with self._lock:
-            known = self._written.get(place)
-        if known is None:
-            known = self._archives.timeline(thread_id)
-        if known != timeline:
-            self._archives.set_timeline(thread_id, timeline)
-        with self._lock:
-            if len(self._written) >= _MAX_THREADS and place not in self._written:
-                self._written.pop(next(iter(self._written)))
-            self._written[place] = list(timeline)
-            if behind:
-                self._behind[place] = (thread_id, store)
-            else:
-                self._behind.pop(place, None)
-
-    def forget(self, place: Place) -> None:
-        """Forget the pointer written for ``place`` (its records were deleted)."""
-        with self._lock:
-            self._written.pop(place, None)
-            self._behind.pop(place, None)
-
-    def read(self, thread_id: str, config: RunnableConfig | None) -> list[str]:
-        """The checkpoint's timeline when readable (the latest one then also confirms the
-        pointer: it is durable), else the pointer."""
-        found = self._checkpoints.timeline(thread_id, config)
-        if found is None:
-            return self._archives.timeline(thread_id)
-        if not ((config or {}).get("configurable") or {}).get("checkpoint_id"):
-            self.write(thread_id, found, behind=False)
-        return found
-
-    def confirm_all(self) -> None:
-        """Bring the pointer of every thread that is behind up to its latest checkpoint."""
-        with self._lock:
-            threads = list(self._behind.values())
-        for thread_id, store in threads:
-            with self._archives.using(store):
-                found = self._checkpoints.timeline(thread_id, None)
-                if found is not None:
-                    self.write(thread_id, found, behind=False)
 
 
 _STORE_META = "state"
@@ -435,10 +188,15 @@ class Session:
         config: WorkingMemoryConfig,
         count: MessageCounter,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
+        *,
+        forget_cached: Callable[[str], None] | None = None,
     ) -> None:
         """Bind the session logic to its store, runner, settings and token counter
-        (``checkpointer``: the graph's, for config-only reads before any hook ran)."""
+        (``checkpointer``: the graph's, for config-only reads before any hook ran;
+        ``forget_cached``: drops what the memory cached of a memory key's archive records,
+        called when a turn starts a lineage without archives)."""
         self._checkpoints = CheckpointTimelines(checkpointer, self.place)
+        self._forget_cached = forget_cached
         self._pointer = TimelinePointer(archives, self._checkpoints)
         self._archives = archives
         self._runner = runner
@@ -450,6 +208,10 @@ class Session:
         self._accounted: OrderedDict[str, list[tuple[list[BaseMessage], WorkingMemoryMeta]]] = (
             OrderedDict()
         )
+
+    def use_checkpointer(self, checkpointer: BaseCheckpointSaver[Any]) -> None:
+        """The checkpointer for threads no hook has run for yet (when none was given)."""
+        self._checkpoints.use_default(checkpointer)
 
     def place(self, thread_id: str) -> Place:
         """Where the memory ``thread_id`` lives in this context (its store, its key)."""
@@ -590,6 +352,11 @@ class Session:
                 raw = {"archives": self._archives.timeline(thread_id)}
         meta = clamp_meta(raw if isinstance(raw, Mapping) else None, keep)
         reset = False
+        if not meta["archives"] and self._forget_cached is not None:
+            # A lineage without archives (a new conversation, perhaps on the id of a deleted
+            # one whose records another process removed): its archives will reuse the ids of
+            # records this process may have cached.
+            self._forget_cached(thread_id)
         if meta["archives"]:
             marker = self._archives.get_meta(thread_id, RESET_META)
             dropped = {str(a) for a in (marker or {}).get("archives") or []}
@@ -772,11 +539,18 @@ class Session:
         # The store's pointer serves config-only reads of processes that do not know the
         # checkpointer. Inside a checkpointed graph this update is not durable until the graph
         # writes its checkpoint (a crash in between leaves the archive's messages live), so the
-        # pointer gets the timeline the state was read with: one a checkpoint confirmed.
+        # pointer gets the timeline the state was read with: one a checkpoint confirmed. It
+        # also says whether the thread runs under a checkpointer: then its checkpoints decide
+        # what is readable (a deleted thread reads as nothing, see .timelines).
         checkpointed = turn.in_state and graph_checkpointer(config) is not None
         confirmed = turn.meta["archives"] if checkpointed else None
         self._sync_timeline(
-            turn.thread_id, meta["archives"], config, confirmed=confirmed, resume=resume
+            turn.thread_id,
+            meta["archives"],
+            config,
+            confirmed=confirmed,
+            resume=resume,
+            checkpointed=thread_checkpointer(config) is not None,
         )
         return update
 
@@ -788,15 +562,18 @@ class Session:
         *,
         resume: bool = True,
         confirmed: list[str] | None = None,
+        checkpointed: bool = False,
     ) -> None:
         pointer = archives if confirmed is None else confirmed
         place = self.place(thread_id)
         with self._lock:
             first_touch = place not in self._touched
-            if len(self._touched) >= _MAX_THREADS and first_touch:
+            if len(self._touched) >= MAX_THREADS and first_touch:
                 self._touched.clear()  # a later first touch only re-checks for pending work
             self._touched.add(place)
-        self._pointer.write(thread_id, pointer, behind=pointer != archives)
+        self._pointer.write(
+            thread_id, pointer, behind=pointer != archives, checkpointed=checkpointed
+        )
         # ``resume`` is False when the caller schedules Phase 2 itself (a commit): the job it
         # schedules folds these archives too, so scheduling here as well would run it twice.
         if resume and first_touch and archives and not self._runner.is_paused(thread_id):

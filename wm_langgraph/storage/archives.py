@@ -755,9 +755,22 @@ class ArchiveStore:
 
     def timeline(self, thread_id: str) -> list[str]:
         """The archive ids of the thread's most recently written timeline."""
-        value = self.get_meta(thread_id, "timeline") or {}
-        return [str(a) for a in value.get("archives") or []]
+        return self.timeline_pointer(thread_id)[0]
 
-    def set_timeline(self, thread_id: str, archives: Sequence[str]) -> None:
-        """Record the thread's current timeline (used by config-only calls)."""
-        self.put_meta(thread_id, "timeline", {"archives": list(archives), "updated_at": now_iso()})
+    def timeline_pointer(self, thread_id: str) -> tuple[list[str], bool | None]:
+        """The thread's timeline pointer: its archive ids, and whether the hooks that wrote it
+        ran under a checkpointer (None: not recorded, a pointer from before the flag)."""
+        value = self.get_meta(thread_id, "timeline") or {}
+        flag = value.get("checkpointed")
+        archives = [str(a) for a in value.get("archives") or []]
+        return archives, flag if isinstance(flag, bool) else None
+
+    def set_timeline(
+        self, thread_id: str, archives: Sequence[str], *, checkpointed: bool | None = None
+    ) -> None:
+        """Record the thread's current timeline (used by config-only calls) and, when given,
+        whether the thread runs under a checkpointer (whose checkpoints then decide)."""
+        value: dict[str, Any] = {"archives": list(archives), "updated_at": now_iso()}
+        if checkpointed is not None:
+            value["checkpointed"] = checkpointed
+        self.put_meta(thread_id, "timeline", value)
