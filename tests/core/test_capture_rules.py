@@ -402,12 +402,13 @@ def test_a_relayed_instruction_from_a_tool_is_not_laundered_into_a_unit() -> Non
     assert extract_paths_from_messages(messages) == []
 
 
-def test_the_assistant_s_own_statement_about_a_tool_result_still_counts() -> None:
+def test_an_assistant_statement_about_a_result_is_a_unit_but_names_no_path() -> None:
     """Only a line that repeats the tool's line is a relay: a sentence that says more is the
-    assistant's, and names its path."""
+    assistant's unit. It names no path for the artifact trail all the same: paths come from
+    what the session did (its tool calls, SPEC §10), not from the assistant's prose."""
     said = "I switched to feature/billing-106 because the fix for INV-4471 lives there."
     messages = _relay_session(said)
-    assert extract_paths_from_messages(messages) == ["feature/billing-106"]
+    assert extract_paths_from_messages(messages) == []
     assert [c.source for c in unit_candidates(messages)] == ["assistant"]
 
 

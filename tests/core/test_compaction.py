@@ -15,7 +15,7 @@ from wm_langgraph.document.compaction import (
     size_contract,
 )
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
-from wm_langgraph.document.text import extract_anchors, missing_anchors
+from wm_langgraph.document.text import extract_anchors, extract_paths, missing_anchors
 from wm_langgraph.document.tokens import count_tokens
 
 
@@ -171,17 +171,25 @@ SECTION_TEXT = st.lists(
 )
 
 
+def _fuzzed(bodies: list[list[str]]) -> str:
+    """A document with one fuzzed item list per section."""
+    return render_working_memory(
+        {name: bullets(items) for name, items in zip(SECTIONS, bodies, strict=True)}
+    )
+
+
+FUZZED = {
+    "bodies": st.lists(SECTION_TEXT, min_size=7, max_size=7),
+    "ceiling": st.integers(1_500, 4_000),
+}
+
+
 @settings(max_examples=80, deadline=None)
-@given(
-    bodies=st.lists(SECTION_TEXT, min_size=7, max_size=7),
-    ceiling=st.integers(1_500, 4_000),
-)
+@given(**FUZZED)
 def test_never_over_the_ceiling_and_never_a_silent_loss(
     bodies: list[list[str]], ceiling: int
 ) -> None:
-    document = render_working_memory(
-        {name: bullets(items) for name, items in zip(SECTIONS, bodies, strict=True)}
-    )
+    document = _fuzzed(bodies)
     result = enforce_size_contract(document, ceiling=ceiling)
     assert count_tokens(result.text) <= ceiling
     assert_nothing_lost(document, result)
@@ -190,6 +198,20 @@ def test_never_over_the_ceiling_and_never_a_silent_loss(
     again = enforce_size_contract(result.text, ceiling=ceiling, prior=result.text)
     assert again.text == result.text
     assert again.moved == ()
+
+
+@settings(max_examples=80, deadline=None)
+@given(**FUZZED)
+def test_compaction_puts_no_path_into_files_and_context_that_it_did_not_hold(
+    bodies: list[list[str]], ceiling: int
+) -> None:
+    """Paths come from what the session did (SPEC §10): the size contract only shortens, merges
+    and moves Files & Context entries, so every path it leaves there was there before."""
+    document = _fuzzed(bodies)
+    files = "Files & Context"
+    result = enforce_size_contract(document, ceiling=ceiling)
+    before = set(extract_paths(parse_working_memory(document)[files]))
+    assert set(extract_paths(parse_working_memory(result.text)[files])) <= before
 
 
 def test_the_move_takes_from_sections_over_their_share_not_a_small_sections_items() -> None:

@@ -75,11 +75,19 @@ def test_the_artifact_trail_is_bounded() -> None:
 
 def test_a_result_that_says_it_acted_gives_its_path_and_a_listing_none() -> None:
     messages = [
-        *_tool_round("src/a.py\nsrc/b.py\nsrc/c.py"),  # a listing
+        AIMessage("", tool_calls=[{"name": "run", "args": {"command": "make -C ./"}, "id": "c"}]),
+        ToolMessage("src/a.py\nsrc/b.py\nsrc/c.py", tool_call_id="c"),  # a listing
         ToolMessage("Wrote docs/guide.md (42 lines)", tool_call_id="c"),
         ToolMessage("FAILED tests/test_x.py::test_y - AssertionError", tool_call_id="c"),
     ]
     assert extract_paths_from_messages(messages) == ["docs/guide.md", "tests/test_x.py"]
+
+
+def test_a_result_of_a_tool_whose_arguments_name_no_file_gives_no_path() -> None:
+    """Paths come from what the session did (SPEC §10): a tool that works on files names one;
+    the output of any other tool (a fetch, a search, ``run`` with no file) is data."""
+    messages = _tool_round("Wrote docs/guide.md\nFAILED tests/test_x.py::test_y - AssertionError")
+    assert extract_paths_from_messages(messages) == []
 
 
 def test_prose_that_only_lists_paths_gives_none_and_a_named_path_is_taken() -> None:

@@ -24,6 +24,7 @@ from langgraph.store.memory import InMemoryStore
 
 from tests.common import thread_config
 from tests.deploy._agents import EVERY_TURN, PATHS, Hooks, agent_with, build, memory_of
+from tests.deploy.test_purge import _Seen
 from tests.engine._support import is_capture_call, is_update_call
 from tests.integrations.helpers import wm_model
 from wm_langgraph import WorkingMemory, WorkingMemoryConfig, WorkingMemoryMiddleware
@@ -35,18 +36,6 @@ from wm_langgraph.testing import ScriptedChatModel
 
 SSN = "078-05-1120"
 SAVERS = ("memory", "sqlite")
-
-
-class _Seen:
-    """The agent's model: answers "ok" and records every input it was shown."""
-
-    def __init__(self) -> None:
-        self.inputs: list[str] = []
-        self.model = ScriptedChatModel(respond=self._reply)
-
-    def _reply(self, messages: list[BaseMessage], tools: Any, tool_choice: Any) -> str:
-        self.inputs.append("\n".join(str(m.text) for m in messages))
-        return "ok"
 
 
 @contextmanager

@@ -1,6 +1,7 @@
-"""The artifact trail (behaviour §5.8): file paths of the folded tool calls/results that Files &
+"""The artifact trail (behaviour §5.8): file paths the folded messages acted on that Files &
 Context does not list yet are added — judged at path boundaries (a substring test missed "a.py"
-beside "src/data.py"), never data or routes (digests, base64, "/healthz")."""
+beside "src/data.py"), never data, routes or URLs (digests, base64, "/healthz"), never from the
+output of a tool whose arguments name no file (a fetch)."""
 
 from __future__ import annotations
 
@@ -60,14 +61,21 @@ def test_a_path_is_not_listed_by_a_longer_path_that_contains_it():
 
 
 def test_markup_routes_and_bare_directories_are_not_added():
-    calls = [{"name": "fetch", "args": {"url": "http://127.0.0.1/healthz"}, "id": "c1"}]
+    args = {"path": "reports/", "url": "http://127.0.0.1/healthz"}
+    calls = [{"name": "check", "args": args, "id": "c1"}]
     result = (
         "<table><tr><td>ok</td></tr></table> GET /healthz 200, GET /orders/1 404; "
         "see tests/ for more; wrote reports/summary.csv"
     )
     lines = _files_after("- notes.md", calls, [result])
     added = [line for line in lines if line != "notes.md"]
-    assert added == ["http://127.0.0.1/healthz", "reports/summary.csv"]
+    assert added == ["reports/summary.csv"]  # the URL is no file (SPEC §10)
+
+
+def test_a_fetch_tool_s_url_and_output_are_not_added():
+    calls = [{"name": "fetch", "args": {"url": "http://127.0.0.1/healthz"}, "id": "c1"}]
+    lines = _files_after("- notes.md", calls, ["wrote reports/summary.csv"])
+    assert lines == ["notes.md"]
 
 
 def test_junk_is_never_added_and_entries_are_capped():

@@ -3,7 +3,9 @@
 Found on the bench: after a tool printed `feature/billing-106`, the assistant's "Done:
 feature/billing-106" was a statement of its own for the capture check (the writer was asked
 about it, then code added it) and a path it named for the artifact trail (Files & Context got
-it). A relayed line gives neither; the assistant's own sentence about the same result does.
+it). A relayed line gives neither; the assistant's own sentence about the same result is a
+statement the writer is asked about, but names no path either: paths come from what the session
+did (SPEC §10), and the assistant's prose is not that.
 """
 
 from __future__ import annotations
@@ -163,8 +165,9 @@ def test_a_relayed_tool_line_is_neither_asked_about_nor_listed(build: Any) -> No
 
 
 @BUILDERS
-def test_the_assistant_s_own_sentence_about_the_result_names_its_path(build: Any) -> None:
+def test_the_assistant_s_own_sentence_is_asked_about_but_names_no_path(build: Any) -> None:
     said = f"You are on {BRANCH}, which holds the fix for INV-4471."
-    _, wm, config = _play(build, said, f"own-{build.__name__}")
+    writer, wm, config = _play(build, said, f"own-{build.__name__}")
+    assert any("INV-4471" in prompt for prompt in writer.capture_prompts)
     files = parse_working_memory(wm.get_working_memory(config))["Files & Context"]
-    assert BRANCH in files
+    assert BRANCH not in files

@@ -26,7 +26,7 @@ from langchain_core.messages import BaseMessage
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.tokens import TokenCounter
 from wm_langgraph.messages import render_message_blocks
-from wm_langgraph.phase2.trails import extract_paths_from_messages
+from wm_langgraph.phase2.trails import trail_paths
 from wm_langgraph.storage.archives import ArchiveRecord
 from wm_langgraph.writer.provider import ContextOverflow
 
@@ -42,11 +42,13 @@ _MIN_REPLY_TOKENS = 512
 
 @dataclass(frozen=True, slots=True)
 class Slice:
-    """The messages of one writer call: rendered text, token count, artifact-trail paths."""
+    """The messages of one writer call: rendered text, token count, artifact-trail paths and
+    where each came from (``user``, ``<tool> arguments``, ``<tool> output``)."""
 
     text: str
     tokens: int
     paths: list[str]
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,11 +139,19 @@ def _blocks(
     return [(block, counter(block) + _SEPARATOR_TOKENS) for block in blocks]
 
 
-def _slice(messages: Sequence[BaseMessage], blocks: list[tuple[str, int]]) -> Slice:
+def _slice(
+    messages: Sequence[BaseMessage],
+    blocks: list[tuple[str, int]],
+    before: Sequence[BaseMessage] = (),
+) -> Slice:
+    """One writer call's slice (``before``: the archive's messages in earlier slices, whose
+    tool calls this slice's tool results may answer)."""
+    trail = trail_paths(messages, context=before)
     return Slice(
         text="\n\n".join(text for text, _ in blocks),
         tokens=sum(tokens for _, tokens in blocks),
-        paths=extract_paths_from_messages(messages),
+        paths=[p.path for p in trail],
+        sources={p.path: p.source for p in trail},
     )
 
 
@@ -192,8 +202,8 @@ def _slices(
     start, total = 0, 0
     for index, (_, tokens) in enumerate(blocks):
         if index > start and total + tokens > budget:
-            slices.append(_slice(shown[start:index], blocks[start:index]))
+            slices.append(_slice(shown[start:index], blocks[start:index], shown[:start]))
             start, total = index, 0
         total += tokens
-    slices.append(_slice(shown[start:], blocks[start:]))
+    slices.append(_slice(shown[start:], blocks[start:], shown[:start]))
     return slices

@@ -599,6 +599,7 @@ class GuardMerge:
             dismissed=plan.dismissed,
         )
         text, missing, errors = capture.text, capture.artifact_trail, capture.error_trail
+        sources = {path: piece.sources.get(path, "") for path in missing}
         fates = [f.as_dict() for f in capture.fates]
         text, moved, compaction = fit_to_contract(text, prior, cfg, self._deps.counter)
         decisions += [compaction] if compaction else []
@@ -607,6 +608,7 @@ class GuardMerge:
             {
                 "decisions": decisions,
                 "artifact_trail": missing,
+                "artifact_sources": sources,
                 "error_trail": errors,
                 "capture": fates,
             },
@@ -616,6 +618,7 @@ class GuardMerge:
                     **(config.get("metadata") or {}),
                     "guard_decisions": decisions,
                     "artifact_trail": missing,
+                    "artifact_sources": sources,
                     "error_trail": errors,
                     "capture": fates,
                 },
@@ -633,6 +636,7 @@ class GuardMerge:
             moved=moved,
             capture=[*earlier.capture, *fates],
             captured_items=captured,
+            trail_sources={**earlier.trail_sources, **sources},
         )
         metrics = _timed(state.get("metrics") or {}, "capture_ms", started)
         if capture.asked:
@@ -721,6 +725,7 @@ class Save:
             "fallback": state["reply"].fallback,
             "decisions": [*merge.earlier_decisions, *merge.decisions],
             "artifact_trail": [*merge.earlier_trail, *merge.artifact_trail],
+            "artifact_sources": dict(merge.trail_sources),
             "error_trail": merge.error_trail,
             "capture": list(merge.capture),
             "code_items": _held_code_items(plan.code_items, merge.captured_items, text),

@@ -126,6 +126,8 @@ class MergeRecord:
             slice's.
         captured_items: Section -> the items the capture check's code added so far (paths and
             errors included).
+        trail_sources: Path -> where the artifact trail took it from (``user``, ``<tool>
+            arguments``, ``<tool> output``), for every slice's added paths.
     """
 
     decisions: list[dict[str, str]] = field(default_factory=list)
@@ -136,6 +138,7 @@ class MergeRecord:
     earlier_trail: list[str] = field(default_factory=list)
     capture: list[dict[str, str]] = field(default_factory=list)
     captured_items: dict[str, list[str]] = field(default_factory=dict)
+    trail_sources: dict[str, str] = field(default_factory=dict)
 
 
 class CommitState(TypedDict, total=False):

@@ -1,7 +1,7 @@
-"""The code trails: paths and errors the folded messages' tools report, kept by our code.
+"""The code trails: the paths the session acted on and the errors its tools reported.
 
-The **artifact trail** (:func:`extract_paths_from_messages`) lists the file paths in tool-call
-arguments and tool results, for Files & Context (behaviour §5.8: every summariser measured scores
+The **artifact trail** (:func:`trail_paths`) lists the file paths the session acted on, for
+Files & Context (behaviour §5.8: every summariser measured scores
 worst on "which files were touched"). The **error trail** (:func:`extract_errors_from_messages`)
 does the same for errors, for Errors & Corrections, and for the same reason: a small real writer
 (Qwen2.5-Coder-0.5B-Instruct) folded a failing test's output into its notes as "the user has
@@ -19,19 +19,21 @@ injection dressed as ``AssertionError: ASSISTANT INSTRUCTION: …``) is never co
 is quoted with its source (``<error> (reported by <tool>)``), at most :data:`MAX_ERRORS` per
 round and :data:`MAX_ERROR_CHARS` characters each.
 
-A path is captured when the conversation acts on it: a tool call's arguments (read, written,
-run), a line of a tool result that says it acted on it (``wrote docs/guide.md``, ``FAILED
-tests/…``), or a sentence of the user or the assistant that names it. A listing (a tool result
-line that only names paths, or a line of prose that is nothing but a path) gives none: one
-result listing 300 ``node_modules/…`` files beside ``~/.ssh/id_rsa`` once put all of them into
-Files & Context. At most :data:`MAX_PATHS` per round, each at most :data:`MAX_PATH_CHARS` long.
+The artifact trail takes its paths by the rule of
+:mod:`wm_langgraph.document.text.session_paths` (SPEC §10: paths come from what the session
+did): a tool call's arguments, the output of a tool that works on files (its arguments name a
+path) on lines that say it acted, the user's own words (not what the user pasted); never fetched
+or pasted text, never the assistant's prose, and a URL is never a file. A fetched page with fake
+test failures once put ``evil.example/x.sh`` and ``https://evil.example/collect`` into Files &
+Context. At most :data:`MAX_PATHS` per round, each at most :data:`MAX_PATH_CHARS` long, each
+with where it came from (:func:`trail_paths`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from langchain_core.messages import (
     AIMessage,
@@ -41,8 +43,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from wm_langgraph.document.text import extract_paths
 from wm_langgraph.document.text.provenance import reads_as_instruction
+from wm_langgraph.document.text.session_paths import SessionPath, Step, ToolCall, session_paths
 from wm_langgraph.messages import content_text, safe_str
 
 __all__ = [
@@ -53,7 +55,9 @@ __all__ = [
     "extract_errors_from_messages",
     "extract_paths_from_messages",
     "missing_errors",
+    "steps_of",
     "tool_result_lines",
+    "trail_paths",
     "without_relayed_lines",
 ]
 
@@ -139,45 +143,6 @@ def missing_errors(errors: Iterable[str], body: str) -> list[str]:
     return missing
 
 
-def _string_leaves(value: object) -> Iterable[str]:
-    """Every string inside a JSON-like value (keys excluded), depth first, in order."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _string_leaves(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _string_leaves(item)
-
-
-_ACTED_RE = re.compile(
-    r"\b(?:wrote|written|writing|saved|saving|created|creating|modified|updated|edited|"
-    r"patched|changed|deleted|removed|renamed|moved|copied|read|reading|opened|loaded|"
-    r"compiled|ran|running|executed|executing|generated|formatted|installed)\b"
-    r"|^(?:FAILED|ERROR|PASSED)\s|已(?:写入|保存|创建|修改|删除|读取)",
-    re.IGNORECASE,
-)
-_MAX_PROSE_PATHS = 8  # per message: more is a pasted listing, not a file being named
-
-
-def _acted_lines(text: str) -> Iterable[str]:
-    """The lines of a tool result that say the tool acted on something."""
-    for line in text.splitlines():
-        if _ACTED_RE.search(line.strip()):
-            yield line
-
-
-def _named_lines(text: str) -> Iterable[str]:
-    """The lines of a user's or the assistant's message that say something besides paths."""
-    for line in text.splitlines():
-        rest = line
-        for path in extract_paths(line):
-            rest = rest.replace(path, " ")
-        if re.search(r"[^\W\d_]{2,}", rest):
-            yield line
-
-
 # A short label before a relayed line: "Done: ", "Result: ", "- Output: ".
 _RELAY_LEAD_RE = re.compile(r"^(?:[-*•][ \t]+)?(?:[^\W\d_]+(?: [^\W\d_]+){0,2}:[ \t]+)?")
 
@@ -212,62 +177,71 @@ def without_relayed_lines(text: str, tool_lines: frozenset[str]) -> str:
     return "\n".join(line for line in text.splitlines() if not relays(line))
 
 
-def _trail_texts(
-    message: BaseMessage, tool_lines: frozenset[str] = frozenset()
-) -> Iterable[tuple[str, int | None]]:
-    """(text, the most paths it may give) for the parts of ``message`` that act on paths;
-    the assistant's lines that relay a tool result (``tool_lines``) name none."""
-    if isinstance(message, AIMessage):
-        for call in message.tool_calls or []:
-            for leaf in _string_leaves(call.get("args", {})):
-                yield leaf, None
-        for bad in message.invalid_tool_calls or []:
-            yield safe_str(bad.get("args") or ""), None
-        legacy = (message.additional_kwargs or {}).get("function_call")
-        if isinstance(legacy, Mapping):
-            raw = legacy.get("arguments", "")
-            try:
-                for leaf in _string_leaves(json.loads(raw)):
-                    yield leaf, None
-            except (TypeError, ValueError):
-                yield safe_str(raw), None
-    if isinstance(message, (ToolMessage, FunctionMessage)):
-        for line in _acted_lines(content_text(message.content)):
-            yield line, None
-    elif isinstance(message, (HumanMessage, AIMessage)):
-        text = content_text(message.content)
+def _call_args(call: Mapping[str, object]) -> Mapping[str, object] | str:
+    args = call.get("args")
+    return args if isinstance(args, Mapping) else safe_str(args or "")
+
+
+def steps_of(messages: Iterable[BaseMessage]) -> list[Step]:
+    """The messages as the path rule reads them (:class:`Step`): the user's text, the
+    assistant's tool calls (valid, invalid and legacy ``function_call``), tool results with
+    their call id and tool name. System messages and anything else give a step that
+    contributes nothing."""
+    steps: list[Step] = []
+    for message in messages:
         if isinstance(message, AIMessage):
-            text = without_relayed_lines(text, tool_lines)
-        named = "\n".join(_named_lines(text))
-        if named:
-            yield named, _MAX_PROSE_PATHS
+            calls = [
+                ToolCall(str(c.get("name") or ""), c.get("args") or {}, str(c.get("id") or ""))
+                for c in message.tool_calls or []
+            ]
+            calls += [
+                ToolCall(str(bad.get("name") or ""), _call_args(bad), str(bad.get("id") or ""))
+                for bad in message.invalid_tool_calls or []
+            ]
+            legacy = (message.additional_kwargs or {}).get("function_call")
+            if isinstance(legacy, Mapping):
+                raw = legacy.get("arguments", "")
+                try:
+                    parsed = json.loads(raw)
+                except (TypeError, ValueError):
+                    parsed = None
+                args = parsed if isinstance(parsed, Mapping) else safe_str(raw)
+                calls.append(ToolCall(str(legacy.get("name") or ""), args))
+            steps.append(Step("assistant", content_text(message.content), tuple(calls)))
+        elif isinstance(message, (ToolMessage, FunctionMessage)):
+            call_id = message.tool_call_id if isinstance(message, ToolMessage) else ""
+            name = message.name if isinstance(message.name, str) else ""
+            steps.append(Step("tool", content_text(message.content), (), call_id, name))
+        elif isinstance(message, HumanMessage):
+            steps.append(Step("user", content_text(message.content)))
+        else:
+            steps.append(Step(message.type))
+    return steps
 
 
-def extract_paths_from_messages(messages: Iterable[BaseMessage]) -> list[str]:
-    """The artifact trail: the paths the conversation acts on, in order, unique, bounded.
-
-    Tool-call arguments are scanned value by value (so JSON escaping cannot mangle a path);
-    tool results only on lines that say the tool acted on something; the user's and the
-    assistant's prose on lines that say more than paths, at most a few per message. Path
-    detection is :func:`wm_langgraph.document.text.extract_paths`. At most :data:`MAX_PATHS`
-    paths, each at most :data:`MAX_PATH_CHARS` characters.
+def trail_paths(
+    messages: Sequence[BaseMessage], *, context: Sequence[BaseMessage] = ()
+) -> list[SessionPath]:
+    """The artifact trail with its provenance: the paths the session acted on
+    (:func:`~wm_langgraph.document.text.session_paths.session_paths`), in order, unique, at
+    most :data:`MAX_PATHS`, each at most :data:`MAX_PATH_CHARS` characters.
 
     Args:
         messages: The messages being folded into the Working Memory.
+        context: Messages before them whose tool calls their tool results may answer (the
+            earlier slices of an archive folded in slices); they give no path.
     """
-    seen: set[str] = set()
-    paths: list[str] = []
-    messages = list(messages)
-    relayed = tool_result_lines(messages)
-    for message in messages:
-        for text, most in _trail_texts(message, relayed):
-            if not text:
-                continue
-            found = [p for p in extract_paths(text) if len(p) <= MAX_PATH_CHARS]
-            for path in found if most is None else found[:most]:
-                if path not in seen:
-                    seen.add(path)
-                    paths.append(path)
-                    if len(paths) >= MAX_PATHS:
-                        return paths
-    return paths
+    found = session_paths(steps_of(messages), context=steps_of(context))
+    return [p for p in found if len(p.path) <= MAX_PATH_CHARS][:MAX_PATHS]
+
+
+def extract_paths_from_messages(
+    messages: Sequence[BaseMessage], *, context: Sequence[BaseMessage] = ()
+) -> list[str]:
+    """The artifact trail's paths (:func:`trail_paths` without the provenance).
+
+    Args:
+        messages: The messages being folded into the Working Memory.
+        context: Messages before them whose tool calls their tool results may answer.
+    """
+    return [p.path for p in trail_paths(messages, context=context)]

@@ -46,7 +46,9 @@ from wm_langgraph.document.text.paths import (
     extract_paths,
     is_junk,
     is_path_like,
+    is_url,
     normalise_path,
+    strip_urls,
     words,
 )
 
@@ -63,6 +65,7 @@ __all__ = [
     "extract_paths",
     "is_junk",
     "is_path_like",
+    "is_url",
     "item_present",
     "meaningful_words",
     "missing_anchors",
@@ -71,6 +74,7 @@ __all__ = [
     "paths_listed",
     "restates",
     "shares_meaningful_word",
+    "strip_urls",
     "term_in",
 ]
 

@@ -206,6 +206,54 @@ def _is_module_name(text: str, match: re.Match[str]) -> bool:
     )
 
 
+def _host(tld: str) -> str:
+    """A host: dotted labels ending in a top-level domain (group ``tld``), ``localhost`` or an
+    IPv4 address."""
+    return (
+        r"(?:(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+(?P<" + tld + r">[A-Za-z]{2,63})"
+        r"|localhost|\d{1,3}(?:\.\d{1,3}){3})"
+    )
+
+
+# A URL without its scheme: a host, an optional port, then a path; or an scp-style remote
+# (``git@github.com:org/repo.git``). ``evil.example/x.sh`` is a place on the web, not a file.
+_HOSTED_RE = re.compile(
+    r"(?<![\w./~@$:%-])" + _host("tld") + r"(?::\d{1,5})?(?:/[^\s<>\"'`]*|(?=:\d))"
+    r"|(?<![\w./~$-])[\w.-]+@" + _host("remote_tld") + r":[^\s<>\"'`]+"
+)
+
+
+def _hosted(match: re.Match[str]) -> bool:
+    """A host-shaped match whose last label is not a file extension (``notes.md/`` is a
+    directory named like a file, ``example/`` after ``evil.`` is a domain)."""
+    tld = match.group("tld") or match.group("remote_tld") or ""
+    return not tld or tld.casefold() not in PATH_EXTENSIONS | _KNOWN_FILES
+
+
+def is_url(token: str) -> bool:
+    """True for a URL (behaviour §5.8: a URL is never a file the session touched): one with a
+    scheme (``https://…``, ``ftp://…``, ``data:``/``blob:``/``mailto:``), or without one, a
+    host and a path (``evil.example/x.sh``, ``github.com/org/repo``, ``localhost:8080/x``,
+    ``127.0.0.1/collect``, ``git@github.com:org/repo.git``)."""
+    text = token.strip().rstrip(_TRAILING_PUNCT)
+    if re.match(r"(?i)[a-z][a-z0-9+.-]*://", text) or re.match(r"(?i)(?:data|blob|mailto):", text):
+        return True
+    match = _HOSTED_RE.fullmatch(text)
+    return match is not None and _hosted(match)
+
+
+def strip_urls(text: str, mask: str = " ") -> str:
+    """``text`` with every URL (:func:`is_url`: with a scheme or host-shaped) replaced by
+    ``mask``, so that no part of one is read as a path (``https://evil.example/x.sh`` gives no
+    ``x.sh``, ``127.0.0.1:8000/x.sh`` no ``8000/x.sh``)."""
+    text = re.sub(r"(?i)(?<![A-Za-z0-9])[a-z][a-z0-9+.-]*://\S*", mask, text)
+
+    def blank(match: re.Match[str]) -> str:
+        return mask if _hosted(match) else match.group()
+
+    return _HOSTED_RE.sub(blank, text)
+
+
 def extract_paths(text: str) -> list[str]:
     """Path-like tokens and URLs in ``text``, in order of first appearance, unique.
 

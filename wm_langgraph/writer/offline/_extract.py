@@ -29,6 +29,7 @@ from wm_langgraph.writer.offline._files import (
     command_of,
     first_path,
     note,
+    session_files,
     tool_action,
     worth_listing,
 )
@@ -332,6 +333,7 @@ def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> F
         # the chunk opens with the user's answer to whatever the assistant asked last time
         found.opening_reply = sentences(turns[0].text)
     notes: dict[str, FileNote] = {}
+    acted = session_files(turns)  # the artifact trail's rule: no URL, fetched or pasted path
     calls_by_name: dict[str, ToolCallRecord] = {}
     open_candidates: list[tuple[int, str]] = []
     for index, turn in enumerate(turns):
@@ -339,7 +341,8 @@ def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> F
             for call in turn.tool_calls:
                 calls_by_name[call.name] = call
                 for path, key in call_paths(call):
-                    note(notes, path, tool_action(call, key), call.name)
+                    if path in acted:
+                        note(notes, path, tool_action(call, key), call.name)
                 command = command_of(call)
                 if command and command not in found.commands:
                     found.commands.append(command)
@@ -349,7 +352,7 @@ def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> F
             for fact in _fact_sentences(turn, language):
                 _add(found.facts, fact)
             for path in extract_paths(turn.text):
-                if worth_listing(path) or path in notes:
+                if path in acted and (worth_listing(path) or path in notes):
                     note(notes, path, "mentioned", "")
             collect_open(turns, index, open_candidates)
             found.resolution_texts.extend(s for s in sentences(turn.text) if RESOLVED_RE.search(s))
@@ -367,7 +370,8 @@ def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> F
             action = tool_action(result_of, "") if result_of else "used"
             command = command_of(result_of) if result_of else ""
             output_paths = extract_paths(turn.text[:4000])
-            for path in [p for p in output_paths if worth_listing(p) or p in notes][:5]:
+            shown = [p for p in output_paths if p in acted and (worth_listing(p) or p in notes)]
+            for path in shown[:5]:
                 note(notes, path, "seen in output", turn.tool_name)
             if result_of is not None and _output_failed(turn, action):
                 what = f"`{command}`" if command else f"{turn.tool_name or 'tool'}"

@@ -2,8 +2,11 @@
 
 Private to ``wm_langgraph.writer.offline``. Path detection is
 :func:`wm_langgraph.document.text.extract_paths` (the one the guards and the artifact trail
-use); this module only decides what each tool call did to a path (read / edited / created /
-ran …) and which paths seen in prose or tool output are worth listing at all.
+use), and which paths may be listed at all is the artifact trail's own rule
+(:func:`session_files`: :mod:`wm_langgraph.document.text.session_paths`; a tool call's
+arguments, a file tool's output, the user's own words; never a URL, a fetched page or pasted
+text). This module decides what each tool call did to a path (read / edited / created / ran …)
+and which of the paths seen in prose or tool output are worth a line.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from wm_langgraph.document.text import extract_paths
+from wm_langgraph.document.text import extract_paths, is_url
+from wm_langgraph.document.text.session_paths import Step, ToolCall, session_paths
 from wm_langgraph.writer.offline._lang import Language
-from wm_langgraph.writer.offline._transcript import ToolCallRecord
+from wm_langgraph.writer.offline._transcript import ToolCallRecord, Turn
 
 __all__ = [
     "FileNote",
@@ -22,6 +26,7 @@ __all__ = [
     "command_of",
     "first_path",
     "note",
+    "session_files",
     "tool_action",
     "worth_listing",
 ]
@@ -121,15 +126,31 @@ def first_path(call: ToolCallRecord) -> str:
     return paths[0][0] if paths else ""
 
 
+def session_files(turns: list[Turn]) -> set[str]:
+    """The paths the session acted on (the artifact trail's rule): the only paths the offline
+    writer may list in Files & Context."""
+    steps = [
+        Step(
+            turn.role,
+            turn.text,
+            tuple(ToolCall(c.name, c.args) for c in turn.tool_calls),
+            tool=turn.tool_name,
+        )
+        for turn in turns
+    ]
+    return {found.path for found in session_paths(steps)}
+
+
 def worth_listing(path: str) -> bool:
     """Whether a path seen only in prose or tool output is worth a Files & Context line.
 
-    URLs and file names with an extension (``src/app.py``, ``/var/log/app.log``) are; a route
-    (``/healthz``), a slash phrase (``day/month/year``) or an attribute (``.status_code``) is not.
-    A path the tools worked on is always listed (see :func:`call_paths`).
+    File names with an extension (``src/app.py``, ``/var/log/app.log``) are; a URL (never a
+    file), a route (``/healthz``), a slash phrase (``day/month/year``) or an attribute
+    (``.status_code``) is not. A path the tools worked on is always listed (see
+    :func:`call_paths`).
     """
-    if "://" in path:
-        return True
+    if is_url(path):
+        return False
     name = path.rstrip("/").rsplit("/", 1)[-1]
     stem, _, ext = name.rpartition(".")
     return bool(stem) and bool(ext)

@@ -17,7 +17,7 @@ from typing import Any
 from wm_langgraph.document.guards import SectionOp, guard_section
 from wm_langgraph.document.guards.key_facts import held_by
 from wm_langgraph.document.sections import SECTIONS, section_items
-from wm_langgraph.document.text import extract_anchors, extract_paths, missing_anchors
+from wm_langgraph.document.text import extract_anchors, extract_paths, missing_anchors, strip_urls
 from wm_langgraph.document.text.shorten import shorten
 from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.writer.offline._chat import (
@@ -258,8 +258,10 @@ def _files_op(old: str, found: Findings, warned: bool, goal: int = _DEFAULT_GOAL
             items.append(note.describe(found.language))
     label = "命令" if found.language == "zh" else "command"
     for command in found.commands:
-        if command not in old and not any(command in item for item in items):
-            items.append(f"{label} `{shorten(command, max_words=20)}`")
+        # what the session ran, but a URL is never a Files & Context entry (SPEC §10)
+        shown = strip_urls(command, "<url>")
+        if shown not in old and not any(shown in item for item in items):
+            items.append(f"{label} `{shorten(shown, max_words=20)}`")
     if warned and section_items(old):
         return {"op": "UPDATE", "content": consolidate_files(old, items, max_tokens=goal)}
     return {"op": "APPEND", "items": items} if items else _KEEP
