@@ -8,7 +8,7 @@ platform's store and survive a server restart. Run it from this directory::
     langgraph dev --no-browser
 
 With ``OPENAI_API_KEY`` set the agent and the Working Memory writer use ChatOpenAI; without it
-both run offline. ``WM_TOKEN_BUDGET``, ``WM_COMMIT_RATIO`` and ``WM_KEEP_RECENT`` tune the
+both run offline. Deleting a chat is the thread and the memory's records: ``delete_thread.py``. ``WM_TOKEN_BUDGET``, ``WM_COMMIT_RATIO`` and ``WM_KEEP_RECENT`` tune the
 memory (see ``.env.example``).
 """
 
