@@ -750,6 +750,8 @@ class WorkingMemory:
             config: Names the thread (as for :meth:`transcript`).
             checkpointer: The graph's checkpointer; default: the one given to the memory, else
                 the one its hooks last ran with (with none, the report has no per-call sizes).
+                A memory that has none takes it as its own (:meth:`use_checkpointer`): it is
+                what tells a deleted thread, which reports nothing (behaviour §6.8).
             where: Where the thread is kept, for the report's heading.
         """
         from wm_langgraph.display.history import AsOfStore
@@ -760,6 +762,8 @@ class WorkingMemory:
             ThreadReport,
         )
 
+        if checkpointer is not None:
+            self.use_checkpointer(checkpointer)
         with self._scoper.serving(config):
             key = self._scoper.readable(config)
             store = self._archives.store_for(key)

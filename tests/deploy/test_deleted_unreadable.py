@@ -3,10 +3,11 @@ memory returns its content, whether or not ``purge`` ran; ``purge`` still remove
 
 Every public read that returns thread content is tried: ``get_working_memory`` /
 ``aget_working_memory``, ``list_archives`` / ``alist_archives``, ``recall_archives``,
-``moved_items``, ``transcript`` / ``atranscript`` and the ``archive_search`` and
-``archive_expand`` tools, on ``create_agent`` and ``create_react_agent``, with an
-``InMemorySaver`` and the SQLite pair (sync and async). A thread that was never deleted still
-reads normally, and a new conversation on the deleted id sees nothing of the old one.
+``moved_items``, ``transcript`` / ``atranscript``, ``report`` / ``areport`` and the
+``archive_search`` and ``archive_expand`` tools, on ``create_agent`` and
+``create_react_agent``, with an ``InMemorySaver`` and the SQLite pair (sync and async). A
+thread that was never deleted still reads normally, and a new conversation on the deleted id
+sees nothing of the old one.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def _every_read(memory: WorkingMemory, config: Any) -> str:
     parts.append(str(_tool(memory, "archive_search").invoke({"query": "SSN"}, config)))
     parts.append(str(_tool(memory, "archive_search").invoke({"query": "my note"}, config)))
     parts.append(str(_tool(memory, "archive_expand").invoke({"archive_id": "archive_001"}, config)))
+    parts.append(memory.report(config).html)
     return "\n".join(parts)
 
 
@@ -80,6 +82,7 @@ async def _every_aread(memory: WorkingMemory, config: Any) -> str:
     search, expand = _tool(memory, "archive_search"), _tool(memory, "archive_expand")
     parts.append(str(await search.ainvoke({"query": "SSN"}, config)))
     parts.append(str(await expand.ainvoke({"archive_id": "archive_001"}, config)))
+    parts.append((await memory.areport(config)).html)
     return "\n".join(parts)
 
 

@@ -142,18 +142,22 @@ def test_the_agents_searches_are_listed_with_what_they_returned():
     assert "query='build-3.example.com'" in parse(report.html).text
 
 
-def test_a_report_without_a_checkpointer_shows_what_the_store_holds_and_says_what_it_cannot():
+def test_a_report_without_a_checkpointer_shows_nothing_of_the_thread_and_says_why():
+    """Without the thread's checkpointer the memory cannot tell a deleted thread from a live
+    one, so it shows nothing of it (behaviour §6.8); given it, the report is whole."""
     session = run_session(TURNS)
     store = session.memory.store
     fresh = WorkingMemory(config=SMALL, store=store)  # a new process: no hook ran, no saver
     report = fresh.report(session.config)
     assert report.history is None
     assert report.calls == []
-    assert report.commits
+    assert report.commits == []
     text = assert_inert(report.html).text
     assert "No checkpointer was given" in text
+    assert "FACT-001" not in text
     given = fresh.report(session.config, checkpointer=session.checkpointer)
     assert len(given.calls) == len(session.prompts())
+    assert given.commits
 
 
 def test_a_call_made_while_the_background_writer_ran_is_rebuilt_without_its_version():

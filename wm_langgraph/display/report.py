@@ -76,8 +76,9 @@ SYSTEM_NOTE = (
     "memory's addition only."
 )
 NO_CHECKPOINTER = (
-    "No checkpointer was given: the user turns and the model calls are not shown (pass the "
-    "checkpointer, or run the report where the agent ran)."
+    "No checkpointer was given: the user turns and the model calls are not shown, nor anything "
+    "of a thread that runs under one, which could have been deleted (pass the checkpointer, or "
+    "run the report where the agent ran)."
 )
 IN_SUBGRAPH = (
     "This memory belongs to an agent inside a subgraph: its model calls are in the subgraph's "
