@@ -31,6 +31,7 @@ from langgraph.store.memory import InMemoryStore
 from bench.data import Session, Turn, generate_session
 from bench.measure import seeded_global_random
 from bench.models import make_model
+from bench.play import calibrate, run_one
 from bench.systems import Tuning
 from bench.writers import SIZE_WRITERS
 
@@ -78,7 +79,6 @@ def window_runs(
     log: Log = print,
 ) -> list[Any]:
     """Every system, writer and window on the retention sessions (``RunResult`` list)."""
-    from bench.run import calibrate, run_one
 
     out: list[Any] = []
     for kind in kinds:

@@ -227,7 +227,7 @@ def _worker(args: tuple[dict[str, Any], str, int, dict[str, Any]]) -> dict[str, 
     sample, system, budget, options = args
     import warnings
 
-    from bench.run import quiet_loggers
+    from bench.quiet import quiet_loggers
 
     conversation = parse_sample(sample["sample"], sample["conv_id"])
     with (
