@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bench.cost import WRITER_SYSTEMS, WriterMeter, input_tokens, metered
 from bench.data import Session, Turn
 from bench.measure import Survival, measure_survival
 from bench.models import CallRecord, make_model, records_of
@@ -43,6 +44,12 @@ class RunResult:
     """wm_langgraph only: the capture check's fates over the run (``fate`` or
     ``fate: reason`` for a dismissal in an earlier round and the skips), ``rounds``, the
     rounds (archives) that recorded a check, and ``asked rounds``, those with a follow-up call."""
+    input_tokens: list[int] = field(default_factory=list)
+    """Input tokens of every agent-model call, by the memory's counter (bench/cost.py)."""
+    writer: dict[str, int] = field(default_factory=dict)
+    """The writer's calls, prompt and output tokens (``{}`` for a system without one)."""
+    played: int = 0
+    """Turns played (user messages sent): the session's and the closing probe."""
 
     def at(self, k: int) -> Survival | None:
         """Survival measured right after the k-th compaction (None if there were fewer)."""
@@ -86,7 +93,28 @@ def run_one(
     fields, such as a slow local writer's timeout)."""
     if model is None:
         model = make_model(behaviour, session.items, seed=session.seed * 7919 + 17)
-    run = build_system(system, session, model, tuning, wm_overrides=wm_overrides)
+    meter = WriterMeter()
+    callbacks = getattr(model, "callbacks", None)
+    if system in WRITER_SYSTEMS:
+        metered(model, meter)
+    try:
+        run = build_system(system, session, model, tuning, wm_overrides=wm_overrides)
+        return _play(run, system, session, behaviour, tuning, model, track_memory, meter)
+    finally:
+        if system in WRITER_SYSTEMS:
+            model.callbacks = callbacks  # a model used again is metered by its next run only
+
+
+def _play(
+    run: Any,
+    system: str,
+    session: Session,
+    behaviour: str,
+    tuning: Tuning,
+    model: Any,
+    track_memory: bool,
+    meter: WriterMeter,
+) -> RunResult:
     started = time.perf_counter()
     compactions: list[int] = []
     errors: list[str] = []
@@ -143,6 +171,9 @@ def run_one(
         over_budget=over_budget,
         model_calls=len(run.agent.inputs),
         capture=capture_fates(run),
+        input_tokens=[input_tokens(messages) for _, _, messages in run.agent.inputs],
+        writer=meter.figures() if system in WRITER_SYSTEMS else {},
+        played=len(turns),
     )
 
 

@@ -145,6 +145,9 @@ def test_assemble_shows_a_history_that_fits_as_it_is():
     live = [SystemMessage("You are terse.", id="s"), *_conversation(1, start=19)]
     out = wm.assemble({"messages": live}, CFG)["llm_input_messages"]
     assert out == [live[0], *folded, *live[1:]]
+    context = wm.build_context(live, CFG)
+    assert context.whole_history
+    assert context.tokens == wm.count_tokens(out) <= 680
 
 
 @pytest.mark.parametrize(

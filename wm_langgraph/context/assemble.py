@@ -222,6 +222,8 @@ class AssembledContext:
         budgets: The budgets used.
         wm_omitted: How many Working Memory items the summary message leaves out (0: the
             whole document is shown).
+        whole_history: The input is the thread's whole history (it fits ``usable``): no
+            Working Memory, no addition, no fill.
     """
 
     system_message: SystemMessage | None
@@ -230,6 +232,7 @@ class AssembledContext:
     dropped: int
     budgets: Budgets
     wm_omitted: int = 0
+    whole_history: bool = False
 
     @property
     def all_messages(self) -> list[BaseMessage]:
@@ -452,7 +455,7 @@ def assemble_context(
     if whole_history:
         history = _whole_history(system_message, folded_messages, pending_messages, live, count)
         if history.tokens <= budgets.usable:
-            return replace(history, budgets=budgets)
+            return replace(history, budgets=budgets, whole_history=True)
     if not verbatim_fill:
         folded_messages, folded_sizes = (), None
     head, tail = _joined(
