@@ -46,10 +46,9 @@ message and the whole WM leave holds the newest folded messages, whole turns cho
 first (see :func:`_verbatim_fill`), so the model never sees less recent history than trimming
 to the same budget would show beyond the WM's own room.
 
-Pending archives (:func:`pending_messages`) are older than every live message, so only the
-newest of them can ever fit: they are read newest first and only until their stored token
-counts fill the room the live messages and the WM's share leave; older records are never
-fetched or deserialised.
+Pending archives are older than every live message, so only the newest of them can ever fit:
+they are read newest first and only until their stored token counts fill the room the live
+messages leave; older records are never fetched or deserialised.
 """
 
 from __future__ import annotations
@@ -69,12 +68,10 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.fit import fit_document
 from wm_langgraph.context.live import LiveView
 from wm_langgraph.document.tokens import longest_fitting
 from wm_langgraph.messages import content_text
-from wm_langgraph.storage.archives import ArchiveStore
 
 __all__ = [
     "FILL_HEADER",
@@ -716,36 +713,3 @@ def _verbatim_fill(
         return [], 0
     chosen = [texts.get(i, pairs[i][0]) for i in range(best, len(pairs))]
     return [marker, *chosen], best_total + count(marker)
-
-
-def pending_messages(
-    archives: ArchiveStore,
-    config: WorkingMemoryConfig,
-    thread_id: str,
-    pending_ids: Sequence[str],
-    *,
-    live_tokens: int,
-    document_tokens: int,
-) -> list[BaseMessage]:
-    """The messages of the pending archives that assemble could show, in archive order.
-
-    Args:
-        archives: The thread's archive store.
-        config: Its budgets.
-        thread_id: The thread.
-        pending_ids: The pending archive ids, oldest first.
-        live_tokens: Tokens of the live messages.
-        document_tokens: Tokens of the current WM (0 without one).
-    """
-    if not pending_ids:
-        return []
-    budgets = compute_budgets(config.tokens, config.reserve_tokens, config.archive_memory_tokens)
-    room = budgets.usable - min(document_tokens, budgets.archive) - live_tokens
-    records, complete = archives.get_recent_archives(thread_id, pending_ids, room)
-    messages = [m for record in records for m in record.messages]
-    if not complete:
-        # Messages before the first user message belong to a turn that starts in an archive
-        # not read; that turn is larger than the room, so it cannot be shown: drop them.
-        first = next((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), None)
-        messages = messages[first:] if first is not None else []
-    return messages
