@@ -10,7 +10,7 @@ Imports point down only. From the bottom:
  4    context, recall (the model input reads the system prompt from writer.prompts)
  5    phase2
  6    phase1
- 7    integration
+ 7    integration, display (adapters: how users plug it in and see what it did)
  8    memory, middleware, the package's ``__init__``
  9    cli, ``__main__``
 ====  ==========================================================================
@@ -48,6 +48,7 @@ LAYERS: dict[str, int] = {
     "phase2": 5,
     "phase1": 6,
     "integration": 7,
+    "display": 7,
     "memory": 8,
     "middleware": 8,
     "__init__": 8,

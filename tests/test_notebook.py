@@ -50,3 +50,20 @@ def test_quickstart_notebook_executes(tmp_path: Path, monkeypatch):
     assert "# Working Memory" in outputs
     assert "archive_001 done" in outputs
     assert "[Session History Summary]" in outputs
+    pictures = [
+        str(output["data"]["text/html"])
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+        if "text/html" in output.get("data", {})
+    ]
+    # the Working Memory, a commit, an archive, a call's input, the whole report
+    assert len(pictures) == 5
+    for picture in pictures:
+        assert picture.startswith('<div class="wmv"><style>')
+        assert "<script" not in picture
+    assert "Working Memory now" in pictures[0]
+    assert "writer's op → guard's decision" in pictures[1]
+    assert "archive_001" in pictures[2]
+    assert "usable" in pictures[3]
+    assert "Every Working Memory version" in pictures[4]
+    assert (tmp_path / "quickstart-report.html").is_file()

@@ -23,6 +23,7 @@ EXPECTED = [
     "ModelInputMessages",
     "NoStoreError",
     "OfflineWorkingMemoryModel",
+    "ThreadReport",
     "WorkingMemory",
     "WorkingMemoryAgentState",
     "WorkingMemoryConfig",
@@ -79,6 +80,20 @@ def test_sections_are_the_seven_names_in_order() -> None:
         "Errors & Corrections",
         "Open Issues",
     )
+
+
+def test_the_display_module_exports_the_pictures() -> None:
+    import wm_langgraph.display
+
+    assert wm_langgraph.display.__all__ == [
+        "ArchiveView",
+        "CommitView",
+        "ModelInputView",
+        "ThreadReport",
+        "WorkingMemoryView",
+    ]
+    assert wm_langgraph.ThreadReport is wm_langgraph.display.ThreadReport
+    assert callable(wm_langgraph.WorkingMemory.report)
 
 
 def test_state_schema_has_the_documented_channels() -> None:

@@ -167,6 +167,7 @@ PRINTS: dict[str, tuple[list[str], list[str]]] = {
             r"^2 live messages$",
             r"^8 messages in the whole conversation$",
             r"^note 1: the release train leaves at 1 PM$",
+            r"^3 Working Memory versions, 4 model calls$",
         ],
         [],
     ),

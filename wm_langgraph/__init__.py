@@ -10,6 +10,8 @@ the errors to catch. The rest has a public module of its own:
 - :mod:`wm_langgraph.storage.sqlite`: the versioned SQLite checkpointers;
 - :mod:`wm_langgraph.testing`: :class:`~wm_langgraph.testing.OfflineAgentModel`, an offline
   stand-in for the agent's model;
+- :mod:`wm_langgraph.display`: the pictures of what the memory did (the parts of a
+  :class:`ThreadReport`, which ``WorkingMemory.report`` returns);
 - :mod:`wm_langgraph.errors`: every exception of the package.
 
 Names that used to be exported here keep working for this release, with a
@@ -25,6 +27,7 @@ from typing import Any
 
 from wm_langgraph import _moved
 from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.display.report import ThreadReport
 from wm_langgraph.errors import ConflictingMiddlewareError, NoStoreError, WorkingMemoryError
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.middleware import WorkingMemoryAgentState, WorkingMemoryMiddleware
@@ -46,6 +49,7 @@ __all__ = [
     "ModelInputMessages",
     "NoStoreError",
     "OfflineWorkingMemoryModel",
+    "ThreadReport",
     "WorkingMemory",
     "WorkingMemoryAgentState",
     "WorkingMemoryConfig",

@@ -69,6 +69,7 @@ from wm_langgraph.storage.search_index import SearchIndex
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
+    from wm_langgraph.display.report import ThreadReport
     from wm_langgraph.recall.search import Corpus
 
 __all__ = ["MemoryScope", "TranscriptPage", "WorkingMemory"]
@@ -708,6 +709,99 @@ class WorkingMemory:
             hidden=self._archives.hidden_ids(thread_id) if timeline else set(),
             moved=self.moved_items(config) if timeline else [],
         )
+
+    # -- display -----------------------------------------------------------------------------
+    def report(
+        self,
+        config: RunnableConfig | None,
+        *,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
+        where: str = "",
+    ) -> ThreadReport:
+        """What the memory did in the config's thread, as pictures: in Jupyter the report and
+        its parts (``.working_memory``, ``.commits``, ``.archives``, ``.calls``) display
+        themselves; ``.save(path)`` writes one self-contained HTML file. Reads only.
+
+        The model input of each call is rebuilt from the checkpoint the call started from, with
+        the store as it was then (docs/guide.md, "See what it did").
+
+        Args:
+            config: Names the thread (as for :meth:`transcript`).
+            checkpointer: The graph's checkpointer; default: the one given to the memory, else
+                the one its hooks last ran with (with none, the report has no per-call sizes).
+            where: Where the thread is kept, for the report's heading.
+        """
+        from wm_langgraph.display.history import AsOfStore
+        from wm_langgraph.display.report import (
+            IN_SUBGRAPH,
+            NO_CHECKPOINTER,
+            ReportSource,
+            ThreadReport,
+        )
+
+        with self._scoper.serving(config):
+            key = self._scoper.readable(config)
+            store = self._archives.store_for(key)
+            thread_id, scope = split_memory_key(key)
+            in_subgraph = bool(scope.partition("|")[2])  # its calls: in a subgraph's checkpoints
+            saver = None if in_subgraph else checkpointer or self._session.checkpointer_of(key)
+            found = (
+                saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+                if saver is not None
+                else None
+            )
+            latest = dict(found.checkpoint.get("channel_values") or {}) if found else None
+            archives = self._list_archives(key, config)
+            conversation = self._transcript(key, config, latest, 0, None).messages
+        view = AsOfStore(store)
+        replica = WorkingMemory(
+            config=self.config,
+            store=view,
+            token_counter=self._counter,
+            system_prompt=self._system_prompt,
+            name=self.name,
+            scope=self._scope,
+        )
+
+        def rebuild(
+            messages: Sequence[BaseMessage], state: Mapping[str, Any], at: Any
+        ) -> AssembledContext:
+            view.as_of = at
+            return replica.build_context(messages, config, state=state)
+
+        return ThreadReport(
+            ReportSource(
+                thread_id=thread_id,
+                key=key,
+                store=store,
+                archives=archives,
+                conversation=conversation,
+                config=self.config,
+                count_text=self._counter,
+                count_message=self._count_message,
+                checkpointer=saver,
+                rebuild=rebuild,
+                where=where,
+                no_calls=IN_SUBGRAPH if in_subgraph else NO_CHECKPOINTER,
+            )
+        )
+
+    async def areport(
+        self,
+        config: RunnableConfig | None,
+        *,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
+        where: str = "",
+    ) -> ThreadReport:
+        """Async twin of :meth:`report` (safe with async stores and checkpointers on their
+        loop: the report is read, and its calls rebuilt, off the loop)."""
+
+        def read() -> ThreadReport:
+            report = self.report(config, checkpointer=checkpointer, where=where)
+            report.calls  # noqa: B018 - rebuilt here, off the event loop
+            return report
+
+        return await asyncio.to_thread(read)
 
     # -- phase 2 control ---------------------------------------------------------------------
     def wait(self, config: RunnableConfig | None = None, timeout: float | None = None) -> bool:

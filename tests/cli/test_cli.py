@@ -180,7 +180,7 @@ def test_bad_option_values_are_usage_errors(capsys):
     assert "must be between 0 and 1" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", ["demo", "replay", "inspect"])
+@pytest.mark.parametrize("command", ["demo", "replay", "inspect", "report"])
 def test_every_command_has_help(command, capsys):
     with pytest.raises(SystemExit) as exc:
         main([command, "--help"])
@@ -197,7 +197,7 @@ def test_python_dash_m_help():
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    for command in ("demo", "replay", "inspect"):
+    for command in ("demo", "replay", "inspect", "report"):
         assert command in done.stdout
     assert "heuristic extractive summariser" in done.stdout
 

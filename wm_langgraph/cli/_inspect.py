@@ -1,4 +1,5 @@
-"""The ``inspect`` command: what a wm-langgraph SQLite database holds, read-only.
+"""The ``inspect`` command: what a wm-langgraph database (a SQLite file, or a PostgreSQL database
+named by a ``postgresql://`` URL) holds, read-only.
 
 Private helper of the CLI. Threads come from the checkpointer (live state) and from the store
 (archives and WM versions under ``("wm_langgraph", <thread label>, …)``); for each thread it shows
@@ -19,14 +20,19 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
-from wm_langgraph.cli._runtime import persistence
+from wm_langgraph.cli._runtime import (
+    DatabaseOpenError,
+    database_label,
+    is_database_url,
+    persistence,
+)
 from wm_langgraph.cli._terminal import json_safe
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.state import META_KEY
 from wm_langgraph.storage.archives import ROOT_LABEL, SCOPE_PREFIX
 from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
 
-__all__ = ["inspect_db", "thread_report"]
+__all__ = ["inspect_db", "thread_ids", "thread_report"]
 
 _MEMORY_KINDS = frozenset({"archives", "wm", "meta", "ids"})
 
@@ -42,14 +48,14 @@ def _label_to_thread_id(label: str) -> str:
         return label
 
 
-def _thread_ids(checkpointer: BaseCheckpointSaver[Any], store: BaseStore) -> list[str]:
+def thread_ids(checkpointer: BaseCheckpointSaver[Any], store: BaseStore) -> list[str]:
     """Every thread with a checkpoint or with Working Memory data, in first-seen order."""
     found: list[str] = []
     conn = getattr(checkpointer, "conn", None)
     if isinstance(conn, sqlite3.Connection):
         rows = conn.execute("SELECT thread_id, MIN(rowid) FROM checkpoints GROUP BY thread_id")
         found.extend(str(row[0]) for row in sorted(rows, key=lambda row: row[1]))
-    else:  # pragma: no cover - other checkpointers: walk their checkpoints
+    else:  # other checkpointers (PostgreSQL): walk their checkpoints
         for item in checkpointer.list(None):
             thread = str(item.config["configurable"]["thread_id"])
             if thread not in found:
@@ -143,27 +149,34 @@ def inspect_db(db: str, *, thread_id: str | None, as_json: bool, out: TextIO, er
     Returns:
         0 on success, 2 when the file does not exist or the thread is unknown.
     """
-    if not Path(db).is_file():
+    if not is_database_url(db) and not Path(db).is_file():
         print(f"wm-langgraph inspect: no such database file: {db}", file=err)
         return 2
-    with persistence(db) as (checkpointer, store):
-        memory = WorkingMemory(OfflineWorkingMemoryModel(), store=store)
-        threads = _thread_ids(checkpointer, store)
-        if thread_id is not None and thread_id not in threads:
-            known = ", ".join(threads) or "none"
-            print(
-                f"wm-langgraph inspect: no thread {thread_id!r} in {db} (threads: {known})",
-                file=err,
-            )
-            return 2
-        chosen = [thread_id] if thread_id is not None else threads
-        reports = [thread_report(memory, checkpointer, t) for t in chosen]
+    try:
+        with persistence(db) as (checkpointer, store):
+            memory = WorkingMemory(OfflineWorkingMemoryModel(), store=store)
+            threads = thread_ids(checkpointer, store)
+            if thread_id is not None and thread_id not in threads:
+                known = ", ".join(threads) or "none"
+                print(
+                    f"wm-langgraph inspect: no thread {thread_id!r} in {database_label(db)} "
+                    f"(threads: {known})",
+                    file=err,
+                )
+                return 2
+            chosen = [thread_id] if thread_id is not None else threads
+            reports = [thread_report(memory, checkpointer, t) for t in chosen]
+    except DatabaseOpenError as exc:  # a missing extra, a database that cannot be reached
+        print(f"wm-langgraph inspect: {exc}", file=err)
+        return 2
     if as_json:
-        text = json.dumps({"db": db, "threads": reports}, ensure_ascii=False, indent=2)
+        text = json.dumps(
+            {"db": database_label(db), "threads": reports}, ensure_ascii=False, indent=2
+        )
         print(json_safe(text), file=out)
         return 0
     if thread_id is None:
-        print(f"{db}: {len(reports)} thread(s)", file=out)
+        print(f"{database_label(db)}: {len(reports)} thread(s)", file=out)
         for report in reports:
             _print_summary(report, out)
         if reports:

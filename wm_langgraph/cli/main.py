@@ -10,7 +10,12 @@ Commands:
 - ``replay FILE``: run your own transcript (JSONL, one OpenAI-style chat message per line)
   through the engine and print (or ``--out``) the final Working Memory. Bad lines are reported
   with their line number and reason; the valid ones are still processed.
-- ``inspect --db PATH``: threads of a SQLite database, their WM, archives and pending state.
+- ``inspect --db PATH``: threads of a database, their WM, archives and pending state.
+- ``report THREAD --db PATH``: one thread as a self-contained HTML report (timeline, the model
+  input of every call by layer, every Working Memory version with its guard decisions, the
+  archives, the agent's searches).
+
+``--db`` is a SQLite file or a ``postgresql://`` URL (the ``[postgres]`` extra).
 
 Exit status: 0 on success; 1 when ``replay`` skipped bad lines (the valid ones were processed);
 2 on a usage error or an unreadable input; 3 when ``demo`` archived messages but every commit
@@ -39,6 +44,7 @@ _DESCRIPTION = (
 
 
 _DEFAULTS = WorkingMemoryConfig()
+_DB_HELP = "the SQLite file, or a postgresql:// URL (needs the [postgres] extra)"
 
 
 def _positive_int(text: str) -> int:
@@ -82,7 +88,8 @@ def _timeout_option(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with the ``demo``, ``replay`` and ``inspect`` subcommands."""
+    """The argument parser with the ``demo``, ``replay``, ``inspect`` and ``report``
+    subcommands."""
     parser = argparse.ArgumentParser(prog="wm-langgraph", description=_DESCRIPTION)
     from wm_langgraph import __version__
 
@@ -185,9 +192,55 @@ def build_parser() -> argparse.ArgumentParser:
         description="List the threads of a wm-langgraph SQLite database; with --thread, show "
         "that thread's pending state, archives (status, size) and Working Memory.",
     )
-    inspect.add_argument("--db", metavar="PATH", required=True, help="the SQLite file")
+    inspect.add_argument("--db", metavar="PATH", required=True, help=_DB_HELP)
     inspect.add_argument("--thread", metavar="ID", help="show this thread in detail")
     inspect.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    report = commands.add_parser(
+        "report",
+        help="write one thread as a self-contained HTML report",
+        description="Write one thread of a database as a self-contained HTML file (no script, "
+        "no network): the timeline of turns, archives and commits; the model input of every "
+        "call split into its layers against the budget, rebuilt from the checkpoints; every "
+        "Working Memory version with its diff and guard decisions; the archives; the agent's "
+        "archive searches. Changes nothing and calls no model (opening the database only makes "
+        "sure its tables exist). The database does not keep the agent's budget: give it "
+        "with --budget (and --reserve, --wm-tokens when they are not the defaults).",
+    )
+    report.add_argument("thread", metavar="THREAD", help="the thread id")
+    report.add_argument("--db", metavar="PATH", required=True, help=_DB_HELP)
+    report.add_argument(
+        "-o",
+        "--out",
+        metavar="FILE",
+        help="the HTML file to write (default: wm-report-<THREAD>.html here)",
+    )
+    report.add_argument(
+        "--budget",
+        type=_positive_int,
+        default=_DEFAULTS.tokens,
+        metavar="TOKENS",
+        help="the agent's token_budget (default: %(default)s)",
+    )
+    report.add_argument(
+        "--reserve",
+        type=_non_negative_int,
+        default=_DEFAULTS.reserve_tokens,
+        metavar="TOKENS",
+        help="the agent's reserve_tokens (default: %(default)s)",
+    )
+    report.add_argument(
+        "--wm-tokens",
+        type=_non_negative_int,
+        default=_DEFAULTS.archive_memory_tokens,
+        metavar="TOKENS",
+        help="the agent's archive_memory_tokens (default: %(default)s)",
+    )
+    report.add_argument(
+        "--no-verbatim-fill",
+        action="store_true",
+        help="the agent ran with verbatim_fill=False",
+    )
     return parser
 
 
@@ -261,6 +314,22 @@ def _inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return status
 
 
+def _report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from wm_langgraph.cli._html_report import report_thread
+
+    try:
+        config = WorkingMemoryConfig(
+            token_budget=args.budget,
+            reserve_tokens=args.reserve,
+            archive_memory_tokens=args.wm_tokens,
+            verbatim_fill=not args.no_verbatim_fill,
+        )
+    except ValueError as exc:
+        print(f"wm-langgraph report: {exc}", file=err)
+        return 2
+    return report_thread(args.db, args.thread, config=config, output=args.out, out=out, err=err)
+
+
 def main(
     argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
@@ -282,4 +351,6 @@ def main(
         return _demo(args, stdout)
     if args.command == "replay":
         return _replay(args, stdout, stderr)
+    if args.command == "report":
+        return _report(args, stdout, stderr)
     return _inspect(args, stdout, stderr)

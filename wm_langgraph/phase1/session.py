@@ -247,12 +247,16 @@ class CheckpointTimelines:
             return None
         return _state_values(found)
 
+    def saver(self, thread_id: str) -> BaseCheckpointSaver[Any] | None:
+        """The checkpointer of the graph the thread's hooks last ran in, else the default."""
+        place = self._place(thread_id)
+        with self._lock:
+            return self._savers.get(place, self._default)
+
     def _target(
         self, thread_id: str, config: RunnableConfig | None
     ) -> tuple[BaseCheckpointSaver[Any] | None, RunnableConfig | None]:
-        place = self._place(thread_id)
-        with self._lock:
-            saver = self._savers.get(place, self._default)
+        saver = self.saver(thread_id)
         root_thread, scope = split_memory_key(thread_id)
         if scope.partition("|")[2]:
             return saver, None
@@ -532,6 +536,10 @@ class Session:
         config's ``checkpoint_id``, else the latest) when the checkpointer is known, else the
         store's pointer (only ever what a checkpoint confirmed, see :meth:`_finish`)."""
         return self._pointer.read(thread_id, config)
+
+    def checkpointer_of(self, thread_id: str) -> BaseCheckpointSaver[Any] | None:
+        """The checkpointer the thread's hooks last ran with (else the one given), or None."""
+        return self._checkpoints.saver(thread_id)
 
     def checkpoint_state(
         self, thread_id: str, config: RunnableConfig | None = None

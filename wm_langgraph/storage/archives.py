@@ -145,7 +145,7 @@ def digest_of(messages: Sequence[BaseMessage]) -> str:
     """A digest of messages as a record stores them (every field, in order)."""
     plain = _json_plain(messages_to_dict(list(messages)))
     text = json.dumps(plain, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def message_signature(message: BaseMessage) -> str:
@@ -166,7 +166,7 @@ def message_signature(message: BaseMessage) -> str:
         str(getattr(message, "tool_call_id", "") or ""),
     ]
     text = json.dumps(plain, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 _IMMUTABLE = frozenset(

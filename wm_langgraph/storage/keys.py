@@ -51,7 +51,7 @@ def thread_label(thread_id: object) -> str:
     text = str(thread_id)
     if _SAFE_LABEL.fullmatch(text):
         return text
-    return "~" + base64.b32encode(text.encode("utf-8")).decode("ascii").rstrip("=")
+    return "~" + base64.b32encode(text.encode("utf-8", "surrogatepass")).decode("ascii").rstrip("=")
 
 
 def memory_scope(name: str, graph_ns: str) -> str:

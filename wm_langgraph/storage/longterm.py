@@ -61,7 +61,7 @@ def write_key_facts(
     ]
     namespace = facts_namespace(prefix, user_id)
     for item in items:
-        key = hashlib.sha256(item_key(item).encode("utf-8")).hexdigest()[:32]
+        key = hashlib.sha256(item_key(item).encode("utf-8", "surrogatepass")).hexdigest()[:32]
         store.put(
             namespace,
             key,

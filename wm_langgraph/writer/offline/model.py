@@ -178,7 +178,7 @@ class OfflineWorkingMemoryModel(BaseChatModel):
         found = _findings(messages, prompt, old.get("Current State", ""))
         ops = plan_ops(old, found, warnings)
         args: dict[str, Any] = {"sections": ops}
-        digest = hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:20]
+        digest = hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:20]
         call = ToolCall(name=UPDATE_TOOL_NAME, args=args, id=f"call_wm_{digest}", type="tool_call")
         logger.debug("offline update ops: %s", json.dumps(args, ensure_ascii=False)[:500])
         return AIMessage(
