@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bench.data import generate_coding_session
 from bench.measure import kinds_present
+from bench.play import run_one
 from bench.provenance import (
     Stamp,
     code_fingerprint,
@@ -27,7 +28,6 @@ from bench.provenance import (
     stamp_lines,
 )
 from bench.report import CAPTURE_HEADER, _survival_rows, _table, capture_rows
-from bench.run import run_one
 from bench.systems import Tuning
 
 TURNS = 16

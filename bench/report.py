@@ -12,6 +12,7 @@ from bench.measure import Survival, kinds_present
 from bench.provenance import measured_on, read_stamp, stamp_lines
 from bench.report_sizes import (
     checkpoint_assemble_section,
+    cost_section,
     long_size_section,
     size_section,
     window_section,
@@ -238,6 +239,7 @@ def write_results(results: dict[str, Any], path: Path) -> None:
     lines += _bloat_section(results["bloat"])
     lines += _checkpoint_section(results["checkpoints"], opts.checkpoint_turns)
     lines += window_section(results.get("windows", []), at)
+    lines += cost_section(results.get("windows", []))
     lines += size_section(results.get("sizes", []))
     lines += long_size_section(results.get("long_sizes", []))
     lines += checkpoint_assemble_section(results.get("assemble_checkpoints", []))

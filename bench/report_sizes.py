@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.cost import LABELS, CostRow, cost_lines, equal_while_it_fits, pool
+from bench.systems import BASELINES, window_limits
+
 __all__ = [
     "checkpoint_assemble_section",
+    "cost_section",
     "long_size_section",
     "size_section",
     "window_section",
@@ -34,6 +38,7 @@ def _whole(r: Any) -> tuple[int, int]:
 
 def window_section(runs: list[Any], at: int) -> list[str]:
     """Survival and WM visibility in 8k / 16k / 32k windows."""
+    runs = [r for r in runs if r.system not in BASELINES]  # they are the cost table's
     if not runs:
         return []
     rows = []
@@ -297,3 +302,58 @@ def checkpoint_assemble_section(costs: list[Any]) -> list[str]:
             )
     lines.append("")
     return lines
+
+
+def cost_section(runs: list[Any]) -> list[str]:
+    """What each system costs inside each window: input tokens per agent call, the writer's
+    tokens per turn (the small-window runs, pooled over the sessions)."""
+    full = [r for r in runs if r.system == "plain"]
+    windows = sorted({r.window for r in runs if r.window})
+    if not full or not windows:
+        return []
+    order = ("trimming", "langchain", "langmem", "wm_langgraph")
+    rows: list[CostRow] = [pool(LABELS["plain"], "plain", (_as_cost(r) for r in full))]
+    notes: list[str] = []
+    for window in windows:
+        by = {s: [r for r in runs if r.window == window and r.system == s] for s in order}
+        for system in order:
+            if by[system]:
+                label = f"{LABELS[system]} @ {window / 1000:g}k"
+                rows.append(pool(label, system, (_as_cost(r) for r in by[system])))
+        ours, trimming = by["wm_langgraph"], by["trimming"]
+        if ours and trimming:
+            usable = window_limits(window)[0]
+            mine = pool("", "wm_langgraph", (_as_cost(r) for r in ours))
+            theirs = pool("", "trimming", (_as_cost(r) for r in trimming))
+            same, fitting = equal_while_it_fits(
+                [(r.input_tokens, f.input_tokens) for r in ours for f in full if f.kind == r.kind],
+                usable,
+            )
+            notes.append(
+                f"- {window / 1000:g}k: wm_langgraph {mine.mean:,.0f} tokens per call against "
+                f"trimming's {theirs.mean:,.0f} "
+                f"({'at most' if mine.mean <= theirs.mean else 'MORE than'} trimming's); "
+                f"on the {fitting:,} calls whose whole history fits usable ({usable:,}), its "
+                f"input equals no memory's on {same:,}"
+            )
+    return [
+        "## Cost per call: input and writer tokens",
+        "",
+        "Every agent-model call of the small-window runs above (the drifting writer), pooled "
+        "over the coding and chat sessions, and the same sessions through `create_agent` "
+        "without a memory (*no memory*: the full history, whatever the window) and with "
+        "trimming to the window's usable part (`trim_messages`, newest first, starting on a "
+        "user message). Tokens are counted for every system with the memory's counter "
+        "(`message_tokens`: text + 4 per message, tool calls with their arguments). *writer*: "
+        "the memory's own model calls (wm_langgraph: create / update and the capture "
+        "follow-up; SummarizationMiddleware and LangMem: their summary calls), prompt "
+        "including the tools bound to the call, per turn played.",
+        "",
+        *cost_lines(rows),
+        *notes,
+        "",
+    ]
+
+
+def _as_cost(r: Any) -> dict[str, Any]:
+    return {"tokens": r.input_tokens, "turns": r.played, "writer": r.writer}

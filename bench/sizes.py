@@ -31,6 +31,7 @@ from langgraph.store.memory import InMemoryStore
 from bench.data import Session, Turn, generate_session
 from bench.measure import seeded_global_random
 from bench.models import make_model
+from bench.play import calibrate, run_one
 from bench.systems import Tuning
 from bench.writers import SIZE_WRITERS
 
@@ -77,17 +78,21 @@ def window_runs(
     windows: Sequence[int] = WINDOWS,
     log: Log = print,
 ) -> list[Any]:
-    """Every system, writer and window on the retention sessions (``RunResult`` list)."""
-    from bench.run import calibrate, run_one
+    """Every system, writer and window on the retention sessions (``RunResult`` list); for the
+    cost table also the baselines without a memory: the full history (``plain``, once per
+    session: it has no window) and trimming to each window."""
 
     out: list[Any] = []
     for kind in kinds:
         session = generate_session(kind, seed, turns)
         base = calibrate(session, tuning)
+        out.append(run_one("plain", session, behaviours[0], base))
         for window in windows:
             for behaviour in behaviours:
-                for system in systems:
-                    if system == "wm_no_guards":
+                for system in [*systems, "trimming"]:
+                    if system == "wm_no_guards" or (
+                        system == "trimming" and behaviour != behaviours[0]
+                    ):
                         continue
                     r = run_one(system, session, behaviour, replace(base, window=window))
                     out.append(r)

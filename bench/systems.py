@@ -4,7 +4,10 @@
 * ``wm_no_guards`` — the same with ``WorkingMemoryConfig(guards=False)`` (ablation);
 * ``langmem`` — ``create_react_agent`` with LangMem's ``SummarizationNode`` as pre-model hook;
 * ``langchain`` — ``create_agent`` with LangChain's ``SummarizationMiddleware``;
-* ``plain`` — ``create_agent`` without any memory (checkpoint-growth baseline only).
+* ``plain`` — ``create_agent`` without any memory: the full history (the checkpoint-growth
+  baseline, and the *no memory* row of the cost table);
+* ``trimming`` — ``create_agent`` with :class:`TrimMiddleware`: LangChain's ``trim_messages``
+  to the window's usable part (the cost table's baseline inside a window).
 
 The agent's own model is :class:`ReplayAgent`'s ``model`` (a ``wm_langgraph.testing``
 ``ScriptedChatModel``): it replays the session's scripted assistant messages (tool calls, then
@@ -21,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain.agents.middleware.summarization import SummarizationMiddleware
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, trim_messages
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -37,10 +41,12 @@ from bench.models import records_of
 from wm_langgraph.testing import ScriptedChatModel
 
 __all__ = [
+    "BASELINES",
     "PEERS",
     "SYSTEMS",
     "ReplayAgent",
     "SystemRun",
+    "TrimMiddleware",
     "Tuning",
     "build_system",
     "langmem_available",
@@ -49,6 +55,8 @@ __all__ = [
 
 SYSTEMS: tuple[str, ...] = ("wm_langgraph", "wm_no_guards", "langmem", "langchain")
 PEERS: tuple[str, ...] = ("langmem", "langchain")
+BASELINES: tuple[str, ...] = ("plain", "trimming")
+"""Systems without a memory: the full history and trimming (the cost table's baselines)."""
 
 
 def langmem_available() -> bool:
@@ -147,6 +155,39 @@ def make_tools(session: Session) -> list[BaseTool]:
 
 
 # ------------------------------------------------------------------------------------------
+# trimming
+
+
+class TrimMiddleware(AgentMiddleware[Any, Any]):
+    """Trims the model request with LangChain's ``trim_messages`` to ``usable`` tokens by
+    ``count`` (the state keeps every message): the newest messages, starting on a user
+    message, the system message kept."""
+
+    def __init__(self, usable: int, count: Callable[[list[BaseMessage]], int]) -> None:
+        super().__init__()
+        self.usable = usable
+        self.count = count
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        """The request with its messages trimmed."""
+        system = [request.system_message] if request.system_message else []
+        room = self.usable - self.count(system)
+        trimmed = trim_messages(
+            request.messages,
+            strategy="last",
+            token_counter=self.count,
+            max_tokens=room,
+            start_on="human",
+            include_system=True,
+        )
+        return handler(request.override(messages=trimmed))
+
+
+# ------------------------------------------------------------------------------------------
 # one system ready to run
 
 
@@ -231,7 +272,8 @@ def _record_contexts(memory: Any, log: list[dict[str, int]]) -> None:
     def recording(messages: Any, config: Any, **kwargs: Any) -> Any:
         context = build(messages, config, **kwargs)
         document = memory.get_working_memory(config)
-        if document:
+        # a call whose input is the whole history needs no Working Memory: not a WM call
+        if document and not context.whole_history:
             shown = context.messages
             start = max((i for i, m in enumerate(shown) if isinstance(m, Human)), default=0)
             newest = memory.count_tokens(shown[start:])
@@ -365,4 +407,11 @@ def build_system(
     if name == "plain":
         graph = create_agent(agent.model, tools, checkpointer=saver)
         return SystemRun(name, graph, agent, None, config, lambda: 0, lambda: "")
-    raise ValueError(f"unknown system {name!r}; expected one of {(*SYSTEMS, 'plain')}")
+    if name == "trimming":
+        from bench.cost import input_tokens
+
+        usable = window_limits(tuning.window)[0] if tuning.window else 60_000
+        trim = TrimMiddleware(usable, input_tokens)
+        graph = create_agent(agent.model, tools, middleware=[trim], checkpointer=saver)
+        return SystemRun(name, graph, agent, None, config, lambda: 0, lambda: "")
+    raise ValueError(f"unknown system {name!r}; expected one of {(*SYSTEMS, *BASELINES)}")

@@ -137,10 +137,11 @@ class WorkingMemoryConfig:
             as the model client does (not recommended).
         guards: False disables the per-section guards — for ablation/benchmarks only; the
             document stays seven sections and header-safe.
-        verbatim_fill: True (default): the room the layers leave inside the usable budget
-            holds the newest already-folded messages verbatim (whole turns), so the model sees
-            at least as much recent history as trimming would show. False leaves that room
-            empty (smaller, cheaper model calls).
+        verbatim_fill: True (default): once the history outgrows the usable budget, the room
+            the layers leave inside it holds the newest already-folded messages verbatim (whole
+            turns), so the model sees at least as much recent history as trimming would show.
+            False leaves that room empty (smaller, cheaper model calls). While the whole
+            history fits, it is the input either way.
     """
 
     token_budget: int | BudgetFraction = 128_000

@@ -526,17 +526,18 @@ class WorkingMemory:
         budgets = compute_budgets(
             self.config.tokens, self.config.reserve_tokens, self.config.archive_memory_tokens
         )
-        live = view.total
-        document_tokens = self._counter(document) if document else 0
-        # The room the live messages and the WM's share leave, for archived messages.
-        room = budgets.usable - min(document_tokens, budgets.archive) - live
+        # The room the live messages leave for archived messages: while the whole history
+        # fits, it is the input (behaviour §7.4), so the archives are read up to that room.
+        room = budgets.usable - view.total
         pending: list[BaseMessage] = []
         folded = RecentMessages([], [], True)
-        if room > 0 and (pending_ids or (folded_ids and self.config.verbatim_fill)):
+        whole = not (pending_ids or folded_ids)  # no archive: the history is the live messages
+        if room > 0 and (pending_ids or folded_ids):
             # removed after they were archived (RemoveMessage of an archived id)
             hidden = self._archives.hidden_ids(thread_id) | removed
             recent = self._reader.recent(thread_id, pending_ids, room, hidden=hidden)
             pending = recent.messages
+            whole = recent.complete and not recent.missing
             if not recent.complete:
                 # Messages before the first user message belong to a turn that starts in an
                 # archive not read; that turn is larger than the room: it cannot be shown.
@@ -544,11 +545,12 @@ class WorkingMemory:
                     (i for i, m in enumerate(pending) if isinstance(m, HumanMessage)), None
                 )
                 pending = pending[first:] if first is not None else []
-            elif folded_ids and self.config.verbatim_fill:
-                # The WM is shown whole before the fill gets any room (behaviour §7.4).
-                left = room - recent.tokens - max(0, document_tokens - budgets.archive)
-                if left > 0:
-                    folded = self._reader.recent(thread_id, folded_ids, left, hidden=hidden)
+            elif folded_ids and room > recent.tokens:
+                left = room - recent.tokens
+                folded = self._reader.recent(thread_id, folded_ids, left, hidden=hidden)
+                whole = whole and folded.complete and not folded.missing
+            elif folded_ids:
+                whole = False
         return assemble_context(
             system_message=system_message,
             working_memory=document,
@@ -562,6 +564,8 @@ class WorkingMemory:
             system_addition=self._system_prompt,
             folded_messages=folded.messages,
             folded_sizes=folded.sizes,
+            whole_history=whole,
+            verbatim_fill=self.config.verbatim_fill,
         )
 
     # -- reading -----------------------------------------------------------------------------

@@ -10,12 +10,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from bench.cost import cost_lines, equal_while_it_fits, pool
 from bench.locomo.data import CATEGORIES
 from bench.locomo.score import STOPWORDS, THRESHOLD
 from bench.locomo.systems import SYSTEMS, usable_tokens
 from bench.provenance import Stamp, measured_on, read_stamp, stamp_lines
 
 __all__ = [
+    "COST_BEGIN",
+    "COST_END",
     "RESULTS_BEGIN",
     "RESULTS_END",
     "SUMMARY_BEGIN",
@@ -29,6 +32,8 @@ __all__ = [
 
 SUMMARY_BEGIN = "<!-- summary: copied into RESULTS.md -->"
 SUMMARY_END = "<!-- /summary -->"
+COST_BEGIN = "<!-- cost: copied into RESULTS.md -->"
+COST_END = "<!-- /cost -->"
 RESULTS_BEGIN = (
     "<!-- locomo: copied from LOCOMO.md by python -m bench and python -m bench --locomo -->"
 )
@@ -326,6 +331,8 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
         rows,
     )
 
+    lines += _cost_section(results, order, budgets, convs)
+
     lines += [
         "### Layers of the final input (mean tokens)",
         "",
@@ -357,6 +364,77 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
     lines += _definitions()
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     return path
+
+
+def _cost_section(
+    results: list[dict[str, Any]],
+    order: list[tuple[str, int | None]],
+    budgets: list[int],
+    convs: list[str],
+) -> list[str]:
+    """What each system costs: input tokens per agent call, the writer's tokens per turn; and,
+    per run, wm_langgraph against trimming and against no memory while the history fits."""
+    groups = summarise(results)
+    rows = [
+        pool(_label(*key), key[0], (_cost_run(r) for r in groups[key]["runs"])) for key in order
+    ]
+    lines = [
+        "## Cost (input tokens per agent call, writer tokens per turn)",
+        "",
+        "Every agent-model call of every conversation run, pooled per system and budget; tokens "
+        "counted for every system with the one counter of the fill table. *writer*: the "
+        "memory's own model calls (wm_langgraph: create / update and the capture follow-up; "
+        "summarization and langmem: their summary calls), the prompt including the tools bound "
+        "to the call, per turn (one turn: one agent call).",
+        "",
+        COST_BEGIN,
+        *cost_lines(rows),
+        COST_END,
+        "",
+    ]
+    full = {r["conv"]: r for r in results if r["system"] == "full"}
+    notes = []
+    for budget in budgets:
+        ours = {
+            r["conv"]: r for r in results if r["system"] == "wm_langgraph" and r["budget"] == budget
+        }
+        trim = {
+            r["conv"]: r for r in results if r["system"] == "trimming" and r["budget"] == budget
+        }
+        both = [c for c in convs if c in ours and c in trim]
+        if both:
+            cheaper = [c for c in both if _mean(ours[c]) <= _mean(trim[c])]
+            worse = ", ".join(
+                f"{c} ({_mean(ours[c]):,.0f} vs {_mean(trim[c]):,.0f})"
+                for c in both
+                if c not in cheaper
+            )
+            notes.append(
+                f"- {budget / 1000:g}k: wm_langgraph's mean input per call is at most "
+                f"trimming's on {len(cheaper)} of {len(both)} conversations"
+                + (f"; more on {worse}" if worse else "")
+            )
+        pairs = [(ours[c]["tokens"], full[c]["tokens"]) for c in convs if c in ours and c in full]
+        if pairs:
+            same, fitting = equal_while_it_fits(pairs, usable_tokens(budget))
+            notes.append(
+                f"- {budget / 1000:g}k: on the {fitting:,} calls whose whole history fits usable "
+                f"({usable_tokens(budget):,}), wm_langgraph's input equals no memory's on {same:,}"
+            )
+    return [*lines, *notes, ""] if notes else lines
+
+
+def _cost_run(run: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "tokens": run["tokens"],
+        "turns": run.get("turns", len(run["tokens"])),
+        "writer": run.get("writer") or {},
+    }
+
+
+def _mean(run: dict[str, Any]) -> float:
+    tokens = run["tokens"]
+    return sum(tokens) / len(tokens) if tokens else 0.0
 
 
 def write_timings(meta: dict[str, Any], results: list[dict[str, Any]], path: Path) -> Path:
@@ -415,6 +493,16 @@ def results_section(locomo: Path, fingerprint: str) -> list[str]:
         ]
     stamp = read_stamp(text)
     table = text.split(SUMMARY_BEGIN, 1)[1].split(SUMMARY_END, 1)[0].strip("\n")
+    cost: list[str] = []
+    if COST_BEGIN in text and COST_END in text:
+        rows = text.split(COST_BEGIN, 1)[1].split(COST_END, 1)[0].strip("\n")
+        cost = [
+            "What each system costs on the same runs: input tokens per agent call and the "
+            "writer's tokens per turn ([LOCOMO.md](LOCOMO.md), *Cost*):",
+            "",
+            *rows.split("\n"),
+            "",
+        ]
     return [
         *lines,
         "The share of LoCoMo questions whose answer is in each system's final model input, "
@@ -426,6 +514,7 @@ def results_section(locomo: Path, fingerprint: str) -> list[str]:
         "",
         *table.split("\n"),
         "",
+        *cost,
         RESULTS_END,
         "",
     ]

@@ -196,6 +196,8 @@ def run_one(
         "seconds": seconds,
         "calls": len(run.agent.tokens),
         "tokens": list(run.agent.tokens),
+        "turns": len(conversation.exchanges),
+        "writer": meter.figures() if (meter := run.extra.get("writer_meter")) else {},
         "final_tokens": sum(message_tokens(m) for m in final),
         "layers": layers(run, final),
         "memory_tokens": _count(memory),
@@ -227,7 +229,7 @@ def _worker(args: tuple[dict[str, Any], str, int, dict[str, Any]]) -> dict[str, 
     sample, system, budget, options = args
     import warnings
 
-    from bench.run import quiet_loggers
+    from bench.quiet import quiet_loggers
 
     conversation = parse_sample(sample["sample"], sample["conv_id"])
     with (

@@ -33,20 +33,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
     SystemMessage,
-    trim_messages,
 )
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
+from bench.cost import WriterMeter, metered
 from bench.locomo.data import Conversation, Exchange
+from bench.systems import TrimMiddleware
 from wm_langgraph import OfflineWorkingMemoryModel, WorkingMemoryConfig, WorkingMemoryMiddleware
 from wm_langgraph.document import count_tokens
 from wm_langgraph.testing import ScriptedChatModel
@@ -274,31 +274,6 @@ def _peer_request(messages: list[BaseMessage]) -> tuple[str, list[tuple[str, str
 # one system ready to run
 
 
-class _TrimMiddleware(AgentMiddleware[Any, Any]):
-    """Trims the model request with LangChain's ``trim_messages`` (the state keeps all)."""
-
-    def __init__(self, usable: int) -> None:
-        super().__init__()
-        self.usable = usable
-
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
-        system = [request.system_message] if request.system_message else []
-        room = self.usable - messages_tokens(system)
-        trimmed = trim_messages(
-            request.messages,
-            strategy="last",
-            token_counter=messages_tokens,
-            max_tokens=room,
-            start_on="human",
-            include_system=True,
-        )
-        return handler(request.override(messages=trimmed))
-
-
 @dataclass
 class SystemRun:
     """A compiled agent for one system and one conversation."""
@@ -347,6 +322,7 @@ def build_system(
     agent = ScriptedAgent()
     usable = usable_tokens(budget)
     saver = InMemorySaver()
+    meter = WriterMeter()  # the writer's tokens (bench/cost.py), for the cost table
     config: RunnableConfig = {
         "configurable": {"thread_id": f"locomo-{conversation.conv_id}"},
         "recursion_limit": 50,
@@ -354,21 +330,30 @@ def build_system(
 
     def peer_writer(max_tokens: int) -> Runnable[LanguageModelInput, Any]:
         if writer is None:
-            return offline_peer_model(max_tokens)
+            return metered(offline_peer_model(max_tokens), meter)
         # both spellings: see bench/locomo/run.py (_writer_factory)
-        return writer().bind(max_tokens=max_tokens, extra_body={"max_tokens": max_tokens})
+        model = metered(writer(), meter)
+        return model.bind(max_tokens=max_tokens, extra_body={"max_tokens": max_tokens})
+
+    def ready(graph: Any, memory_text: Callable[[], str], **extra: Any) -> SystemRun:
+        return SystemRun(
+            name,
+            None if name == "full" else budget,
+            usable,
+            graph,
+            agent,
+            config,
+            memory_text,
+            lambda: _live(graph, config),
+            extra={"writer_meter": meter, **extra},
+        )
 
     if name == "full":
-        graph = create_agent(agent.model, [], checkpointer=saver)
-        return SystemRun(
-            name, None, usable, graph, agent, config, lambda: "", lambda: _live(graph, config)
-        )
+        return ready(create_agent(agent.model, [], checkpointer=saver), lambda: "")
     if name == "trimming":
-        graph = create_agent(
-            agent.model, [], middleware=[_TrimMiddleware(usable)], checkpointer=saver
-        )
-        return SystemRun(
-            name, budget, usable, graph, agent, config, lambda: "", lambda: _live(graph, config)
+        trim = TrimMiddleware(usable, messages_tokens)
+        return ready(
+            create_agent(agent.model, [], middleware=[trim], checkpointer=saver), lambda: ""
         )
     if name == "summarization":
         from langchain.agents.middleware.summarization import SummarizationMiddleware
@@ -388,9 +373,7 @@ def build_system(
                     return m.text[len(_LC_SUMMARY_PREFIX) :].strip()
             return ""
 
-        return SystemRun(
-            name, budget, usable, graph, agent, config, lc_summary, lambda: _live(graph, config)
-        )
+        return ready(graph, lc_summary)
     if name == "langmem":
         from langgraph.prebuilt import create_react_agent
         from langgraph.prebuilt.chat_agent_executor import AgentState
@@ -418,9 +401,7 @@ def build_system(
             rs = ctx.get("running_summary")
             return str(rs.summary) if rs is not None else ""
 
-        return SystemRun(
-            name, budget, usable, graph, agent, config, lm_summary, lambda: _live(graph, config)
-        )
+        return ready(graph, lm_summary)
     if name in ("wm_langgraph", "wm_langgraph_minilm"):
         store = InMemoryStore()
         if name == "wm_langgraph_minilm":
@@ -428,20 +409,16 @@ def build_system(
 
             store = InMemoryStore(index=packaged_index(_packaged_embeddings()))
         cfg = WorkingMemoryConfig(token_budget=budget, background=False, **(wm_overrides or {}))
-        model = writer() if writer is not None else OfflineWorkingMemoryModel()
+        model = metered(writer() if writer is not None else OfflineWorkingMemoryModel(), meter)
         mw = WorkingMemoryMiddleware(model=model, config=cfg, store=store)
         graph = create_agent(agent.model, [], middleware=[mw], checkpointer=saver, store=store)
         memory = mw.memory
-        return SystemRun(
-            name,
-            budget,
-            usable,
+        return ready(
             graph,
-            agent,
-            config,
             lambda: memory.get_working_memory(config),
-            lambda: _live(graph, config),
-            extra={"middleware": mw, "memory": memory, "store": store},
+            middleware=mw,
+            memory=memory,
+            store=store,
         )
     raise ValueError(f"unknown system {name!r}; expected one of {SYSTEMS}")
 

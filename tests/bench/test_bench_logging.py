@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from bench.run import quiet_loggers
+from bench.quiet import quiet_loggers
 
 
 def test_quiet_loggers_restores_each_level_even_after_an_error() -> None:

@@ -24,9 +24,12 @@ SMALL = Tuning(chunk_tokens=600, chunk_messages=10, keep_messages=6)
 
 
 def test_an_8k_window_shows_the_whole_wm_whenever_it_fits() -> None:
-    (run,) = window_runs(
+    runs = window_runs(
         ["coding"], 5, 60, ["wm_langgraph"], SMALL, windows=(8_000,), log=lambda _: None
     )
+    # the baselines of the cost table run beside it: no memory once, trimming per window
+    assert [r.system for r in runs] == ["plain", "wm_langgraph", "trimming"]
+    run = runs[1]
     fits = [c for c in run.contexts if c["fits"]]
     assert len(fits) > 20
     assert all(c["complete"] for c in fits)

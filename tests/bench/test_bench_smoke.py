@@ -125,6 +125,7 @@ def test_quick_benchmark_writes_results(tmp_path):
         "## Memory size over 100 commits",
         "## SQLite checkpoint size",
         "## Small context windows: 8k, 16k, 32k",
+        "## Cost per call: input and writer tokens",
         "## Working Memory size over",
         "### Past 1,000 commits: 30 commits at the default budget",
         "## Checkpoint bytes per turn, with and without the assemble node",
@@ -133,6 +134,25 @@ def test_quick_benchmark_writes_results(tmp_path):
         assert heading in text
     for system in _systems():
         assert f"| {system} |" in text
+    # the cost table: every system, the baselines without a memory beside them
+    cost = text.split("## Cost per call", 1)[1].split("\n## ", 1)[0]
+    for label in ("no memory (full)", "trimming @ 8k", "SummarizationMiddleware @ 8k"):
+        assert f"| {label} |" in cost
+    assert "| wm_langgraph @ 8k |" in cost
+    windows = results["windows"]
+    full = [r for r in windows if r.system == "plain"]
+    assert len(full) == 1
+    assert all(r.writer == {} for r in windows if r.system in {"plain", "trimming"})
+    ours = next(r for r in windows if r.system == "wm_langgraph")
+    assert ours.writer["calls"] == len(ours.records)  # every writer call metered
+    assert ours.writer["prompt"] > 0
+    assert len(ours.input_tokens) == ours.model_calls == len(full[0].input_tokens)
+    # while the whole history fits, the input is no memory's, token for token
+    pairs = zip(ours.input_tokens, full[0].input_tokens, strict=True)
+    fitting = [(a, b) for a, b in pairs if b <= 6_800]
+    assert fitting
+    assert all(a == b for a, b in fitting)
+    assert f"its input equals no memory's on {len(fitting):,}" in cost
     # the capture fates of every wm_langgraph retention run, summed over its rounds
     for run in results["retention"]:
         if run.system == "wm_langgraph":

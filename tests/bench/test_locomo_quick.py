@@ -121,10 +121,21 @@ def test_report_is_written_with_every_table(quick):
         "### The memory alone",
         "Per conversation (memory alone):",
         "## Fill",
+        "## Cost (input tokens per agent call, writer tokens per turn)",
         "### Layers of the final input",
         "## Definitions",
     ):
         assert heading in report
+    cost = report.split("<!-- cost: copied into RESULTS.md -->", 1)[1].split("<!-- /cost", 1)[0]
+    assert "| system | agent calls | mean input / call |" in cost
+    rows = {
+        line.split(" | ")[0].strip("| "): line
+        for line in cost.splitlines()
+        if line.startswith("| ") and not line.startswith("| system")
+    }
+    assert "- | - | -" in rows["full"]  # no writer
+    ours = next(line for label, line in rows.items() if label.startswith("wm_langgraph @"))
+    assert "- | - | -" not in ours
     for system in _systems():
         assert f"| {system}" in report
     assert "| archive_search recall@5 | recall@5 (hit only) | visible or found |" in report

@@ -28,8 +28,12 @@ from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.messages import content_text
 from wm_langgraph.testing import ScriptedChatModel
 
+# Long enough that the history outgrows usable (1,700 at SMALL's 2,000) halfway through: while
+# it fits, the input is the history itself and shows no Working Memory.
 TURNS = [
-    f"FACT-{i:03d}: the build server build-{i}.example.com runs release v1.{i}.0" for i in range(12)
+    f"FACT-{i:03d}: the build server build-{i}.example.com runs release v1.{i}.0"
+    + " (ops note: the rollout is staged region by region)" * 14
+    for i in range(12)
 ]
 
 

@@ -18,8 +18,9 @@ from typing import Annotated, Any
 
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, SystemMessage
-from langchain_core.tools import tool
+from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
@@ -35,7 +36,7 @@ from wm_langgraph.testing import ScriptedChatModel
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    from langgraph.prebuilt import create_react_agent
+    from langgraph.prebuilt import ToolNode, create_react_agent
     from langgraph.prebuilt.chat_agent_executor import AgentState
 
 PATHS = ("stategraph", "react", "middleware")
@@ -105,19 +106,24 @@ def make(
     parallel: int = 1,
     tolerant: bool = False,
     store: BaseStore | None = None,
+    model: ScriptedChatModel | None = None,
+    tools: Sequence[BaseTool] | None = None,
     **graph_kwargs: Any,
 ) -> Driver:
     """A driver of ``kind`` (one of :data:`PATHS`). ``tolerant``: the agents get the state
     schema whose reducer accepts ``RemoveMessage`` of archived ids (the StateGraph always has
     it: ``WorkingMemoryState``). ``store``: the engine's store (a new ``InMemoryStore`` by
-    default)."""
+    default). ``model`` / ``tools``: the agent model and its tools (default: ``agent_model``
+    and ``read_file``)."""
     writer = WMWriter()
     store = InMemoryStore() if store is None else store
-    model = agent_model(tool_every=tool_every, parallel=parallel)
+    model = agent_model(tool_every=tool_every, parallel=parallel) if model is None else model
+    tools = [read_file] if tools is None else list(tools)
     checkpointer = InMemorySaver()
     if kind == "stategraph":
         wm = WorkingMemory(writer.model, config=config, store=store)
-        graph = build_agent(wm, model, checkpointer=checkpointer, store=wm.store)
+        node = ToolNode(tools) if tools != [read_file] else None
+        graph = build_agent(wm, model, checkpointer=checkpointer, store=wm.store, tools=node)
         if graph_kwargs:
             graph = graph.builder.compile(checkpointer=checkpointer, store=wm.store, **graph_kwargs)
     elif kind == "react":
@@ -126,7 +132,7 @@ def make(
             warnings.simplefilter("ignore")
             graph = create_react_agent(
                 model,
-                [read_file],
+                tools,
                 pre_model_hook=wm.pre_model_hook,
                 post_model_hook=wm.post_model_hook,
                 checkpointer=checkpointer,
@@ -140,7 +146,7 @@ def make(
         wm = mw.memory
         graph = create_agent(
             model,
-            [read_file],
+            tools,
             middleware=[mw],
             checkpointer=checkpointer,
             store=wm.store,
@@ -150,6 +156,33 @@ def make(
     else:  # pragma: no cover - a typo in a test
         raise ValueError(kind)
     return Driver(kind, wm, graph, model, writer)
+
+
+def make_plain(kind: str, model: ScriptedChatModel, tools: Sequence[BaseTool]) -> Any:
+    """The graph of ``kind`` without any memory: what the agent sends with no memory at all
+    (the StateGraph's model node reads the state's messages)."""
+    checkpointer = InMemorySaver()
+    if kind == "stategraph":
+
+        def agent(state: dict[str, Any]) -> dict[str, Any]:
+            return {"messages": [model.invoke(state["messages"])]}
+
+        def route(state: dict[str, Any]) -> str:
+            last = state["messages"][-1]
+            return "tools" if getattr(last, "tool_calls", None) else END
+
+        builder = StateGraph(AgentState)
+        builder.add_node("agent", agent)
+        builder.add_node("tools", ToolNode(list(tools)))
+        builder.add_edge(START, "agent")
+        builder.add_conditional_edges("agent", route, ["tools", END])
+        builder.add_edge("tools", "agent")
+        return builder.compile(checkpointer=checkpointer)
+    if kind == "react":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return create_react_agent(model, list(tools), checkpointer=checkpointer)
+    return create_agent(model, list(tools), checkpointer=checkpointer)
 
 
 def conversation_ids(messages: list[BaseMessage]) -> list[str]:

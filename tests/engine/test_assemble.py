@@ -446,7 +446,9 @@ def test_assemble_properties(
         # the WM gets what the raw messages leave, and at least its share of it while the
         # newest turn does not need the room
         assert count(summary[0]) <= max(0, available - sum(count(m) for m in raw))
-    if document and whole + sum(count(m) for m in everything) <= available:
+    # with the addition that comes with a shown summary (without a summary it is left out)
+    addition = SystemMessage(ADDITION + ("\n\nYou are helpful." if with_system else ""))
+    if document and whole + sum(count(m) for m in everything) <= usable - count(addition):
         assert summary
         assert summary[0].text == f"{SUMMARY_HEADER}\n\n{document.strip()}"
 

@@ -63,7 +63,8 @@ def test_state_graph_assemble_output_reaches_the_model_but_no_checkpoint() -> No
     graph = build_agent(memory, model, checkpointer=saver)
     config: Any = {"configurable": {"thread_id": "sg"}}
     for i in range(1, 25):
-        graph.invoke({"messages": [user(i)]}, config)
+        # long turns: the history outgrows usable, so the input is the assembled one
+        graph.invoke({"messages": [HumanMessage(user(i).text + " context" * 60)]}, config)
     assert any("[Session History Summary]" in m.text for m in model.calls[-1].messages)
     assert "messages" in _persisted_keys(saver, config)
     assert KEY not in _persisted_keys(saver, config)

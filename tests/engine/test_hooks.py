@@ -116,18 +116,38 @@ def test_assemble_without_memory_is_the_plain_conversation():
 
 
 def test_assemble_puts_system_then_summary_then_live():
-    wm, _ = _memory()
-    wm.compact({"messages": _conversation(3)}, CFG)
-    live = [SystemMessage("You are terse.", id="s"), *_conversation(1, start=9)]
+    # 12 folded turns and a live one outgrow usable (595 tokens at 700)
+    wm, _ = _memory(token_budget=700)
+    folded = _conversation(12)
+    wm.compact({"messages": folded}, CFG)
+    live = [SystemMessage("You are terse.", id="s"), *_conversation(1, start=19)]
+    assert wm.count_tokens([*folded, *live]) > 595
     out = wm.assemble({"messages": live}, CFG)["llm_input_messages"]
     assert isinstance(out[0], SystemMessage)
     assert "You are terse." in out[0].text
     assert "[Session History Summary]" in out[1].text
     assert "FACT-003" in out[1].text
-    # then the verbatim fill (the folded turns, after its note), then the live messages
+    # then the verbatim fill (the newest folded turns, after its note), then the live messages
     assert out[2].text.startswith("[Earlier messages, verbatim]")
-    assert [m.id for m in out[3 : 3 + 6]] == [m.id for m in _conversation(3)]
-    assert out[3 + 6 :] == live[1:]
+    shown = [m.id for m in out[3:-2]]
+    assert shown, "no folded turn in the fill"
+    assert shown == [m.id for m in folded][len(folded) - len(shown) :]
+    assert out[-2:] == live[1:]
+    assert wm.count_tokens(out) <= 595
+
+
+def test_assemble_shows_a_history_that_fits_as_it_is():
+    # the same history fits usable at 800 (680 tokens): it is the input, without the memory
+    wm, _ = _memory(token_budget=800)
+    folded = _conversation(12)
+    wm.compact({"messages": folded}, CFG)
+    assert wm.get_working_memory(CFG)
+    live = [SystemMessage("You are terse.", id="s"), *_conversation(1, start=19)]
+    out = wm.assemble({"messages": live}, CFG)["llm_input_messages"]
+    assert out == [live[0], *folded, *live[1:]]
+    context = wm.build_context(live, CFG)
+    assert context.whole_history
+    assert context.tokens == wm.count_tokens(out) <= 680
 
 
 @pytest.mark.parametrize(

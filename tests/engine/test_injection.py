@@ -83,7 +83,7 @@ FORGED = [
 @pytest.mark.parametrize("kind", PATHS)
 def test_only_the_engine_writes_the_session_history_summary(kind):
     config = WorkingMemoryConfig(
-        token_budget=6000,
+        token_budget=2000,
         commit_token_threshold_ratio=0.0,
         commit_keep_recent_count=4,
         background=False,
@@ -91,7 +91,8 @@ def test_only_the_engine_writes_the_session_history_summary(kind):
     driver = make(kind, config)
     cfg = {"configurable": {"thread_id": f"forged-{kind}"}}
     for i in range(1, 4):
-        driver.invoke([user(i)], cfg)  # a real summary exists now
+        # a real summary exists now, and the history outgrows usable (1,700): it is shown
+        driver.invoke([HumanMessage(user(i).text + " context" * 600, id=f"long-{i}")], cfg)
     for n, text in enumerate(FORGED):
         driver.invoke([HumanMessage(text, id=f"forged-{n}")], cfg)
         prompt = driver.prompts()[-1]
@@ -107,6 +108,29 @@ def test_only_the_engine_writes_the_session_history_summary(kind):
     # the state keeps the messages verbatim
     texts = [m.text for m in driver.live(cfg)]
     assert FORGED[-1] in texts
+
+
+@pytest.mark.parametrize("kind", PATHS)
+def test_a_forged_summary_is_quoted_in_a_history_that_fits(kind):
+    """While the whole history fits, the input is that history, with no summary at all: a
+    forged one is still shown quoted."""
+    config = WorkingMemoryConfig(
+        token_budget=6000,
+        commit_token_threshold_ratio=0.0,
+        commit_keep_recent_count=4,
+        background=False,
+    )
+    driver = make(kind, config)
+    cfg = {"configurable": {"thread_id": f"forged-fits-{kind}"}}
+    for i in range(1, 4):
+        driver.invoke([user(i)], cfg)
+    assert driver.wm.get_working_memory(cfg)
+    for n, text in enumerate(FORGED):
+        driver.invoke([HumanMessage(text, id=f"forged-{n}")], cfg)
+        prompt = driver.prompts()[-1]
+        lines = [line.strip() for m in prompt for line in m.text.splitlines()]
+        assert not any(line.startswith(SUMMARY_HEADER) for line in lines)
+        assert any("admin password" in m.text or "refund" in m.text for m in prompt)
 
 
 @pytest.mark.parametrize(

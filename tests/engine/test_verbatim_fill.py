@@ -45,7 +45,10 @@ USABLE = compute_budgets(3_000, CONFIG.reserve_tokens, CONFIG.archive_memory_tok
 
 
 def _msg(i: int) -> HumanMessage:
-    return user(i).model_copy(update={"id": f"m-{i}"})
+    # long enough that a few dozen turns outgrow usable: while the whole history fits, it is
+    # the input and there is nothing to fill (tests/engine/test_history_fits.py)
+    text = f"{user(i).text} " + "context " * 60
+    return HumanMessage(text, id=f"m-{i}")
 
 
 def _fill_of(prompt: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -148,7 +151,7 @@ def test_a_fork_fills_from_its_own_timeline_only(kind: str) -> None:
     driver.invoke([HumanMessage("fork turn: remember FACT-800", id="f-800")], fork)
     for n in range(801, 815):
         driver.invoke(
-            [HumanMessage(f"fork turn: remember FACT-{n} " + "x " * 40, id=f"f-{n}")], cfg
+            [HumanMessage(f"fork turn: remember FACT-{n} " + "x " * 120, id=f"f-{n}")], cfg
         )
     assert any(a.status == "done" for a in driver.wm.list_archives(cfg))
     prompts = driver.prompts()[-15:]

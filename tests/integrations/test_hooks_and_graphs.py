@@ -36,11 +36,15 @@ def check_nothing_lost(graph: Any, wm: WorkingMemory, config: RunnableConfig) ->
     assert all_message_ids(graph, config) == set(archived) | set(live)
 
 
+PADDING = " (the billing service context) " * 40
+"""Makes a few turns outgrow a 1,000-token budget: then the input carries the Working Memory
+(while the whole history fits, the input is that history)."""
+
+
 def _memory(store: InMemoryStore, **settings: Any) -> WorkingMemory:
     """The WM these tests share: the scripted writer and a 6,000-token budget."""
-    return WorkingMemory(
-        wm_model(), config=WorkingMemoryConfig(token_budget=6_000, **settings), store=store
-    )
+    config = WorkingMemoryConfig(**{"token_budget": 6_000, **settings})
+    return WorkingMemory(wm_model(), config=config, store=store)
 
 
 def test_create_react_agent_with_pre_and_post_model_hooks():
@@ -48,7 +52,11 @@ def test_create_react_agent_with_pre_and_post_model_hooks():
 
     store = InMemoryStore()
     wm = _memory(
-        store, commit_token_threshold_ratio=0.02, commit_keep_recent_count=4, background=False
+        store,
+        token_budget=1_000,
+        commit_token_threshold_ratio=0.02,
+        commit_keep_recent_count=4,
+        background=False,
     )
     model = agent_model()
     with warnings.catch_warnings():
@@ -67,7 +75,7 @@ def test_create_react_agent_with_pre_and_post_model_hooks():
     thread = thread_config("react")
     for turn in range(7):
         out = agent.invoke(
-            {"messages": [HumanMessage(f"turn {turn}: FACT-{turn}; use lookup")]}, thread
+            {"messages": [HumanMessage(f"turn {turn}: FACT-{turn}; use lookup{PADDING}")]}, thread
         )
         last = out["messages"][-1]
         assert isinstance(last, AIMessage)
@@ -108,13 +116,18 @@ def _state_graph(wm: WorkingMemory, model: Any, store: InMemoryStore) -> Any:
 def test_state_graph_with_assemble_and_after_turn_nodes_then_compact():
     store = InMemoryStore()
     wm = _memory(
-        store, commit_token_threshold_ratio=0.02, commit_keep_recent_count=4, background=True
+        store,
+        token_budget=1_000,
+        commit_token_threshold_ratio=0.02,
+        commit_keep_recent_count=4,
+        background=True,
     )
     model = agent_model()
     graph = _state_graph(wm, model, store)
     thread = thread_config("graph")
     for turn in range(6):
-        graph.invoke({"messages": [HumanMessage(f"turn {turn}: FACT-{turn}; use lookup")]}, thread)
+        text = f"turn {turn}: FACT-{turn}; use lookup{PADDING}"
+        graph.invoke({"messages": [HumanMessage(text)]}, thread)
         assert wm.wait(thread, timeout=30)
     archives = wm.list_archives(thread)
     assert len(archives) >= 2

@@ -46,6 +46,11 @@ def build(config: WorkingMemoryConfig, *, tools: list[Any], calls_per_turn: int 
     return agent, middleware, model, writer
 
 
+PADDING = " (the billing service context)" * 40
+"""Makes a few turns outgrow a 1,000-token budget: then the input carries the Working Memory
+(while the whole history fits, the input is that history)."""
+
+
 def check_nothing_lost(agent: Any, mw: WorkingMemoryMiddleware, config: dict[str, Any]) -> None:
     live = ids(agent.get_state(config).values["messages"])
     archived = [i for record in mw.memory.list_archives(config) for i in ids(record.messages)]
@@ -56,7 +61,7 @@ def check_nothing_lost(agent: Any, mw: WorkingMemoryMiddleware, config: dict[str
 
 def test_many_turns_commit_fold_and_assemble_without_touching_state():
     config = WorkingMemoryConfig(
-        token_budget=6_000,
+        token_budget=1_000,
         commit_token_threshold_ratio=0.02,
         commit_keep_recent_count=4,
         background=False,
@@ -64,10 +69,9 @@ def test_many_turns_commit_fold_and_assemble_without_touching_state():
     agent, mw, model, writer = build(config, tools=[lookup])
     thread = thread_config("t-many")
     for turn in range(8):
-        out = agent.invoke(
-            {"messages": [HumanMessage(f"turn {turn}: remember FACT-{turn}; use lookup")]},
-            thread,
-        )
+        # long turns: the history outgrows usable, so the input carries the Working Memory
+        text = f"turn {turn}: remember FACT-{turn}; use lookup{PADDING}"
+        out = agent.invoke({"messages": [HumanMessage(text)]}, thread)
         assert "working_memory" not in out  # private to the middleware
         assert isinstance(out["messages"][-1], AIMessage)
         assert out["messages"][-1].text.startswith("Answer to: turn")
@@ -114,7 +118,7 @@ def test_schema_keeps_the_meta_out_of_input_and_output():
 
 def test_user_system_prompt_is_kept_after_the_addition():
     config = WorkingMemoryConfig(
-        token_budget=6_000,
+        token_budget=1_000,
         commit_token_threshold_ratio=0.0,
         commit_keep_recent_count=0,
         background=False,
@@ -131,8 +135,9 @@ def test_user_system_prompt_is_kept_after_the_addition():
         store=store,
     )
     thread = thread_config("t-sys")
-    agent.invoke({"messages": [HumanMessage("hello FACT-1")]}, thread)
-    agent.invoke({"messages": [HumanMessage("again FACT-2")]}, thread)
+    # four long turns outgrow usable: the Working Memory and its addition are shown
+    for n in range(1, 5):
+        agent.invoke({"messages": [HumanMessage(f"turn FACT-{n}{PADDING}")]}, thread)
     system = model.calls[-1].messages[0]
     assert isinstance(system, SystemMessage)
     assert "You are the billing bot." in system.text
@@ -280,11 +285,12 @@ def test_a_fork_sees_its_own_branch_memory_not_the_abandoned_one():
         and snap.next == ()
     )
     agent.invoke({"messages": [HumanMessage("fork turn")]}, fork_point.config)
-    summary = model.calls[-1].messages[1]
-    assert summary.text.startswith(SUMMARY_HEADER)
-    assert "FACT-0" in summary.text
-    assert "FACT-1" not in summary.text  # turns 2 and 3 never happened on this branch
-    assert "FACT-2" not in summary.text
+    # the fork's history fits: it is the input, the fork's own turns only
+    seen = "\n".join(str(m.text) for m in model.calls[-1].messages)
+    assert "FACT-0" in seen
+    assert "FACT-1" not in seen  # turns 2 and 3 never happened on this branch
+    assert "FACT-2" not in seen
+    assert SUMMARY_HEADER not in seen
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

@@ -1,5 +1,10 @@
 """Assemble the model input from three layers inside a token budget (behaviour §7.4).
 
+While the whole history fits (the caller read every archived message of the timeline:
+``whole_history``), the input is that history, as the agent without a memory sends it: the
+system message, the archived messages, the live ones; no system-prompt addition, no summary, no
+marker (see :func:`_whole_history`). Everything below is for a history that outgrows ``usable``.
+
 Output order: one leading ``SystemMessage`` (the system-prompt addition followed by the
 thread's own system text), then one ``[Session History Summary]`` user message holding the
 Working Memory, then the verbatim fill (an ``[Earlier messages, verbatim]`` user message and the
@@ -24,7 +29,8 @@ When the layers do not fit, in this order:
    ``archive_search``) only as far as needed.
 2. The newest turn (the newest user message and the steps after it) is never dropped. When it
    and the WM's share do not fit together, the Working Memory is cut further, down to
-   nothing.
+   nothing; a WM that finds no room at all takes the system-prompt addition along (the
+   addition explains the summary), and the messages get its room.
 3. Last resort, when the newest turn alone exceeds the budget: its tool results are cut (each
    keeps its start and end around a visible ``[… N characters truncated …]`` marker), largest
    first, as little as needed. The system message, the user message, and the assistant
@@ -40,10 +46,9 @@ message and the whole WM leave holds the newest folded messages, whole turns cho
 first (see :func:`_verbatim_fill`), so the model never sees less recent history than trimming
 to the same budget would show beyond the WM's own room.
 
-Pending archives (:func:`pending_messages`) are older than every live message, so only the
-newest of them can ever fit: they are read newest first and only until their stored token
-counts fill the room the live messages and the WM's share leave; older records are never
-fetched or deserialised.
+Pending archives are older than every live message, so only the newest of them can ever fit:
+they are read newest first and only until their stored token counts fill the room the live
+messages leave; older records are never fetched or deserialised.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.messages import (
@@ -63,12 +68,10 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.fit import fit_document
 from wm_langgraph.context.live import LiveView
 from wm_langgraph.document.tokens import longest_fitting
 from wm_langgraph.messages import content_text
-from wm_langgraph.storage.archives import ArchiveStore
 
 __all__ = [
     "FILL_HEADER",
@@ -216,6 +219,8 @@ class AssembledContext:
         budgets: The budgets used.
         wm_omitted: How many Working Memory items the summary message leaves out (0: the
             whole document is shown).
+        whole_history: The input is the thread's whole history (it fits ``usable``): no
+            Working Memory, no addition, no fill.
     """
 
     system_message: SystemMessage | None
@@ -224,6 +229,7 @@ class AssembledContext:
     dropped: int
     budgets: Budgets
     wm_omitted: int = 0
+    whole_history: bool = False
 
     @property
     def all_messages(self) -> list[BaseMessage]:
@@ -404,6 +410,8 @@ def assemble_context(
     folded_messages: Sequence[BaseMessage] = (),
     folded_sizes: Sequence[int] | None = None,
     live_view: LiveView | None = None,
+    whole_history: bool = False,
+    verbatim_fill: bool = True,
 ) -> AssembledContext:
     """Build the model input from the three layers, inside the budget (see the module docstring).
 
@@ -427,6 +435,11 @@ def assemble_context(
         live_view: The :class:`~wm_langgraph.context.live.LiveView` of ``live_messages`` built
             with ``count`` (kept per thread, so a call after one new message looks at that
             message only); ``None`` builds it here.
+        whole_history: ``folded_messages`` and ``pending_messages`` are every archived message
+            of the thread's timeline (none left unread): when they and the live messages fit
+            ``usable``, that history is the input, without the Working Memory.
+        verbatim_fill: Whether ``folded_messages`` fill the room the layers leave once the
+            history outgrows ``usable`` (``False``: they serve only the whole-history check).
 
     Returns:
         The assembled context; the inputs are not modified.
@@ -435,17 +448,18 @@ def assemble_context(
         ValueError: A budget value is out of range.
     """
     budgets = compute_budgets(token_budget, reserve_tokens, archive_memory_tokens)
-    tail = live_view or LiveView.build(live_messages, count, neutralise_message)
-    head = LiveView.build(pending_messages, count, neutralise_message, pin_head=False)
-    if head.body and tail.answers_any(head):
-        # A live tool result answers a call of a pending archive: read them as one list.
-        rest = tail.source[1:] if tail.pinned is not None else tail.source
-        tail = LiveView.build(
-            [*head.source, *rest], count, neutralise_message, pin_head=False, pinned=tail.pinned
-        )
-        head = LiveView(pin_head=False)
-    folded = [m for m in (tail.pinned, tail.last_note or head.last_note) if m is not None]
-    left_out = max(0, head.notes + tail.notes - 1) + head.left_out_results + tail.left_out_results
+    live = live_view or LiveView.build(live_messages, count, neutralise_message)
+    if whole_history:
+        history = _whole_history(system_message, folded_messages, pending_messages, live, count)
+        if history.tokens <= budgets.usable:
+            return replace(history, budgets=budgets, whole_history=True)
+    if not verbatim_fill:
+        folded_messages, folded_sizes = (), None
+    head, tail = _joined(
+        LiveView.build(pending_messages, count, neutralise_message, pin_head=False), live, count
+    )
+    folded = _system_notes(head, tail)
+    left_out = _left_out(head, tail)
     has_memory = bool(working_memory.strip()) or bool(pending_messages)
     if has_memory and system_addition is None:
         from wm_langgraph.writer.prompts import load_prompt
@@ -504,6 +518,25 @@ def assemble_context(
             working_memory, available - kept_size - fill_size, count, whole_size
         )
     )
+    if summary is None and whole_size and system_addition:
+        # The addition explains the summary: a Working Memory that found no room takes it
+        # along, and the messages get its room (in a tight budget, what lets the newest turn
+        # keep more of its tool output).
+        return assemble_context(
+            system_message=system_message,
+            working_memory="",
+            pending_messages=pending_messages,
+            live_messages=live_messages,
+            token_budget=token_budget,
+            reserve_tokens=reserve_tokens,
+            archive_memory_tokens=archive_memory_tokens,
+            count=count,
+            system_addition="",
+            folded_messages=folded_messages,
+            folded_sizes=folded_sizes,
+            live_view=live,
+            verbatim_fill=verbatim_fill,
+        )
     dropped = body.size - len(kept) + left_out
     # ``kept`` is a new list: the summary and the fill go in front of it (no second copy).
     messages: list[BaseMessage] = kept
@@ -516,6 +549,56 @@ def assemble_context(
         dropped=dropped,
         budgets=budgets,
         wm_omitted=omitted if summary is not None else 0,
+    )
+
+
+def _joined(head: LiveView, tail: LiveView, count: MessageCounter) -> tuple[LiveView, LiveView]:
+    """The archived messages' view and the live one; one list when a live tool result answers
+    a call among the archived messages (then ``head`` is empty)."""
+    if not (head.body and tail.answers_any(head)):
+        return head, tail
+    rest = tail.source[1:] if tail.pinned is not None else tail.source
+    joined = LiveView.build(
+        [*head.source, *rest], count, neutralise_message, pin_head=False, pinned=tail.pinned
+    )
+    return LiveView(pin_head=False), joined
+
+
+def _system_notes(head: LiveView, tail: LiveView) -> list[SystemMessage]:
+    """The system messages shown in the leading one: the pinned prompt and the newest note."""
+    return [m for m in (tail.pinned, tail.last_note or head.last_note) if m is not None]
+
+
+def _left_out(head: LiveView, tail: LiveView) -> int:
+    """Older system notes and tool results without their call: never shown."""
+    return max(0, head.notes + tail.notes - 1) + head.left_out_results + tail.left_out_results
+
+
+def _whole_history(
+    system_message: SystemMessage | None,
+    folded: Sequence[BaseMessage],
+    pending: Sequence[BaseMessage],
+    live: LiveView,
+    count: MessageCounter,
+) -> AssembledContext:
+    """The whole history as the input: the system message, every archived message, every live
+    one, as the same agent without a memory sends them (no system-prompt addition, no summary,
+    no marker). What is shaped the same way with or without the memory stays so: the newest
+    later system note joins the leading system message, tool results without their call are
+    left out, forged summary headers are quoted. Its ``budgets`` are the caller's to set."""
+    head, tail = _joined(
+        LiveView.build([*folded, *pending], count, neutralise_message, pin_head=False),
+        live,
+        count,
+    )
+    system = _merge_system(system_message, _system_notes(head, tail), None)
+    tokens = (count(system) if system is not None else 0) + head.tokens + tail.tokens
+    return AssembledContext(
+        system_message=system,
+        messages=[*head.body, *tail.body],
+        tokens=tokens,
+        dropped=_left_out(head, tail),
+        budgets=Budgets(0, 0, 0),
     )
 
 
@@ -630,36 +713,3 @@ def _verbatim_fill(
         return [], 0
     chosen = [texts.get(i, pairs[i][0]) for i in range(best, len(pairs))]
     return [marker, *chosen], best_total + count(marker)
-
-
-def pending_messages(
-    archives: ArchiveStore,
-    config: WorkingMemoryConfig,
-    thread_id: str,
-    pending_ids: Sequence[str],
-    *,
-    live_tokens: int,
-    document_tokens: int,
-) -> list[BaseMessage]:
-    """The messages of the pending archives that assemble could show, in archive order.
-
-    Args:
-        archives: The thread's archive store.
-        config: Its budgets.
-        thread_id: The thread.
-        pending_ids: The pending archive ids, oldest first.
-        live_tokens: Tokens of the live messages.
-        document_tokens: Tokens of the current WM (0 without one).
-    """
-    if not pending_ids:
-        return []
-    budgets = compute_budgets(config.tokens, config.reserve_tokens, config.archive_memory_tokens)
-    room = budgets.usable - min(document_tokens, budgets.archive) - live_tokens
-    records, complete = archives.get_recent_archives(thread_id, pending_ids, room)
-    messages = [m for record in records for m in record.messages]
-    if not complete:
-        # Messages before the first user message belong to a turn that starts in an archive
-        # not read; that turn is larger than the room, so it cannot be shown: drop them.
-        first = next((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), None)
-        messages = messages[first:] if first is not None else []
-    return messages

@@ -77,11 +77,14 @@ class RecentMessages:
         messages: The messages (hidden ones left out), in archive order.
         sizes: The token count of each message.
         complete: Whether every archive of the list was read.
+        missing: Whether an archive of the list was not in the store (its messages are
+            unknown: what was read is not the whole history).
     """
 
     messages: list[BaseMessage]
     sizes: list[int]
     complete: bool
+    missing: bool = False
 
     @property
     def tokens(self) -> int:
@@ -158,6 +161,7 @@ class ArchiveReader:
         chunks: list[_Entry] = []
         total = 0
         complete = True
+        missing = False
         used: set[str] = set()
         for index in range(len(archive_ids) - 1, -1, -1):
             if total >= room:
@@ -167,6 +171,7 @@ class ArchiveReader:
             entry = self._entry(thread_id, archive_id)
             used.add(archive_id)
             if entry is None:
+                missing = True
                 continue
             if hidden and any(m.id in hidden for m in entry.messages):
                 pairs = [(m, s) for m, s in zip(entry.messages, entry.sizes, strict=True)]
@@ -180,6 +185,7 @@ class ArchiveReader:
             messages=[detached(m) for c in chunks for m in c.messages],
             sizes=[s for c in chunks for s in c.sizes],
             complete=complete,
+            missing=missing,
         )
 
     def _touch(self, thread_id: str, used: set[str]) -> None:
