@@ -122,6 +122,8 @@ MAX_DISMISSED = 256
 """The most dismissal keys a WM version keeps (the newest)."""
 EARLIER = "dismissed in an earlier round"
 """The reason of a candidate the writer had dismissed before (not asked again)."""
+_REFUSED = "refused by the guards"
+"""The reason of a code item the guards did not let into the document."""
 _WEEKDAY_NAMES = frozenset(
     name
     for day in ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -353,6 +355,169 @@ Ask = Callable[[str, list[CaptureQuestion]], CaptureAnswer | None]
 """The follow-up call: ``(document, questions) -> answer`` (None: nothing decided)."""
 
 
+@dataclass(slots=True)
+class _Check:
+    """One round's capture check as it goes: the document, and what each candidate became."""
+
+    text: str
+    candidates: Sequence[Candidate]
+    guards: bool
+    sections: dict[str, str] = field(init=False)
+    fates: dict[int, Fate] = field(default_factory=dict)
+    decisions: list[dict[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.sections = parse_working_memory(self.text)
+
+    def settle(self, n: int, fate: FateName, reason: str = "", section: str = "") -> None:
+        """Candidate ``n`` ends with ``fate`` (in its own section unless ``section`` says)."""
+        cand = self.candidates[n]
+        self.fates[n] = Fate(cand.kind, cand.text, section or cand.section, fate, reason)
+
+    def written(self, n: int) -> bool:
+        """Whether the document now holds candidate ``n``."""
+        return _written(self.candidates[n], self.text, self.sections)
+
+    def append(self, section: str, items: Sequence[str]) -> None:
+        """APPEND ``items`` to ``section`` through the guards, their decisions recorded."""
+        self.text = _append(self.text, section, items, self.guards, self.decisions)
+        self.sections = parse_working_memory(self.text)
+
+
+def _missing_ones(check: _Check) -> list[int]:
+    """The candidates the merged document lacks; the others end ``written``."""
+    missing: list[int] = []
+    for n in range(len(check.candidates)):
+        if check.written(n):
+            check.settle(n, "written")
+        else:
+            missing.append(n)
+    return missing
+
+
+def _askable(check: _Check, units: list[int], dismissed: Collection[str]) -> list[int]:
+    """The missing units worth a question (an anchor, or a kind a session commits to), the
+    most salient first; an unanchored unit of another kind ends ``skipped``, one the writer
+    dismissed in an earlier round ends ``dismissed`` without a question."""
+    cands = check.candidates
+    for n in units:
+        if not cands[n].anchors and cands[n].kind not in ASKED_WITHOUT_ANCHOR:
+            check.settle(n, "skipped", "no anchor")
+    askable = [n for n in units if n not in check.fates]
+    earlier = set(dismissed)
+    for n in askable:
+        if earlier and dismissal_key(cands[n].text) in earlier:
+            check.settle(n, "dismissed", EARLIER)
+    return [n for n in askable if n not in check.fates]
+
+
+def _follow_up(check: _Check, asked_ids: list[int], ask: Ask) -> dict[int, str]:
+    """Ask the writer once about ``asked_ids``; apply what it adds (never an instruction),
+    settle what it dismisses. Returns candidate -> the section the writer added it to."""
+    cands = check.candidates
+    questions = [
+        CaptureQuestion(i + 1, cands[n].kind, cands[n].text, cands[n].source)
+        for i, n in enumerate(asked_ids)
+    ]
+    answer = ask(check.text, questions)
+    answered: dict[int, str] = {}
+    if answer is None:
+        return answered
+    by_section: dict[str, list[str]] = {}
+    for number, n in enumerate(asked_ids, start=1):
+        if number in answer.added:
+            section, item = answer.added[number]
+            if reads_as_instruction(item):
+                continue
+            by_section.setdefault(section, []).append(item)
+            answered[n] = section
+        elif number in answer.dismissed:
+            check.settle(n, "dismissed", answer.dismissed[number])
+    for section, items in by_section.items():
+        check.append(section, items)
+    return answered
+
+
+def _code_refusal(check: _Check, n: int, added: list[str]) -> str:
+    """Why code does not add unit ``n`` ("" when it may): no anchor, already held by an item
+    code adds this round, reads as an instruction, or an error or path in prose."""
+    cand = check.candidates[n]
+    if not cand.anchors:  # asked, not written: code adds only what an anchor pins down
+        return "no anchor"
+    if _anchors_held(cand.anchors, "\n".join(added)):  # so does code's earlier item
+        return "duplicate"
+    if reads_as_instruction(cand.text):  # text is data, whoever wrote it
+        return "reads as an instruction"
+    if cand.kind in _TRAIL_KINDS:
+        # Errors and paths in prose are the writer's to record; code takes them from what
+        # tools reported and what the conversation acted on (the trails) only.
+        return "prose error or path"
+    return ""
+
+
+def _code_units(
+    check: _Check, order: list[int], answered: Mapping[int, str], budget: int
+) -> dict[str, list[str]]:
+    """Settle every unit still open in ``order``: held after the follow-up, or added by code
+    as its shortened text (at most ``budget``), or skipped with why. Returns section -> the
+    items code adds."""
+    code: dict[str, list[str]] = {}
+    added: list[str] = []
+    for n in order:
+        if n in check.fates:
+            continue
+        cand = check.candidates[n]
+        if n in answered and check.written(n):
+            check.settle(n, "added_on_followup", section=answered[n])
+            continue
+        if check.written(n):  # a follow-up addition holds it too
+            check.settle(n, "written")
+            continue
+        refusal = _code_refusal(check, n, added)
+        if refusal:
+            check.settle(n, "skipped", refusal)
+            continue
+        if budget <= 0:
+            check.settle(n, "skipped", "over the bound")
+            continue
+        budget -= 1
+        item = _short(cand.text)
+        added.append(cand.text)
+        code.setdefault(cand.section, []).append(item)
+        check.fates[n] = Fate(cand.kind, item, cand.section, "added_by_code")
+    return code
+
+
+def _trail_items(check: _Check, missing: list[int]) -> tuple[list[str], list[str]]:
+    """The missing trail paths and errors, settled ``added_by_code`` (their extractive item is
+    all there is to write)."""
+    cands = check.candidates
+    paths = [cands[n].text for n in missing if cands[n].kind == "path" and cands[n].trail]
+    errors = [cands[n].text for n in missing if cands[n].kind == "error" and cands[n].trail]
+    for n in missing:
+        if cands[n].trail:
+            check.settle(n, "added_by_code")
+    return paths, errors
+
+
+def _held_code_items(check: _Check) -> dict[str, list[str]]:
+    """Section -> the code items the document holds; what the guards refused to add is not
+    in the document, and its candidate says so."""
+    held: dict[str, list[str]] = {}
+    for n, fate in list(check.fates.items()):
+        if fate.fate != "added_by_code":
+            continue
+        cand = check.candidates[n]
+        present = item_present(fate.text, section_items(check.sections[fate.section])) or (
+            cand.trail and check.written(n)
+        )
+        if present:
+            held.setdefault(fate.section, []).append(fate.text)
+        else:
+            check.fates[n] = Fate(fate.kind, fate.text, fate.section, "skipped", _REFUSED)
+    return held
+
+
 def run_capture(
     text: str,
     candidates: Sequence[Candidate],
@@ -374,134 +539,30 @@ def run_capture(
         dismissed: Keys (:func:`dismissal_key`) of statements the writer dismissed in earlier
             rounds: not asked again, not added by code.
     """
-    fates: dict[int, Fate] = {}
-    decisions: list[dict[str, str]] = []
-    sections = parse_working_memory(text)
-    missing: list[int] = []
-    for n, cand in enumerate(candidates):
-        if _written(cand, text, sections):
-            fates[n] = Fate(cand.kind, cand.text, cand.section, "written")
-        else:
-            missing.append(n)
-    units = [n for n in missing if not candidates[n].trail]
-    units.sort(key=lambda n: (-candidates[n].salience, n))  # the most salient first
+    check = _Check(text, candidates, guards)
+    missing = _missing_ones(check)
+    units = sorted(
+        (n for n in missing if not candidates[n].trail),
+        key=lambda n: (-candidates[n].salience, n),  # the most salient first
+    )
+    asked_ids = _askable(check, units, dismissed)[:MAX_ASKED]
+    answered = _follow_up(check, asked_ids, ask) if asked_ids and ask is not None else {}
     anchored = [n for n in units if candidates[n].anchors]
     unanchored = [n for n in units if not candidates[n].anchors]
-    askable = [
-        n for n in units if candidates[n].anchors or candidates[n].kind in ASKED_WITHOUT_ANCHOR
-    ]
-    for n in unanchored:
-        if candidates[n].kind not in ASKED_WITHOUT_ANCHOR:
-            cand = candidates[n]
-            fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "no anchor")
-    if dismissed:
-        earlier = set(dismissed)
-        for n in askable:
-            cand = candidates[n]
-            if dismissal_key(cand.text) in earlier:
-                fates[n] = Fate(cand.kind, cand.text, cand.section, "dismissed", EARLIER)
-        askable = [n for n in askable if n not in fates]
-    asked_ids = askable[:MAX_ASKED]
-    answered: dict[int, str] = {}
-    asked = 0
-    if asked_ids and ask is not None:
-        questions = [
-            CaptureQuestion(i + 1, candidates[n].kind, candidates[n].text, candidates[n].source)
-            for i, n in enumerate(asked_ids)
-        ]
-        asked = len(questions)
-        answer = ask(text, questions)
-        if answer is not None:
-            by_section: dict[str, list[str]] = {}
-            for i, n in enumerate(asked_ids):
-                number = i + 1
-                if number in answer.added:
-                    section, item = answer.added[number]
-                    if reads_as_instruction(item):
-                        continue
-                    by_section.setdefault(section, []).append(item)
-                    answered[n] = section
-                elif number in answer.dismissed:
-                    cand = candidates[n]
-                    fates[n] = Fate(
-                        cand.kind, cand.text, cand.section, "dismissed", answer.dismissed[number]
-                    )
-            for section, items in by_section.items():
-                text = _append(text, section, items, guards, decisions)
-            sections = parse_working_memory(text)
-    code: dict[str, list[str]] = {}
-    added: list[str] = []
-    budget = max_code_units
-    for n in [*anchored, *unanchored]:
-        if n in fates:
-            continue
-        cand = candidates[n]
-        if n in answered and _written(cand, text, sections):
-            fates[n] = Fate(cand.kind, cand.text, answered[n], "added_on_followup")
-            continue
-        if _written(cand, text, sections):  # a follow-up addition holds it too
-            fates[n] = Fate(cand.kind, cand.text, cand.section, "written")
-            continue
-        if not cand.anchors:  # asked, not written: code adds only what an anchor pins down
-            fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "no anchor")
-            continue
-        if _anchors_held(cand.anchors, "\n".join(added)):  # so does code's earlier item
-            fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "duplicate")
-            continue
-        if reads_as_instruction(cand.text):  # text is data, whoever wrote it
-            fates[n] = Fate(
-                cand.kind, cand.text, cand.section, "skipped", "reads as an instruction"
-            )
-            continue
-        if cand.kind in _TRAIL_KINDS:
-            # Errors and paths in prose are the writer's to record; code takes them from what
-            # tools reported and what the conversation acted on (the trails) only.
-            fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "prose error or path")
-            continue
-        if budget <= 0:
-            fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "over the bound")
-            continue
-        budget -= 1
-        item = _short(cand.text)
-        added.append(cand.text)
-        code.setdefault(cand.section, []).append(item)
-        fates[n] = Fate(cand.kind, item, cand.section, "added_by_code")
-    paths = [
-        candidates[n].text for n in missing if candidates[n].kind == "path" and candidates[n].trail
-    ]
-    errors = [
-        candidates[n].text for n in missing if candidates[n].kind == "error" and candidates[n].trail
-    ]
-    for n in missing:
-        cand = candidates[n]
-        if cand.trail:
-            fates[n] = Fate(cand.kind, cand.text, cand.section, "added_by_code")
+    code = _code_units(check, [*anchored, *unanchored], answered, max_code_units)
+    paths, errors = _trail_items(check, missing)
     if paths:
         code.setdefault(FILES, []).extend(paths)
     if errors:
         code.setdefault(ERRORS, []).extend(errors)
     for section, items in code.items():
-        text = _append(text, section, items, guards, decisions)
-    # What the guards refused to add is not in the document: say so.
-    sections = parse_working_memory(text)
-    held: dict[str, list[str]] = {}
-    for n, fate in list(fates.items()):
-        if fate.fate != "added_by_code":
-            continue
-        body = sections[fate.section]
-        present = item_present(fate.text, section_items(body)) or (
-            candidates[n].trail and _written(candidates[n], text, sections)
-        )
-        if present:
-            held.setdefault(fate.section, []).append(fate.text)
-        else:
-            fates[n] = Fate(fate.kind, fate.text, fate.section, "skipped", "refused by the guards")
-    ordered = [fates[n] for n in range(len(candidates))]
+        check.append(section, items)
+    held = _held_code_items(check)
     return CaptureResult(
-        text=text,
-        fates=ordered,
-        decisions=decisions,
-        asked=asked,
+        text=check.text,
+        fates=[check.fates[n] for n in range(len(candidates))],
+        decisions=check.decisions,
+        asked=len(asked_ids) if ask is not None else 0,
         code_items=held,
         artifact_trail=[p for p in paths if p in held.get(FILES, [])],
         error_trail=[e for e in errors if e in held.get(ERRORS, [])],
