@@ -126,6 +126,18 @@ def _marker(total: int) -> str:
 # ------------------------------------------------------------------------------ line helpers
 
 
+def _without_marker(line: str) -> str:
+    """``line`` without the moved-out marker (it is rendered anew, once, at the top of Key
+    Facts); a line that held nothing else is empty. A writer that merged the marker into a
+    bullet with facts keeps those facts."""
+    if not MOVED_MARKER_RE.search(line):
+        return line
+    rest = MOVED_MARKER_RE.sub("", line)
+    rest = re.sub(r"^(\s*(?:[-*+]|\d+[.)])?\s*)\s*[;,.:][\s;,.:]*", r"\1", rest)
+    rest = re.sub(r"\s*;\s*(?=;|$)", "", rest).rstrip()
+    return rest if re.sub(r"^\s*(?:[-*+]|\d+[.)])?", "", rest).strip(" ;,.:") else ""
+
+
 def _text_of(line: str) -> str:
     items = section_items(line)
     return items[0] if items else line.strip()
@@ -536,9 +548,7 @@ def enforce_size_contract(
     parsed = parse_working_memory(document)
     bodies: Bodies = {
         name: [
-            line
-            for line in parsed[name].splitlines()
-            if line.strip() and not MOVED_MARKER_RE.search(line)
+            kept for line in parsed[name].splitlines() if (kept := _without_marker(line)).strip()
         ]
         for name in SECTIONS
     }
