@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from wm_langgraph.document.guards.sizes import SectionLimits, section_limits
 from wm_langgraph.document.protocol import TARGET_SHARES
 from wm_langgraph.document.sections import (
     SECTIONS,
@@ -474,6 +475,12 @@ class SizeContract:
             raise ValueError(
                 f"a size contract needs 1 <= target <= ceiling, got {self.target}, {self.ceiling}"
             )
+
+    @property
+    def limits(self) -> SectionLimits:
+        """The per-section thresholds that follow this target (``section_limits``): the
+        seed's 25 bullets / 1,500 tokens at the default target of 12,000."""
+        return section_limits(self.target)
 
 
 def size_contract(usable: int, archive_memory_tokens: int) -> SizeContract:
