@@ -10,23 +10,18 @@ import warnings
 from typing import Any
 
 import pytest
-from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.store.memory import InMemoryStore
 
 from tests.common import thread_config
-from wm_langgraph import WorkingMemoryMiddleware
+from tests.integrations.helpers import middleware_agent, react_agent
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.guards import SectionLimits
 from wm_langgraph.document.sections import SECTIONS, render_working_memory
-from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.phase2.size import contract_for
 from wm_langgraph.testing import ScriptedChatModel, tool_reply
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    from langgraph.prebuilt import create_react_agent
 
 UPDATE = "update_working_memory"
 CAPTURE = "capture_working_memory"
@@ -70,33 +65,12 @@ class Writer:
         return tool_reply(UPDATE, {"sections": ops})
 
 
-def _agent_model() -> ScriptedChatModel:
-    return ScriptedChatModel(respond=lambda messages, tools, tool_choice: "Noted.")
+def _middleware(writer: Any, config: WorkingMemoryConfig) -> tuple[Any, Any]:
+    return middleware_agent(writer.model, config)
 
 
-def _middleware(writer: Writer, config: WorkingMemoryConfig) -> tuple[Any, WorkingMemory]:
-    store = InMemoryStore()
-    middleware = WorkingMemoryMiddleware(writer.model, config=config, store=store)
-    agent = create_agent(
-        _agent_model(), [], middleware=[middleware], checkpointer=InMemorySaver(), store=store
-    )
-    return agent, middleware.memory
-
-
-def _react(writer: Writer, config: WorkingMemoryConfig) -> tuple[Any, WorkingMemory]:
-    wm = WorkingMemory(writer.model, config=config, store=InMemoryStore())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        agent = create_react_agent(
-            _agent_model(),
-            [],
-            pre_model_hook=wm.pre_model_hook,
-            post_model_hook=wm.post_model_hook,
-            checkpointer=InMemorySaver(),
-            store=wm.store,
-            version="v2",
-        )
-    return agent, wm
+def _react(writer: Any, config: WorkingMemoryConfig) -> tuple[Any, Any]:
+    return react_agent(writer.model, config)
 
 
 MEMORIES = {
