@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from bench._vocab import (
     ATTRIBUTES,
@@ -54,14 +54,17 @@ from bench._vocab import (
 
 __all__ = [
     "NEEDLE_KINDS",
+    "SHAPES",
     "Item",
     "Needle",
     "Session",
+    "Shape",
     "ToolStep",
     "Turn",
     "generate_chat_session",
     "generate_coding_session",
     "generate_session",
+    "generate_shaped_session",
 ]
 
 SessionKind = Literal["coding", "chat"]
@@ -241,9 +244,30 @@ def _code_body(rng: random.Random, stem: str, lines: int) -> str:
     return "\n".join(out)
 
 
+_EPISODE_WEIGHTS: tuple[tuple[str, float], ...] = (
+    ("explore", 0.20),
+    ("bugfix", 0.17),
+    ("number", 0.11),
+    ("decision", 0.09),
+    ("constraint", 0.05),
+    ("todo", 0.09),
+    ("update", 0.06),
+    ("resolve", 0.04),
+    ("correction", 0.05),
+    ("noise", 0.14),
+)
+
+
 class _Coding(_Builder):
-    def __init__(self, seed: int) -> None:
+    def __init__(
+        self,
+        seed: int,
+        weights: tuple[tuple[str, float], ...] = _EPISODE_WEIGHTS,
+        read_lines: tuple[int, int] = (14, 34),
+    ) -> None:
         rng = random.Random(seed)
+        self.weights = weights
+        self.read_lines = read_lines
         feature = rng.choice(FEATURES)
         super().__init__("coding", seed, f"Billing service: {feature} fixes and hardening")
         self.feature = feature
@@ -287,27 +311,15 @@ class _Coding(_Builder):
 
     def _read(self, path: str) -> str:
         stem = path.rsplit("/", 1)[-1].split(".", maxsplit=1)[0]
-        return _code_body(self.rng, stem, self.rng.randint(14, 34))
+        return _code_body(self.rng, stem, self.rng.randint(*self.read_lines))
 
     # each episode returns (user, steps, answer, items)
     def episode(self, turn: int) -> tuple[str, list[tuple[ToolStep, ...]], str, list[Item]]:
         r = self.rng.random()
         if turn == 0:
             return self._opening(turn)
-        kinds = [
-            ("explore", 0.20),
-            ("bugfix", 0.17),
-            ("number", 0.11),
-            ("decision", 0.09),
-            ("constraint", 0.05),
-            ("todo", 0.09),
-            ("update", 0.06),
-            ("resolve", 0.04),
-            ("correction", 0.05),
-            ("noise", 0.14),
-        ]
         acc = 0.0
-        for kind, weight in kinds:
+        for kind, weight in self.weights:
             acc += weight
             if r < acc:
                 return getattr(self, f"_{kind}")(turn)
@@ -474,11 +486,37 @@ class _Coding(_Builder):
         return f"Please {ask}.", [step], f"Done: {result.splitlines()[0]}", []
 
 
-def generate_coding_session(seed: int, turns: int) -> Session:
-    """A coding-agent session of ``turns`` turns, deterministic for a seed."""
-    b = _Coding(seed)
+def generate_coding_session(
+    seed: int,
+    turns: int,
+    *,
+    weights: tuple[tuple[str, float], ...] = _EPISODE_WEIGHTS,
+    episodes_per_turn: int = 1,
+    read_lines: tuple[int, int] = (14, 34),
+    chat_rate: float = 0.0,
+) -> Session:
+    """A coding-agent session of ``turns`` turns, deterministic for a seed (``weights``: how
+    often each kind of episode comes; ``episodes_per_turn``: episodes folded into one user
+    turn; ``read_lines``: the length range of a file read; ``chat_rate``: the chance that the
+    user also tells a personal fact, as in a chat)."""
+    b = _Coding(seed, weights, read_lines)
+    chat = _Chat(seed + 1, fact_rate=chat_rate) if chat_rate else None
+    if chat is not None:
+        chat.session, chat._ids = b.session, 500_000  # one session, one catalogue
     for t in range(turns):
-        user, steps, answer, items = b.episode(t)
+        users, steps, answers, items = [], [], [], []
+        for _ in range(episodes_per_turn if t else 1):
+            user, more, answer, got = b.episode(t)
+            users.append(user)
+            steps += more
+            answers.append(answer)
+            items += got
+        if chat is not None:
+            said, got = chat.fact(chat.a, t)
+            if said:
+                users.append(said)
+                items += got
+        user, answer = " ".join(users), " ".join(answers)
         state = b.item(STATE, f"Latest request (turn {t}): {user[:60]}", user)
         b.session.turns.append(Turn(t, user, tuple(steps), answer, (*items, state)))
     return b.session
@@ -489,8 +527,9 @@ def generate_coding_session(seed: int, turns: int) -> Session:
 
 
 class _Chat(_Builder):
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, fact_rate: float = 0.5) -> None:
         rng = random.Random(seed)
+        self.fact_rate = fact_rate
         a, b = rng.sample(PEOPLE, 2)
         super().__init__("chat", seed, f"Catch-up chats between {a} and {b}")
         self.a, self.b = a, b
@@ -520,7 +559,7 @@ class _Chat(_Builder):
         return f"2024-{month:02d}-{1 + self.day % 28:02d}"
 
     def fact(self, who: str, turn: int) -> tuple[str, list[Item]]:
-        if self.rng.random() > 0.5:
+        if self.rng.random() > self.fact_rate:
             return "", []
         p = self.per_person[who]
         r = self.rng.random()
@@ -598,28 +637,109 @@ class _Chat(_Builder):
         return f"By the way, {text}.", [it]
 
     def filler(self, n: int) -> str:
-        return " ".join(self.rng.sample(FILLER, n))
+        words: list[str] = []
+        while len(words) < n:  # a long turn repeats the small talk
+            words += self.rng.sample(FILLER, min(n - len(words), len(FILLER)))
+        return " ".join(words)
 
 
-def generate_chat_session(seed: int, turns: int) -> Session:
-    """A LoCoMo-style two-person chat of ``turns`` exchanges over dated sessions."""
-    c = _Chat(seed)
+def generate_chat_session(
+    seed: int,
+    turns: int,
+    *,
+    fact_rate: float = 0.5,
+    facts_per_turn: int = 1,
+    filler: tuple[int, int] = (3, 2),
+) -> Session:
+    """A LoCoMo-style two-person chat of ``turns`` exchanges over dated sessions (``fact_rate``:
+    the chance that a speaker states a fact, tried ``facts_per_turn`` times per message;
+    ``filler``: the small-talk words before and after it)."""
+    c = _Chat(seed, fact_rate)
     for t in range(turns):
         if t % 10 == 0:
             c.day += c.rng.randint(2, 9)
         items: list[Item] = []
         if t == 0:
             items.append(c.item(TITLE, c.session.title, f"Hi {c.b}"))
-        said_a, got_a = c.fact(c.a, t)
-        said_b, got_b = c.fact(c.b, t)
-        items += got_a + got_b
+        said: dict[str, list[str]] = {c.a: [], c.b: []}
+        for who in (c.a, c.b):
+            for _ in range(facts_per_turn):
+                text, got = c.fact(who, t)
+                said[who].append(text)
+                items += got
         prefix = f"[session {t // 10 + 1}, {c.date()}] " if t % 10 == 0 else ""
         greet = f"Hi {c.b}! " if t == 0 else ""
-        user = f"{prefix}{greet}{c.a}: {c.filler(3)} {said_a} {c.filler(2)}".replace("  ", " ")
-        answer = f"{c.b}: {c.filler(3)} {said_b} {c.filler(2)}".replace("  ", " ")
+        before, after = filler
+        said_a, said_b = " ".join(said[c.a]), " ".join(said[c.b])
+        user = f"{prefix}{greet}{c.a}: {c.filler(before)} {said_a} {c.filler(after)}"
+        answer = f"{c.b}: {c.filler(before)} {said_b} {c.filler(after)}"
+        user, answer = (" ".join(x.split()) for x in (user, answer))
         items.append(c.item(STATE, f"Latest chat (turn {t}): {c.a} and {c.b} catching up", user))
         c.session.turns.append(Turn(t, user, (), answer, tuple(items)))
     return c.session
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A session shape of the capture runs: a generator and its settings.
+
+    Attributes:
+        name: Label used in the results.
+        kind: ``coding`` or ``chat`` (the generator).
+        settings: Keyword arguments of the generator (see ``generate_coding_session`` and
+            ``generate_chat_session``).
+    """
+
+    name: str
+    kind: str
+    settings: tuple[tuple[str, object], ...] = ()
+
+
+_FACTS_HEAVY = (
+    ("explore", 0.05),
+    ("bugfix", 0.08),
+    ("number", 0.20),
+    ("decision", 0.16),
+    ("constraint", 0.12),
+    ("todo", 0.14),
+    ("update", 0.10),
+    ("resolve", 0.04),
+    ("correction", 0.08),
+    ("noise", 0.03),
+)
+_TOOLS_HEAVY = (
+    ("explore", 0.35),
+    ("bugfix", 0.25),
+    ("number", 0.08),
+    ("decision", 0.06),
+    ("constraint", 0.03),
+    ("todo", 0.05),
+    ("update", 0.04),
+    ("resolve", 0.02),
+    ("correction", 0.02),
+    ("noise", 0.10),
+)
+SHAPES: tuple[Shape, ...] = (
+    Shape("coding", "coding"),
+    Shape("chat", "chat"),
+    Shape("chat, dense", "chat", (("fact_rate", 1.0), ("facts_per_turn", 2), ("filler", (1, 1)))),
+    Shape("chat, long turns", "chat", (("filler", (9, 6)),)),
+    Shape("chat, sparse", "chat", (("fact_rate", 0.2), ("filler", (4, 3)))),
+    Shape("coding, dense", "coding", (("weights", _FACTS_HEAVY), ("episodes_per_turn", 3))),
+    Shape("coding, tool-heavy", "coding", (("weights", _TOOLS_HEAVY), ("read_lines", (60, 140)))),
+    Shape("coding and chat", "coding", (("chat_rate", 0.6), ("episodes_per_turn", 2))),
+)
+"""The session shapes the capture runs replay (the bench's two shapes first)."""
+
+
+def generate_shaped_session(shape: Shape, seed: int, turns: int) -> Session:
+    """A session of ``shape`` (see :data:`SHAPES`)."""
+    settings: dict[str, Any] = dict(shape.settings)
+    if shape.kind == "coding":
+        return generate_coding_session(seed, turns, **settings)
+    if shape.kind == "chat":
+        return generate_chat_session(seed, turns, **settings)
+    raise ValueError(f"unknown session kind {shape.kind!r}; expected 'coding' or 'chat'")
 
 
 def generate_session(kind: str, seed: int, turns: int) -> Session:

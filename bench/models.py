@@ -82,6 +82,9 @@ class Behaviour:
             "update_not_append" strike on every call).
         bloat: Extra verbose, redundant lines added to the facts on every call; the model never
             consolidates when warned.
+        follow_up: Whether the model answers the capture check's follow-up as it notes things;
+            ``False``: it adds nothing there and dismisses nothing (it left the facts out
+            silently, and stays silent when asked).
     """
 
     name: str
@@ -90,6 +93,7 @@ class Behaviour:
     misbehaviour: str | None = None
     period: int = 3
     bloat: int = 0
+    follow_up: bool = True
 
     @property
     def rewrites(self) -> bool:
@@ -110,6 +114,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
     "empty": replace(FAITHFUL, name="empty", misbehaviour="empty"),
     "raises": replace(FAITHFUL, name="raises", misbehaviour="raises"),
     "bloating": replace(FAITHFUL, name="bloating", bloat=8),
+    "omitting": Behaviour("omitting", capture_miss=0.30, follow_up=False),
 }
 """Every behaviour the benchmark runs, by name."""
 
@@ -333,7 +338,7 @@ class ScriptedSummariser:
         ``capture_miss``: the same note-taker), every other one is dismissed."""
         block = _block(prompt, "capture_items") or ""
         entries: list[dict[str, Any]] = []
-        for line in block.strip().splitlines():
+        for line in block.strip().splitlines() if self.behaviour.follow_up else ():
             match = _CAPTURE_LINE.match(line.strip())
             if match is None:
                 continue

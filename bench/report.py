@@ -210,6 +210,7 @@ def write_results(results: dict[str, Any], path: Path) -> None:
                 "",
             ]
     lines += _capture_section(runs)
+    lines += capture_shapes_section(results.get("capture_shapes", []))
     lines += _recall_section(results.get("recall"))
     lines += _misbehaving_section(results["misbehaving"])
     lines += ["## Cost: summariser calls and commit prompt size", ""]
@@ -401,8 +402,9 @@ def _capture_section(runs: list[Any]) -> list[str]:
         "Every Phase 2 round looks up the salient units of the folded messages (and the paths "
         "and errors the trails found) in the new Working Memory; what is missing is put to the "
         "writer in one follow-up call if it carries an anchor or is a TODO, decision, "
-        "constraint or correction, and what the writer still leaves out is added by code only "
-        "when an anchor pins it down (`docs/`, capture). Fates summed over the rounds of each "
+        "constraint or correction, and what the writer still leaves out is added by code when "
+        "an anchor pins it down or, in a working session, when it is such a commitment "
+        "(`docs/`, capture). Fates summed over the rounds of each "
         "retention run (the scripted summarisers answer the follow-up as they note things: a "
         "catalogue item is added, still missed with the sloppy writer's probability; anything "
         "else is dismissed). "
@@ -411,6 +413,57 @@ def _capture_section(runs: list[Any]) -> list[str]:
         "the faithful writer dismisses.",
         "",
         *_table(CAPTURE_HEADER, rows),
+        "",
+    ]
+
+
+CAPTURE_SHAPES_HEADER = [
+    "session shape",
+    "turns",
+    "rounds",
+    "facts",
+    "kept",
+    "lost",
+    "added by code",
+    "e.g. lost",
+]
+"""The columns of :func:`capture_shapes_section`."""
+
+
+def capture_shapes_section(results: list[Any]) -> list[str]:
+    """The capture check across session shapes (``bench/capture_shapes.py``), the worst
+    marked."""
+    if not results:
+        return []
+    worst = min(results, key=lambda r: r.rate)
+    rows = [
+        [
+            f"**{r.shape}** (worst)" if r is worst else r.shape,
+            r.turns,
+            r.capture.get("rounds", 0),
+            r.facts,
+            f"{r.kept} ({100 * r.rate:.1f}%)",
+            r.facts - r.kept,
+            r.capture.get("added_by_code", 0),
+            "; ".join(f"`{x}`" for x in r.lost[:2]) or "-",
+        ]
+        for r in results
+    ]
+    return [
+        "### Capture across session shapes (8k window, a writer that leaves out 30%)",
+        "",
+        "The bench's two sessions and sessions of other shapes (`bench/data.py: SHAPES`: other "
+        "turn lengths, fact densities, tool loads, a coding session where the user also tells "
+        "personal facts), replayed through `create_agent` + `WorkingMemoryMiddleware` at an 8k "
+        "window with the default commit cadence (half the window pending: a round folds about "
+        "4,000 tokens), with the *omitting* writer (`bench/models.py`): it leaves out 30% of "
+        "each round's new facts and says nothing when the capture check asks. *kept*: the "
+        "fact's ground-truth text is in the memory's own notes at the end (the Working Memory, "
+        "or the items its size contract moved out, which `archive_search` finds); facts of the "
+        "last turns that no round has folded yet are not counted (they are live messages). "
+        f"Worst shape: **{worst.shape}**, {100 * worst.rate:.1f}% kept.",
+        "",
+        *_table(CAPTURE_SHAPES_HEADER, rows),
         "",
     ]
 

@@ -24,10 +24,11 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from bench.capture_shapes import run_shapes
 from bench.data import Session, generate_session
 from bench.measure import interleaved_seconds, seeded_global_random
 from bench.models import make_model
-from bench.play import RunResult, calibrate, run_one
+from bench.play import RunResult, calibrate, capture_fates, run_one
 from bench.provenance import (
     Stamp,
     code_fingerprint,
@@ -39,7 +40,7 @@ from bench.provenance import (
 )
 from bench.quiet import quiet_loggers
 from bench.recall import recall_at_scale
-from bench.report import write_plot, write_results
+from bench.report import capture_shapes_section, write_plot, write_results
 from bench.report_timings import write_timings
 from bench.sizes import WINDOWS, assemble_checkpoints, size_runs, window_runs
 from bench.systems import SYSTEMS, Tuning, build_system, langmem_available
@@ -67,6 +68,8 @@ class Options:
     recall_turns: int = 1_000
     """Turns (one archive each) of the thread ``archive_search`` is timed on."""
     checkpoint_turns: int = 300
+    shape_turns: int = 200
+    """Turns of each session of the capture runs across session shapes."""
     windows: tuple[int, ...] = WINDOWS
     size_commits: int = 1_000
     size_windows: tuple[int, ...] = (128_000, 8_000)
@@ -330,6 +333,8 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
             bloat.append(r)
             biggest = max((t for _, t in r.memory_tokens), default=0)
             _log(f"bloat {system:13} commits={r.compactions} max={biggest} tokens")
+    with phase("capture across session shapes"):
+        capture_shapes = run_shapes(opts.seed, opts.shape_turns, fates=capture_fates, log=_log)
     ckpt_session = generate_session("chat", opts.seed + 3, opts.checkpoint_turns)
     with phase("SQLite checkpoint size"):
         ckpt = checkpoint_bytes(ckpt_session, systems, calibrate(ckpt_session, opts.tuning))
@@ -367,6 +372,7 @@ def _run_benchmark(opts: Options) -> dict[str, Any]:
         "robustness": robustness,
         "misbehaving": misbehaving,
         "bloat": bloat,
+        "capture_shapes": capture_shapes,
         "hot": hot,
         "recall": recall,
         "checkpoints": ckpt,
@@ -501,6 +507,7 @@ def quick_options(out: Path) -> Options:
         hot_sizes=(50, 200),
         recall_turns=40,
         checkpoint_turns=20,
+        shape_turns=40,
         windows=(8_000,),
         size_commits=25,
         size_windows=(8_000,),
@@ -543,6 +550,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="only the 'real small model' rows: a short coding session written by the model at "
         "OPENAI_BASE_URL (see bench/realmodel.py) -> REALMODEL.md",
     )
+    parser.add_argument(
+        "--capture-shapes",
+        action="store_true",
+        help="only the capture runs across session shapes (bench/capture_shapes.py): their "
+        "table on standard output (200 turns a shape; 40 with --quick)",
+    )
     from bench.locomo.run import add_arguments
 
     add_arguments(parser)
@@ -563,6 +576,11 @@ def _dispatch(
         from bench.realmodel import run_real_model
 
         return run_real_model(args.out or HERE, seed=args.seed)
+    if args.capture_shapes:
+        turns = quick_options(HERE).shape_turns if args.quick else Options().shape_turns
+        shapes = run_shapes(args.seed, turns, fates=capture_fates, log=_log)
+        print("\n".join(capture_shapes_section(shapes)))
+        return 0
     if args.quick:
         out = args.out or Path(tempfile.gettempdir()) / "wm_langgraph_bench_quick"
         if out.resolve() == HERE:

@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
 from bench.data import Session
-from bench.models import ScriptedSummariser, make_model, make_summariser
+from bench.models import CAPTURE_TOOL, ScriptedSummariser, make_model, make_summariser
 from wm_langgraph.document.sections import parse_working_memory, render_working_memory
 from wm_langgraph.testing import ScriptedChatModel
 
@@ -59,8 +59,8 @@ _WORDS = [
 
 
 class FloodingWriter:
-    """Wraps a writer's script; every ``every``-th call floods the document (``kind``: blob |
-    ops). The ``respond`` function of a flooding writer model, see :data:`SIZE_WRITERS`."""
+    """Wraps a writer's script; every ``every``-th document call floods the document (``kind``:
+    blob | ops). The ``respond`` function of a flooding writer model, see :data:`SIZE_WRITERS`."""
 
     def __init__(
         self, base: ScriptedSummariser, kind: str, every: int = FLOOD_EVERY, seed: int = 0
@@ -77,9 +77,14 @@ class FloodingWriter:
         return " ".join(words)[:200_000]
 
     def __call__(self, messages: list[BaseMessage], tools: Any, tool_choice: Any) -> AIMessage:
-        """The base's answer, flooded on every ``every``-th call."""
-        self._calls += 1
+        """The base's answer, flooded on every ``every``-th create or update call (the capture
+        check's follow-ups are answered, not counted: how many a round makes depends on the
+        check, not on the writer)."""
         message = self.base(messages, tools, tool_choice)
+        names = {t.get("function", {}).get("name") for t in tools or [] if isinstance(t, dict)}
+        if CAPTURE_TOOL in names:
+            return message
+        self._calls += 1
         if self._calls % self.every:
             return message
         n = self._calls

@@ -105,7 +105,9 @@ def test_update_prompt_substance() -> None:
         "[new]",
     ):
         assert needle in text
-    assert f"at most {BULLET_THRESHOLD} bullets" in text
+    # the targets are the memory's own (they follow its size), stated by the size warnings
+    assert "targets the warning gives" in text
+    assert f"at most {BULLET_THRESHOLD} bullets" not in text
 
 
 def test_system_prompt_substance() -> None:

@@ -13,6 +13,7 @@ from wm_langgraph.document.sections import parse_working_memory, render_working_
 from wm_langgraph.document.text import restates
 from wm_langgraph.document.text.provenance import reads_as_instruction
 from wm_langgraph.phase2.capture import (
+    ASKED_WITHOUT_ANCHOR,
     EARLIER,
     MAX_ASKED,
     MAX_CODE_UNITS,
@@ -200,8 +201,10 @@ def test_bounds_on_the_follow_up_and_on_code_items() -> None:
     # the most salient are asked about first
     assert questions[0].text == units[-1].text
     counts = result.counts()
-    assert counts["added_by_code"] == MAX_CODE_UNITS
-    assert counts["skipped"] == len(units) - MAX_CODE_UNITS
+    # the seed's 6, or half of the round's units when that is more (a dense round)
+    bound = max(MAX_CODE_UNITS, -(-len(units) // 2))
+    assert counts["added_by_code"] == bound
+    assert counts["skipped"] == len(units) - bound
     assert all(f.reason == "over the bound" for f in result.fates if f.fate == "skipped")
 
 
@@ -297,17 +300,20 @@ def test_every_anchored_unit_ends_in_the_document_or_with_a_recorded_fate(
 
     result = run_capture(DOC, units, ask=None if mode == "none" else ask)
     assert len(result.fates) == len(units)
-    for unit, fate in zip(units, result.fates, strict=True):
+    # checked again in the same round (its framing words are the round's), nothing is missing
+    again = run_capture(result.text, units, ask=None).fates
+    for unit, fate, second in zip(units, result.fates, again, strict=True):
         if fate.fate in {"written", "added_on_followup", "added_by_code"}:
-            assert run_capture(result.text, [unit], ask=None).fates[0].fate == "written"
+            assert second.fate == "written"
         else:
             assert fate.fate in {"dismissed", "skipped"}
             assert fate.reason
         if fate.fate == "added_by_code":
             assert not reads_as_instruction(fate.text)
-            assert unit.anchors  # code adds only what an anchor pins down
+            # code adds what an anchor pins down, or work the session committed to
+            assert unit.anchors or unit.kind in ASKED_WITHOUT_ANCHOR
     added = result.counts().get("added_by_code", 0)
-    assert added <= MAX_CODE_UNITS
+    assert added <= max(MAX_CODE_UNITS, -(-len(units) // 2))
 
 
 def test_the_capture_prompt_ships_with_its_placeholders_and_quotes_hostile_values() -> None:
@@ -426,7 +432,7 @@ def test_remind_me_names_nothing() -> None:
     assert [f.fate for f in run_capture(other, found, ask=None).fates] == ["added_by_code"]
 
 
-# -- units without an anchor: work a session commits to is asked about, never added by code --
+# -- units without an anchor: work a session commits to is asked about, then added by code --
 
 _TODO = (
     "Not now, but we must document the rate limiter settings for the ops team before the release."
@@ -454,13 +460,16 @@ def test_an_unanchored_todo_or_decision_the_writer_left_out_is_asked_about() -> 
     assert "Token bucket" in sections["Key Facts & Decisions"]
 
 
-def test_an_unanchored_unit_the_writer_still_leaves_out_is_not_added_by_code() -> None:
+def test_an_unanchored_todo_the_writer_says_nothing_about_is_added_by_code() -> None:
+    """A TODO, decision, constraint or correction without a name or number is work the
+    session committed to: a writer that left it out and says nothing when asked would lose it
+    for good (issue 39: such statements were most of what a silent writer lost)."""
     todo = _fact(_TODO, kind="todo")
     for answer in (None, CaptureAnswer()):
         result = run_capture(DOC, [todo], ask=Asker(answer))
-        assert [(f.fate, f.reason) for f in result.fates] == [("skipped", "no anchor")]
-        assert result.text == DOC
-        assert result.code_items == {}
+        assert [f.fate for f in result.fates] == ["added_by_code"]
+        assert "rate limiter settings" in parse_working_memory(result.text)["Open Issues"]
+        assert list(result.code_items) == ["Open Issues"]
     dismissed = run_capture(DOC, [todo], ask=Asker(CaptureAnswer(dismissed={1: "done already"})))
     assert [(f.fate, f.reason) for f in dismissed.fates] == [("dismissed", "done already")]
     # a dismissal is remembered: the next round does not ask again
@@ -493,7 +502,7 @@ def test_an_item_that_drops_the_negation_or_the_subject_is_no_restatement() -> N
     run_capture(doc, [rule], ask=ask)
     assert [q.text for q in ask.asked[0]] == [rule.text]
     other = render_working_memory({"Open Issues": "- TODO: tune the rate limiter"})
-    assert run_capture(other, [_fact(_TODO, kind="todo")], ask=None).fates[0].fate == "skipped"
+    assert run_capture(other, [_fact(_TODO, kind="todo")], ask=None).fates[0].fate != "written"
 
 
 def test_unanchored_small_talk_is_not_asked_about() -> None:

@@ -128,6 +128,30 @@ def test_the_moved_count_survives_a_writer_that_drops_the_marker() -> None:
     assert len(MOVED_MARKER_RE.findall(second.text)) == 1
 
 
+def test_facts_a_writer_merged_into_the_marker_bullet_stay() -> None:
+    """Issue 39's session shapes: a writer that consolidates three bullets to a line merged the
+    ``[moved out: …]`` marker with two facts; the compaction took the whole line for the marker
+    and the facts were gone, silently."""
+    first = enforce_size_contract(
+        doc(title="Chat", goals=bullets([f"goal {i} " + "words " * 30 for i in range(60)])),
+        ceiling=700,
+    )
+    marker = next(MOVED_MARKER_RE.finditer(first.text)).group(0)
+    parsed = parse_working_memory(first.text)
+    parsed["Key Facts & Decisions"] = (
+        f"- {marker}; Owen grew up in Brno; Aiko's gym costs 61 euros a month\n- port 5432"
+    )
+    merged = render_working_memory(parsed)
+    for ceiling in (700, 10_000):
+        result = enforce_size_contract(merged, ceiling=ceiling, prior=first.text)
+        kept = f"{result.text}\n" + "\n".join(m.text for m in result.moved)
+        assert "Owen grew up in Brno" in kept
+        assert "61 euros" in kept
+        assert "port 5432" in kept
+        assert len(MOVED_MARKER_RE.findall(result.text)) == 1
+        assert moved_count(result.text) >= first.moved_total
+
+
 def test_a_200_kb_document_and_10_000_items_end_at_the_ceiling() -> None:
     rng = random.Random(5)
     words = ["alpha", "Bravo", "charlie", "delta 42", "echo", "Foxtrot", "golf", "hotel"]

@@ -1,13 +1,21 @@
 """The size target drives the consolidation reminders: a document over its target
-gets warnings for the sections holding more than their share, even below the fixed limits."""
+gets warnings for the sections holding more than their share, even below the section limits.
+These tests hold the limits at the seed's (``SEED_LIMITS``) to see the target's own warnings; the
+limits that follow the target are tested in ``test_section_limits.py``."""
 
 from __future__ import annotations
 
-from wm_langgraph.document import render_working_memory, section_size_warnings
+from wm_langgraph.document import render_working_memory
+from wm_langgraph.document.guards import SEED_LIMITS
+from wm_langgraph.document.protocol import section_size_warnings as _warnings
 from wm_langgraph.document.tokens import count_tokens
 
 
-def _doc(facts: int, files: int) -> str:
+def section_size_warnings(document: str, **kwargs: int) -> str:
+    return _warnings(document, limits=SEED_LIMITS, **kwargs)
+
+
+def _doc(facts: int, files: int, errors: int = 20) -> str:
     return render_working_memory(
         {
             "Session Title": "Port inventory",
@@ -16,7 +24,7 @@ def _doc(facts: int, files: int) -> str:
                 f"- FACT-{i:03d}: node-{i} listens on port {9000 + i}" for i in range(facts)
             ),
             "Files & Context": "\n".join(f"- src/pkg_{i}/mod.py: read" for i in range(files)),
-            "Errors & Corrections": "\n".join(f"- error {i} fixed" for i in range(20)),
+            "Errors & Corrections": "\n".join(f"- error {i} fixed" for i in range(errors)),
         }
     )
 
@@ -58,7 +66,7 @@ def test_the_update_prompt_warns_a_document_close_to_its_target() -> None:
     from wm_langgraph.document.protocol import TARGET_WARN_SHARE
     from wm_langgraph.writer.prompts import render_update_prompt
 
-    document = _doc(facts=20, files=10)
+    document = _doc(facts=7, files=2, errors=0)  # under every target's limits (8 bullets)
     size = count_tokens(document)
     near = int(size / ((1 + TARGET_WARN_SHARE) / 2))  # the document is ~95% of this target
     prompt = render_update_prompt(working_memory=document, messages="", size_target=near)

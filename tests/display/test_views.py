@@ -14,6 +14,7 @@ from wm_langgraph.display.model_input import LAYERS, split_layers
 from wm_langgraph.display.working_memory import section_limits, working_memory_view
 from wm_langgraph.document import count_tokens, render_working_memory
 from wm_langgraph.messages import message_tokens
+from wm_langgraph.phase2.size import contract_for
 
 
 def _input() -> list:
@@ -189,3 +190,13 @@ def test_the_chart_has_a_bar_per_call_and_the_usable_line():
     assert "usable 1,000" in parsed.text
     assert "budget 1,200" in parsed.text
     assert "No model call" in calls_chart([], usable=1, budget=1)
+
+
+def test_the_section_limits_shown_are_the_ones_the_guards_read():
+    """The picture's per-section limits follow the size target, as the guards' do."""
+    for budget in (4_000, 8_000, 128_000):
+        config = WorkingMemoryConfig(token_budget=budget)
+        limits = contract_for(config).limits
+        assert section_limits(config) == (limits.bullets, limits.tokens)
+    assert section_limits(WorkingMemoryConfig()) == (25, 1_500)
+    assert section_limits(WorkingMemoryConfig(token_budget=8_000))[1] < 1_500

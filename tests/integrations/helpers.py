@@ -7,10 +7,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
+from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS, render_working_memory
 from wm_langgraph.testing import ScriptedChatModel, tool_reply
 
@@ -123,3 +125,50 @@ class CollectingTracer(BaseTracer):
     def parent_of(self, run: Run) -> Run | None:
         by_id: dict[UUID, Run] = {r.id: r for r in self.collected}
         return by_id.get(run.parent_run_id) if run.parent_run_id else None
+
+
+def quiet_agent() -> ScriptedChatModel:
+    """An agent model that answers every turn with "Noted." (no tool calls)."""
+    return ScriptedChatModel(respond=lambda messages, tools, tool_choice: "Noted.")
+
+
+def middleware_agent(writer: BaseChatModel, config: WorkingMemoryConfig) -> tuple[Any, Any]:
+    """``create_agent`` + ``WorkingMemoryMiddleware`` over ``writer``, no tools: (graph, memory)."""
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+
+    from wm_langgraph import WorkingMemoryMiddleware
+
+    store = InMemoryStore()
+    middleware = WorkingMemoryMiddleware(writer, config=config, store=store)
+    graph = create_agent(
+        quiet_agent(), [], middleware=[middleware], checkpointer=InMemorySaver(), store=store
+    )
+    return graph, middleware.memory
+
+
+def react_agent(writer: BaseChatModel, config: WorkingMemoryConfig) -> tuple[Any, Any]:
+    """``create_react_agent`` with the memory's hooks over ``writer``, no tools."""
+    import warnings
+
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+
+    from wm_langgraph.memory import WorkingMemory
+
+    wm = WorkingMemory(writer, config=config, store=InMemoryStore())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langgraph.prebuilt import create_react_agent
+
+        graph = create_react_agent(
+            quiet_agent(),
+            [],
+            pre_model_hook=wm.pre_model_hook,
+            post_model_hook=wm.post_model_hook,
+            checkpointer=InMemorySaver(),
+            store=wm.store,
+            version="v2",
+        )
+    return graph, wm

@@ -60,10 +60,11 @@ def section_limits(config: WorkingMemoryConfig) -> tuple[int, int]:
     consolidate it (the limits the update prompt's size warnings and the Key Facts guard read).
 
     Args:
-        config: The memory's settings (the limits may follow its budget).
+        config: The memory's settings (the limits follow the size target of its budget:
+            docs/budgets.md).
     """
-    del config  # the limits are fixed today; the one place to read them from the settings
-    return BULLET_THRESHOLD, TOKEN_THRESHOLD
+    limits = contract_for(config).limits
+    return limits.bullets, limits.tokens
 
 
 def item_badges(item: str, *, section: str, code_items: Sequence[str] = ()) -> list[str]:

@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from wm_langgraph.document.guards.sizes import SectionLimits, section_limits
 from wm_langgraph.document.protocol import TARGET_SHARES
 from wm_langgraph.document.sections import (
     SECTIONS,
@@ -124,6 +125,18 @@ def _marker(total: int) -> str:
 
 
 # ------------------------------------------------------------------------------ line helpers
+
+
+def _without_marker(line: str) -> str:
+    """``line`` without the moved-out marker (it is rendered anew, once, at the top of Key
+    Facts); a line that held nothing else is empty. A writer that merged the marker into a
+    bullet with facts keeps those facts."""
+    if not MOVED_MARKER_RE.search(line):
+        return line
+    rest = MOVED_MARKER_RE.sub("", line)
+    rest = re.sub(r"^(\s*(?:[-*+]|\d+[.)])?\s*)\s*[;,.:][\s;,.:]*", r"\1", rest)
+    rest = re.sub(r"\s*;\s*(?=;|$)", "", rest).rstrip()
+    return rest if re.sub(r"^\s*(?:[-*+]|\d+[.)])?", "", rest).strip(" ;,.:") else ""
 
 
 def _text_of(line: str) -> str:
@@ -463,6 +476,12 @@ class SizeContract:
                 f"a size contract needs 1 <= target <= ceiling, got {self.target}, {self.ceiling}"
             )
 
+    @property
+    def limits(self) -> SectionLimits:
+        """The per-section thresholds that follow this target (``section_limits``): the
+        seed's 25 bullets / 1,500 tokens at the default target of 12,000."""
+        return section_limits(self.target)
+
 
 def size_contract(usable: int, archive_memory_tokens: int) -> SizeContract:
     """The contract for an assemble budget: ``target = max(1,000, min(1.5 ×
@@ -536,9 +555,7 @@ def enforce_size_contract(
     parsed = parse_working_memory(document)
     bodies: Bodies = {
         name: [
-            line
-            for line in parsed[name].splitlines()
-            if line.strip() and not MOVED_MARKER_RE.search(line)
+            kept for line in parsed[name].splitlines() if (kept := _without_marker(line)).strip()
         ]
         for name in SECTIONS
     }

@@ -27,7 +27,9 @@ from typing import Any, Literal
 
 from wm_langgraph.document.guards import (
     DURABLE_SECTIONS,
+    SEED_LIMITS,
     GuardOutcome,
+    SectionLimits,
     SectionOp,
     guard_section,
     new_items,
@@ -168,6 +170,7 @@ class _Context:
     conversation: str | None = None
     old_document: str = ""
     removable: frozenset[str] = frozenset()
+    limits: SectionLimits = SEED_LIMITS
 
 
 def _durable(sections: Mapping[str, str], *, without: str = "") -> str:
@@ -199,6 +202,7 @@ def _apply(
             conversation=context.conversation,
             old_document=context.old_document,
             removable=context.removable,
+            limits=context.limits,
         )
         if guards
         else GuardOutcome(op)
@@ -228,6 +232,7 @@ def merge_working_memory(
     guards: bool = True,
     conversation: str | None = None,
     code_items: Mapping[str, Sequence[str]] | None = None,
+    limits: SectionLimits = SEED_LIMITS,
 ) -> MergeResult:
     """Apply per-section ops to ``old`` through the guards and return the new document.
 
@@ -251,6 +256,9 @@ def merge_working_memory(
             trails and the capture check). They are not protected like the writer's: an UPDATE
             of Files & Context, Errors & Corrections or Open Issues may drop them, and the
             section's decision says which.
+        limits: The memory's section thresholds (``document.guards.section_limits`` of its size
+            target), which the Key Facts guard's throttle and sentinel read; the seed's 25
+            bullets / 1,500 tokens / 5 per round by default.
 
     Returns:
         The canonical document and one :class:`GuardDecision` per section, in section order.
@@ -313,6 +321,7 @@ def merge_working_memory(
             conversation=conversation if name in (_TITLE, _KEY_FACTS, _OPEN) else None,
             old_document=old_document if name in (_TITLE, _KEY_FACTS) else "",
             removable=frozenset(item_key(i) for i in (code_items or {}).get(name, ())),
+            limits=limits,
         )
         new_sections[name], by_section[name] = _apply(
             name, old_body, requested, op, problem, guards=guards, context=context

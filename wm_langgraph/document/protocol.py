@@ -10,10 +10,11 @@ repair in ``document.json_repair``) and is re-exported here. Canonical ops, as
     {"op": "UPDATE", "content": "<full new body>"}
     {"op": "APPEND", "items": ["item", ...]}
 
-Size thresholds shared with the Key Facts guard (``document.guards`` imports them from here, so
-the prompt's warnings and the guard's limits cannot drift apart): a section is *oversized*
-when it has more than ``BULLET_THRESHOLD`` items or more than ``TOKEN_THRESHOLD`` tokens
-(``section_size`` measures both the same way for everyone).
+Size thresholds shared with the Key Facts guard (one ``SectionLimits`` value from
+``document.guards``, so the prompt's warnings and the guard's limits cannot drift apart): a
+section is *oversized* when it has more than ``limits.bullets`` items or more than
+``limits.tokens`` tokens (``section_size`` measures both the same way for everyone); the seed's
+``BULLET_THRESHOLD`` / ``TOKEN_THRESHOLD`` at its default size of 12,000 tokens.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ from wm_langgraph.document.arguments import (
 from wm_langgraph.document.guards import (
     OVERSIZE_BULLETS,
     OVERSIZE_TOKENS,
+    SEED_LIMITS,
+    SectionLimits,
     SectionSize,
+    section_limits,
     section_size,
 )
 from wm_langgraph.document.sections import SECTIONS, parse_working_memory
@@ -56,9 +60,9 @@ __all__ = [
 UPDATE_TOOL_NAME = "update_working_memory"
 
 BULLET_THRESHOLD = OVERSIZE_BULLETS
-"""A section with more items than this is oversized (behaviour §2.6, §4.3); same as the guards'."""
+"""The seed's bullet threshold (behaviour §2.6, §4.3), at the default size of 12,000 tokens."""
 TOKEN_THRESHOLD = OVERSIZE_TOKENS
-"""A section with more tokens (``count_tokens`` of its body) than this is oversized."""
+"""The seed's token threshold (``count_tokens`` of a body), at the default size."""
 APPEND_ONLY_SECTIONS: frozenset[str] = frozenset({"Errors & Corrections"})
 """Sections that only grow; they never get a consolidation warning."""
 EMPTY_SECTION_SIZE_WARNINGS = "<section_size_warnings></section_size_warnings>"
@@ -184,13 +188,19 @@ def update_tool_schema(*, strict: bool = False) -> dict[str, Any]:
 
 
 def section_size_warnings(
-    wm: str, *, target_tokens: int | None = None, warn_from: int | None = None
+    wm: str,
+    *,
+    target_tokens: int | None = None,
+    warn_from: int | None = None,
+    limits: SectionLimits | None = None,
 ) -> str:
     """Build the ``<section_size_warnings>`` block of the update prompt (behaviour §5.3, §2.7).
 
     Every section except the append-only Errors & Corrections that has more than
-    ``BULLET_THRESHOLD`` items or more than ``TOKEN_THRESHOLD`` tokens gets one warning line
+    ``limits.bullets`` items or more than ``limits.tokens`` tokens gets one warning line
     with its item count and token estimate, telling the model to consolidate it with UPDATE.
+    The limits follow the size target (``section_limits(target_tokens)``; the seed's 25 bullets
+    / 1,500 tokens at the default target of 12,000 and without a target).
     With ``target_tokens`` (the document's size target, see ``document.compaction``), a document
     over the target also warns each such section holding more than its share of the target
     (:data:`TARGET_SHARES`), with the section's own token goal. With ``warn_from`` those
@@ -203,6 +213,8 @@ def section_size_warnings(
         target_tokens: The whole document's size target; ``None`` checks the fixed limits only.
         warn_from: The document size from which the target's warnings start; ``None`` (the
             default) starts them above ``target_tokens``. Ignored without ``target_tokens``.
+        limits: The section thresholds; ``None`` takes ``section_limits(target_tokens)``, or
+            the seed's without a target.
 
     Returns:
         The block ``<section_size_warnings>\\n- …\\n</section_size_warnings>``, or ``""`` when
@@ -210,6 +222,8 @@ def section_size_warnings(
     """
     if not isinstance(wm, str) or not wm.strip():
         return ""
+    if limits is None:
+        limits = SEED_LIMITS if target_tokens is None else section_limits(target_tokens)
     bodies = parse_working_memory(wm)
     total = count_tokens(wm) if target_tokens is not None else 0
     over_target = False
@@ -222,18 +236,18 @@ def section_size_warnings(
         if name in APPEND_ONLY_SECTIONS:
             continue
         size = section_size(bodies[name])
-        if size.oversized:
-            bullets, tokens = BULLET_THRESHOLD, TOKEN_THRESHOLD
+        if limits.oversized(size):
+            bullets, tokens = limits.bullets, limits.tokens
         elif over_target and target_tokens is not None:
             share = int(TARGET_SHARES[name] * target_tokens)
             if name == "Session Title" or size.tokens <= share:
                 continue
-            bullets, tokens = min(BULLET_THRESHOLD, max(1, size.bullets * 2 // 3)), share
+            bullets, tokens = min(limits.bullets, max(1, size.bullets * 2 // 3)), share
         else:
             continue
         line = (
             f"- {name}: {size.bullets} bullets, about {size.tokens:,} tokens "
-            f"(limits: {BULLET_THRESHOLD} bullets, {TOKEN_THRESHOLD:,} tokens). You MUST "
+            f"(limits: {limits.bullets} bullets, {limits.tokens:,} tokens). You MUST "
             f"consolidate this section with UPDATE: merge related bullets, grouped by topic, "
             f"keeping every name, date and exact value; target at most {bullets} "
             f"bullets and {tokens:,} tokens."

@@ -7,9 +7,11 @@ units of the folded user and assistant messages
 constraints, preferences, TODOs, corrections, anchored facts; in chats events, plans, people,
 places), the paths the conversation acted on (the artifact trail) and the errors tool results
 reported (the error trail) — and looks each up in the merged document with the guards' own
-matchers: a unit is *written* when its anchors occur in the document
-(the test of :func:`~wm_langgraph.document.text.missing_anchors`: both of one or two anchors,
-two thirds of more, a bare number beside a stronger anchor not needed), or, without anchors,
+matchers: a unit is *written* when one item of the document holds its anchors together
+(both of one or two anchors, two thirds of more, a bare number beside a stronger anchor not
+needed) and, when the anchors that item holds are all common in the document (a speaker's name
+in every bullet), restates it too; anchors scattered over several bullets hold no fact. Without
+anchors,
 when one item holds its whole text (:func:`~wm_langgraph.document.text.item_present`) or
 restates it (:func:`~wm_langgraph.document.text.restates`: more than half of its content words,
 its negation kept, so "TODO: document the rate limiter settings" restates "Not now, but we must
@@ -22,13 +24,18 @@ What is missing:
 1. anchored units, and unanchored ones of the kinds a session commits to
    (:data:`ASKED_WITHOUT_ANCHOR`: TODOs, decisions, constraints, corrections), go back to the
    writer **once**, the most salient first, in one bounded follow-up call
-   (:func:`~wm_langgraph.writer.capture.request_capture`: at most :data:`MAX_ASKED` statements,
+   (:func:`~wm_langgraph.writer.capture.request_capture`: at most ``SectionLimits.asked``
+   statements — :data:`MAX_ASKED` at the seed's size, half the round's units when more —
    each at most :data:`MAX_STATEMENT_CHARS` characters, quoted with who said it), which adds
    each where it belongs or dismisses it with a reason. The adds are APPENDs through the guards.
    No call when nothing askable is missing. A failed, empty or unreadable reply only means
    nothing was added on follow-up.
-2. what the writer still leaves out and carries an anchor is added by code as its extractive
-   text in its kind's section (:data:`KIND_SECTIONS`), at most :data:`MAX_CODE_UNITS` per round,
+2. what the writer still leaves out — and neither added nor dismissed when asked — and carries
+   an anchor or, in a working session (not a chat), is of a kind a session commits to is added
+   by code as its extractive
+   text in its kind's section (:data:`KIND_SECTIONS`), at most the memory's bound per round
+   (``SectionLimits.code_units``: :data:`MAX_CODE_UNITS` at the seed's size; half the round's
+   units when that is more),
    never a statement that reads as an instruction, never an error or a path written in prose
    (the writer's to record); the trails' paths and errors are added by code directly (their
    extractive item is all there is to write), within the trails' own bounds.
@@ -49,30 +56,37 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from wm_langgraph.document.guards import SEED_LIMITS, SectionLimits
+from wm_langgraph.document.guards.key_facts import clauses
+from wm_langgraph.document.guards.sizes import SEED_ASKED, SEED_CODE_UNITS
 from wm_langgraph.document.merge import merge_working_memory
 from wm_langgraph.document.sections import parse_working_memory, section_items
 from wm_langgraph.document.text import (
     extract_anchors,
     item_present,
+    key_words,
+    negation_kept,
     paths_listed,
     restates,
-    term_in,
 )
+from wm_langgraph.document.text.match import join_texts, terms_in_texts
 from wm_langgraph.document.text.provenance import reads_as_instruction
 from wm_langgraph.document.text.shorten import shorten
-from wm_langgraph.document.text.units import Unit, extract_units
+from wm_langgraph.document.text.units import Unit, chat_kinds, extract_units
 from wm_langgraph.messages import content_text
 from wm_langgraph.phase2.trails import missing_errors, tool_result_lines, without_relayed_lines
 from wm_langgraph.writer.capture import CaptureAnswer, CaptureQuestion
 
 __all__ = [
     "ASKED_WITHOUT_ANCHOR",
+    "FRAMING_MIN",
+    "FRAMING_SHARE",
     "KIND_SECTIONS",
     "MAX_ASKED",
     "MAX_CODE_UNITS",
@@ -104,24 +118,37 @@ KIND_SECTIONS: Mapping[str, str] = {
 }
 """The section of a unit's kind; every other kind (decision, constraint, preference, fact,
 event, plan, possession, relationship, person, place) goes to Key Facts & Decisions."""
-MAX_ASKED = 12
-"""The most statements one follow-up call lists (the most salient first)."""
+MAX_ASKED = SEED_ASKED
+"""The most statements one follow-up call lists at the seed's size (the most salient first);
+a memory's own bound is ``SectionLimits.asked``, raised for a dense round."""
 MAX_STATEMENT_CHARS = 300
 """The longest statement quoted to the writer."""
 _TRAIL_KINDS = frozenset({"error", "path"})
 ASKED_WITHOUT_ANCHOR = frozenset({"todo", "decision", "constraint", "correction"})
-"""Kinds asked about even without an anchor (work a session commits to); code never adds an
-unanchored unit, so the writer's answer is their only way in."""
+"""Kinds asked about even without an anchor (work a session commits to), and in a working
+session added by code too: a writer that leaves one out and says nothing when asked would lose
+it for good; one it dismisses stays out. In a chat they say how someone feels: code adds them
+only with an anchor."""
 MAX_CODE_ITEM_WORDS = 20
 """The most words of an item code adds (the statement's start: its anchors come early)."""
 MAX_CODE_ITEM_CHARS = 160
 """The longest item code adds (characters)."""
-MAX_CODE_UNITS = 6
-"""The most units (not paths or errors: the trails have their own bounds) code adds per round."""
+MAX_CODE_UNITS = SEED_CODE_UNITS
+"""The most units (not paths or errors: the trails have their own bounds) code adds per round
+at the seed's size; a memory's own bound is ``SectionLimits.code_units``, raised for a dense
+round."""
 MAX_DISMISSED = 256
 """The most dismissal keys a WM version keeps (the newest)."""
 EARLIER = "dismissed in an earlier round"
 """The reason of a candidate the writer had dismissed before (not asked again)."""
+_CODE_RE = re.compile(r"(?=\S*[^\W\d_])(?=\S*\d)\S+")
+"""An identifier: one word with letters and digits (``FACT-010``, ``v2.3.1``, ``tenant_749``)."""
+FRAMING_SHARE = 0.08
+"""A word in more than this share of a round's statements is framing (see ``_framing``)."""
+FRAMING_MIN = 3
+"""... and in more than this many of them."""
+_REFUSED = "refused by the guards"
+"""The reason of a code item the guards did not let into the document."""
 _WEEKDAY_NAMES = frozenset(
     name
     for day in ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -293,22 +320,101 @@ def candidates_of(
     return [*units, *trail]
 
 
-def _written(candidate: Candidate, text: str, sections: Mapping[str, str]) -> bool:
+def _written(
+    candidate: Candidate,
+    text: str,
+    sections: Mapping[str, str],
+    framing: frozenset[str] = frozenset(),
+) -> bool:
     if candidate.kind == "path" and candidate.trail:
         return paths_listed([candidate.text], sections[FILES])[0]
     if candidate.kind == "error" and candidate.trail:
         return not missing_errors([candidate.text], sections[ERRORS])
     if candidate.anchors:
-        return _anchors_held(candidate.anchors, text)
+        return _held_by_a_clause(candidate, _document_clauses(text), framing)
     items = _items(text)
     return item_present(candidate.text, items) or any(restates(candidate.text, i) for i in items)
 
 
+@dataclass(frozen=True, slots=True)
+class _Clauses:
+    """The clauses of a document's items, for one search per anchor: each clause's text (a
+    later clause without anchors of its own with its bullet's subject, the first clause, in
+    front) and its own words."""
+
+    words: tuple[frozenset[str], ...]
+    texts: tuple[str, ...]
+    starts: list[int]
+    joined: str
+
+    @classmethod
+    def of(cls, items: Sequence[str]) -> _Clauses:
+        """The clauses of ``items``."""
+        words: list[frozenset[str]] = []
+        texts: list[str] = []
+        for item in items:
+            parts = clauses(item) or [item]
+            for n, part in enumerate(parts):
+                words.append(key_words(part))
+                own = n == 0 or _anchors_of(part)  # a clause with anchors is its own subject
+                texts.append(part if own else f"{parts[0]} {part}")
+        starts, joined = join_texts(texts)
+        return cls(tuple(words), tuple(texts), starts, joined)
+
+    def holding(self, anchor: str) -> set[int]:
+        """The clauses whose text (subject included) holds ``anchor``."""
+        found = terms_in_texts(anchor, list(self.texts), self.starts, self.joined)
+        return found | {i for i, text in enumerate(self.texts) if anchor in _anchors_of(text)}
+
+
 @lru_cache(maxsize=8)
-def _index(text: str) -> tuple[frozenset[str], str]:
-    """The anchors of ``text`` and its collapsed form, once per document version (a round
-    checks many units against the same, possibly large, merged text)."""
-    return frozenset(extract_anchors(text)), " ".join(text.split()).casefold()
+def _document_clauses(text: str) -> _Clauses:
+    return _Clauses.of(_items(text))
+
+
+@lru_cache(maxsize=65_536)
+def _anchors_of(text: str) -> frozenset[str]:
+    return frozenset(extract_anchors(text))
+
+
+def _held_by_a_clause(
+    candidate: Candidate, found: _Clauses, framing: frozenset[str] = frozenset()
+) -> bool:
+    """Whether one clause holds the unit (the Key Facts guard's reading of a bullet: split at
+    ``;`` and sentence ends; a later clause without anchors of its own takes its bullet's first
+    clause, the subject, in front). It must hold the unit's anchors together — every one of up
+    to two that are more than a bare number, two thirds of more (a consolidation may leave a
+    side detail); with bare numbers only, one of them ("turn 10" beside ``FACT-010`` is a side
+    detail) — and hold every identifier of the unit (a word with letters and digits,
+    ``FACT-010``, ``v2.3.1``: the fact itself) or keep its content (:func:`restates`: every one
+    of up to two, more than half of more, of the unit's words, its anchors' included, the
+    round's ``framing`` not: words many of the round's statements share, "big news", "please
+    remember"; a statement that negates its content, "no longer keyboards", needs a clause
+    with a negation). Anchors scattered over several bullets, a name every bullet carries, a
+    date two events share, the same plan told of someone else: none of these holds a fact."""
+    anchors = candidate.anchors
+    strong = [a for a in anchors if not a.isdigit()]
+    if strong:
+        terms, need = strong, len(strong) if len(strong) <= 2 else -(-2 * len(strong) // 3)
+    else:  # bare numbers only: one of them
+        terms, need = list(anchors), 1
+    named = {w for a in anchors for w in key_words(a)}  # the clause holds them
+    codes = [found.holding(a) for a in anchors if _CODE_RE.fullmatch(a)]
+    content = key_words(candidate.text) - framing
+    enough = len(content) if len(content) <= 2 else len(content) // 2 + 1
+    held: dict[int, int] = {}
+    for anchor in terms:
+        for i in found.holding(anchor):
+            held[i] = held.get(i, 0) + 1
+    return any(
+        got >= need
+        and negation_kept(candidate.text, found.texts[i])
+        and (
+            (codes and all(i in code for code in codes))
+            or len(content & (found.words[i] | named)) >= enough
+        )
+        for i, got in held.items()
+    )
 
 
 @lru_cache(maxsize=8)
@@ -317,32 +423,19 @@ def _items(text: str) -> tuple[str, ...]:
     return tuple(i for body in parse_working_memory(text).values() for i in section_items(body))
 
 
-def _missing(anchors: Sequence[str], text: str) -> list[str]:
-    """:func:`~wm_langgraph.document.text.missing_anchors` over the indexed ``text``."""
-    found, collapsed = _index(text)
-    return [a for a in anchors if a not in found and not term_in(a, collapsed)]
-
-
-def _anchors_held(anchors: Sequence[str], text: str) -> bool:
-    """Whether ``text`` holds a unit with these anchors: every one of up to two anchors that
-    are more than a bare number, two thirds of more (a consolidation may leave a side detail);
-    with bare numbers only, one of them. A bare number beside a stronger anchor ("turn 10"
-    beside ``FACT-010``) is a side detail."""
-    strong = [a for a in anchors if not a.isdigit()]
-    if not strong:
-        return len(_missing(anchors, text)) < len(anchors)
-    lost = len(_missing(strong, text))
-    need = len(strong) if len(strong) <= 2 else -(-2 * len(strong) // 3)
-    return len(strong) - lost >= need
-
-
 def _append(
-    text: str, section: str, items: Sequence[str], guards: bool, decisions: list[dict[str, str]]
+    text: str,
+    section: str,
+    items: Sequence[str],
+    guards: bool,
+    decisions: list[dict[str, str]],
+    *,
+    limits: SectionLimits = SEED_LIMITS,
 ) -> str:
     if not items:
         return text
     result = merge_working_memory(
-        text, {section: {"op": "APPEND", "items": list(items)}}, guards=guards
+        text, {section: {"op": "APPEND", "items": list(items)}}, guards=guards, limits=limits
     )
     decisions += [d.as_dict() for d in result.decisions if d.applied != "KEEP" or d.reason]
     decisions[:] = [d for d in decisions if d.get("requested") != "MISSING"]
@@ -353,14 +446,215 @@ Ask = Callable[[str, list[CaptureQuestion]], CaptureAnswer | None]
 """The follow-up call: ``(document, questions) -> answer`` (None: nothing decided)."""
 
 
+@dataclass(slots=True)
+class _Check:
+    """One round's capture check as it goes: the document, and what each candidate became."""
+
+    text: str
+    candidates: Sequence[Candidate]
+    guards: bool
+    limits: SectionLimits = SEED_LIMITS
+    framing: frozenset[str] = frozenset()
+    chat: bool = False
+    sections: dict[str, str] = field(init=False)
+    fates: dict[int, Fate] = field(default_factory=dict)
+    decisions: list[dict[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.sections = parse_working_memory(self.text)
+
+    def settle(self, n: int, fate: FateName, reason: str = "", section: str = "") -> None:
+        """Candidate ``n`` ends with ``fate`` (in its own section unless ``section`` says)."""
+        cand = self.candidates[n]
+        self.fates[n] = Fate(cand.kind, cand.text, section or cand.section, fate, reason)
+
+    def written(self, n: int) -> bool:
+        """Whether the document now holds candidate ``n``."""
+        return _written(self.candidates[n], self.text, self.sections, self.framing)
+
+    def append(self, section: str, items: Sequence[str]) -> None:
+        """APPEND ``items`` to ``section`` through the guards, their decisions recorded."""
+        self.text = _append(
+            self.text, section, items, self.guards, self.decisions, limits=self.limits
+        )
+        self.sections = parse_working_memory(self.text)
+
+
+def _framing(candidates: Sequence[Candidate]) -> frozenset[str]:
+    """The round's framing: words in more than :data:`FRAMING_SHARE` of its statements (and
+    in at least :data:`FRAMING_MIN`); they say how things are said, not what."""
+    counts: dict[str, int] = {}
+    texts = [c.text for c in candidates if not c.trail]
+    for text in texts:
+        for word in key_words(text):
+            counts[word] = counts.get(word, 0) + 1
+    least = max(FRAMING_MIN, FRAMING_SHARE * len(texts))
+    return frozenset(word for word, n in counts.items() if n > least)
+
+
+def _chat(candidates: Sequence[Candidate]) -> bool:
+    """Whether the round reads as a personal chat (``units.is_chat``: no tool reports, mostly
+    narrative statements)."""
+    if any(c.trail for c in candidates):
+        return False
+    return chat_kinds([c.kind for c in candidates])
+
+
+def _unthrottled(limits: SectionLimits) -> SectionLimits:
+    """The limits the additions go through the guards with: no Key Facts section is over them,
+    so neither the anti-bloat throttle nor the sentinel refuses what the check adds (its own
+    bounds apply, see :func:`run_capture`)."""
+    return replace(limits, bullets=_NO_LIMIT, tokens=_NO_LIMIT, max_append=_NO_LIMIT)
+
+
+_NO_LIMIT = 10**12
+
+
+def _missing_ones(check: _Check) -> list[int]:
+    """The candidates the merged document lacks; the others end ``written``."""
+    missing: list[int] = []
+    for n in range(len(check.candidates)):
+        if check.written(n):
+            check.settle(n, "written")
+        else:
+            missing.append(n)
+    return missing
+
+
+def _askable(check: _Check, units: list[int], dismissed: Collection[str]) -> list[int]:
+    """The missing units worth a question (an anchor, or a kind a session commits to), the
+    most salient first; an unanchored unit of another kind ends ``skipped``, one the writer
+    dismissed in an earlier round ends ``dismissed`` without a question."""
+    cands = check.candidates
+    for n in units:
+        if not cands[n].anchors and cands[n].kind not in ASKED_WITHOUT_ANCHOR:
+            check.settle(n, "skipped", "no anchor")
+    askable = [n for n in units if n not in check.fates]
+    earlier = set(dismissed)
+    for n in askable:
+        if earlier and dismissal_key(cands[n].text) in earlier:
+            check.settle(n, "dismissed", EARLIER)
+    return [n for n in askable if n not in check.fates]
+
+
+def _follow_up(check: _Check, asked_ids: list[int], ask: Ask) -> dict[int, str]:
+    """Ask the writer once about ``asked_ids``; apply what it adds (never an instruction),
+    settle what it dismisses. Returns candidate -> the section the writer added it to."""
+    cands = check.candidates
+    questions = [
+        CaptureQuestion(i + 1, cands[n].kind, cands[n].text, cands[n].source)
+        for i, n in enumerate(asked_ids)
+    ]
+    answer = ask(check.text, questions)
+    answered: dict[int, str] = {}
+    if answer is None:
+        return answered
+    by_section: dict[str, list[str]] = {}
+    for number, n in enumerate(asked_ids, start=1):
+        if number in answer.added:
+            section, item = answer.added[number]
+            if reads_as_instruction(item):
+                continue
+            by_section.setdefault(section, []).append(item)
+            answered[n] = section
+        elif number in answer.dismissed:
+            check.settle(n, "dismissed", answer.dismissed[number])
+    for section, items in by_section.items():
+        check.append(section, items)
+    return answered
+
+
+def _code_refusal(check: _Check, n: int, added: list[str]) -> str:
+    """Why code does not add unit ``n`` ("" when it may): no anchor (and not of a kind a working
+    session commits to), already held by an item code adds this round, reads as an instruction,
+    or an error or path in prose."""
+    cand = check.candidates[n]
+    if not cand.anchors and (check.chat or cand.kind not in ASKED_WITHOUT_ANCHOR):
+        # small talk, and in a chat "always", "never", "because" say how someone feels
+        return "no anchor"
+    if added and _held_by_a_clause(cand, _Clauses.of(added), check.framing):
+        return "duplicate"
+    if reads_as_instruction(cand.text):  # text is data, whoever wrote it
+        return "reads as an instruction"
+    if cand.kind in _TRAIL_KINDS:
+        # Errors and paths in prose are the writer's to record; code takes them from what
+        # tools reported and what the conversation acted on (the trails) only.
+        return "prose error or path"
+    return ""
+
+
+def _code_units(
+    check: _Check, order: list[int], answered: Mapping[int, str], budget: int
+) -> dict[str, list[str]]:
+    """Settle every unit still open in ``order``: held after the follow-up, or added by code
+    as its shortened text (at most ``budget``), or skipped with why. Returns section -> the
+    items code adds."""
+    code: dict[str, list[str]] = {}
+    added: list[str] = []
+    for n in order:
+        if n in check.fates:
+            continue
+        cand = check.candidates[n]
+        if n in answered and check.written(n):
+            check.settle(n, "added_on_followup", section=answered[n])
+            continue
+        if check.written(n):  # a follow-up addition holds it too
+            check.settle(n, "written")
+            continue
+        refusal = _code_refusal(check, n, added)
+        if refusal:
+            check.settle(n, "skipped", refusal)
+            continue
+        if budget <= 0:
+            check.settle(n, "skipped", "over the bound")
+            continue
+        budget -= 1
+        item = _short(cand.text)
+        added.append(cand.text)
+        code.setdefault(cand.section, []).append(item)
+        check.fates[n] = Fate(cand.kind, item, cand.section, "added_by_code")
+    return code
+
+
+def _trail_items(check: _Check, missing: list[int]) -> tuple[list[str], list[str]]:
+    """The missing trail paths and errors, settled ``added_by_code`` (their extractive item is
+    all there is to write)."""
+    cands = check.candidates
+    paths = [cands[n].text for n in missing if cands[n].kind == "path" and cands[n].trail]
+    errors = [cands[n].text for n in missing if cands[n].kind == "error" and cands[n].trail]
+    for n in missing:
+        if cands[n].trail:
+            check.settle(n, "added_by_code")
+    return paths, errors
+
+
+def _held_code_items(check: _Check) -> dict[str, list[str]]:
+    """Section -> the code items the document holds; what the guards refused to add is not
+    in the document, and its candidate says so."""
+    held: dict[str, list[str]] = {}
+    for n, fate in list(check.fates.items()):
+        if fate.fate != "added_by_code":
+            continue
+        cand = check.candidates[n]
+        present = item_present(fate.text, section_items(check.sections[fate.section])) or (
+            cand.trail and check.written(n)
+        )
+        if present:
+            held.setdefault(fate.section, []).append(fate.text)
+        else:
+            check.fates[n] = Fate(fate.kind, fate.text, fate.section, "skipped", _REFUSED)
+    return held
+
+
 def run_capture(
     text: str,
     candidates: Sequence[Candidate],
     *,
     ask: Ask | None,
     guards: bool = True,
-    max_code_units: int = MAX_CODE_UNITS,
+    max_code_units: int | None = None,
     dismissed: Collection[str] = (),
+    limits: SectionLimits = SEED_LIMITS,
 ) -> CaptureResult:
     """The capture check of one round over the merged ``text`` (module docstring).
 
@@ -370,138 +664,49 @@ def run_capture(
         ask: The follow-up call, or None when the writer cannot be asked (not a tool-calling
             model). It may raise nothing: the caller turns failures into None.
         guards: Whether the additions go through the guards (the memory's ``guards`` setting).
-        max_code_units: The most units code adds this round.
+        max_code_units: The most units code adds this round; ``None`` follows ``limits``
+            (``limits.code_units``, or half the round's units when more:
+            :meth:`~wm_langgraph.document.guards.SectionLimits.capture_bound`).
         dismissed: Keys (:func:`dismissal_key`) of statements the writer dismissed in earlier
             rounds: not asked again, not added by code.
+        limits: The memory's section thresholds: the follow-up's and code's bounds follow them
+            and the round's size. The additions pass the guards without the Key Facts
+            throttle and sentinel (they are bounded here, and the size contract bounds the
+            document): a writer's omission must not become permanent because the section is
+            oversized.
     """
-    fates: dict[int, Fate] = {}
-    decisions: list[dict[str, str]] = []
-    sections = parse_working_memory(text)
-    missing: list[int] = []
-    for n, cand in enumerate(candidates):
-        if _written(cand, text, sections):
-            fates[n] = Fate(cand.kind, cand.text, cand.section, "written")
-        else:
-            missing.append(n)
-    units = [n for n in missing if not candidates[n].trail]
-    units.sort(key=lambda n: (-candidates[n].salience, n))  # the most salient first
+    established = sum(1 for c in candidates if not c.trail)
+    check = _Check(
+        text, candidates, guards, _unthrottled(limits), _framing(candidates), _chat(candidates)
+    )
+    missing = _missing_ones(check)
+    units = sorted(
+        (n for n in missing if not candidates[n].trail),
+        key=lambda n: (-candidates[n].salience, n),  # the most salient first
+    )
+    asked_ids = _askable(check, units, dismissed)[: limits.capture_bound(limits.asked, established)]
+    answered = _follow_up(check, asked_ids, ask) if asked_ids and ask is not None else {}
     anchored = [n for n in units if candidates[n].anchors]
     unanchored = [n for n in units if not candidates[n].anchors]
-    askable = [
-        n for n in units if candidates[n].anchors or candidates[n].kind in ASKED_WITHOUT_ANCHOR
-    ]
-    for n in unanchored:
-        if candidates[n].kind not in ASKED_WITHOUT_ANCHOR:
-            cand = candidates[n]
-            fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "no anchor")
-    if dismissed:
-        earlier = set(dismissed)
-        for n in askable:
-            cand = candidates[n]
-            if dismissal_key(cand.text) in earlier:
-                fates[n] = Fate(cand.kind, cand.text, cand.section, "dismissed", EARLIER)
-        askable = [n for n in askable if n not in fates]
-    asked_ids = askable[:MAX_ASKED]
-    answered: dict[int, str] = {}
-    asked = 0
-    if asked_ids and ask is not None:
-        questions = [
-            CaptureQuestion(i + 1, candidates[n].kind, candidates[n].text, candidates[n].source)
-            for i, n in enumerate(asked_ids)
-        ]
-        asked = len(questions)
-        answer = ask(text, questions)
-        if answer is not None:
-            by_section: dict[str, list[str]] = {}
-            for i, n in enumerate(asked_ids):
-                number = i + 1
-                if number in answer.added:
-                    section, item = answer.added[number]
-                    if reads_as_instruction(item):
-                        continue
-                    by_section.setdefault(section, []).append(item)
-                    answered[n] = section
-                elif number in answer.dismissed:
-                    cand = candidates[n]
-                    fates[n] = Fate(
-                        cand.kind, cand.text, cand.section, "dismissed", answer.dismissed[number]
-                    )
-            for section, items in by_section.items():
-                text = _append(text, section, items, guards, decisions)
-            sections = parse_working_memory(text)
-    code: dict[str, list[str]] = {}
-    added: list[str] = []
-    budget = max_code_units
-    for n in [*anchored, *unanchored]:
-        if n in fates:
-            continue
-        cand = candidates[n]
-        if n in answered and _written(cand, text, sections):
-            fates[n] = Fate(cand.kind, cand.text, answered[n], "added_on_followup")
-            continue
-        if _written(cand, text, sections):  # a follow-up addition holds it too
-            fates[n] = Fate(cand.kind, cand.text, cand.section, "written")
-            continue
-        if not cand.anchors:  # asked, not written: code adds only what an anchor pins down
-            fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "no anchor")
-            continue
-        if _anchors_held(cand.anchors, "\n".join(added)):  # so does code's earlier item
-            fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "duplicate")
-            continue
-        if reads_as_instruction(cand.text):  # text is data, whoever wrote it
-            fates[n] = Fate(
-                cand.kind, cand.text, cand.section, "skipped", "reads as an instruction"
-            )
-            continue
-        if cand.kind in _TRAIL_KINDS:
-            # Errors and paths in prose are the writer's to record; code takes them from what
-            # tools reported and what the conversation acted on (the trails) only.
-            fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "prose error or path")
-            continue
-        if budget <= 0:
-            fates[n] = Fate(cand.kind, cand.text, cand.section, "skipped", "over the bound")
-            continue
-        budget -= 1
-        item = _short(cand.text)
-        added.append(cand.text)
-        code.setdefault(cand.section, []).append(item)
-        fates[n] = Fate(cand.kind, item, cand.section, "added_by_code")
-    paths = [
-        candidates[n].text for n in missing if candidates[n].kind == "path" and candidates[n].trail
-    ]
-    errors = [
-        candidates[n].text for n in missing if candidates[n].kind == "error" and candidates[n].trail
-    ]
-    for n in missing:
-        cand = candidates[n]
-        if cand.trail:
-            fates[n] = Fate(cand.kind, cand.text, cand.section, "added_by_code")
+    bound = (
+        limits.capture_bound(limits.code_units, established)
+        if max_code_units is None
+        else max_code_units
+    )
+    code = _code_units(check, [*anchored, *unanchored], answered, bound)
+    paths, errors = _trail_items(check, missing)
     if paths:
         code.setdefault(FILES, []).extend(paths)
     if errors:
         code.setdefault(ERRORS, []).extend(errors)
     for section, items in code.items():
-        text = _append(text, section, items, guards, decisions)
-    # What the guards refused to add is not in the document: say so.
-    sections = parse_working_memory(text)
-    held: dict[str, list[str]] = {}
-    for n, fate in list(fates.items()):
-        if fate.fate != "added_by_code":
-            continue
-        body = sections[fate.section]
-        present = item_present(fate.text, section_items(body)) or (
-            candidates[n].trail and _written(candidates[n], text, sections)
-        )
-        if present:
-            held.setdefault(fate.section, []).append(fate.text)
-        else:
-            fates[n] = Fate(fate.kind, fate.text, fate.section, "skipped", "refused by the guards")
-    ordered = [fates[n] for n in range(len(candidates))]
+        check.append(section, items)
+    held = _held_code_items(check)
     return CaptureResult(
-        text=text,
-        fates=ordered,
-        decisions=decisions,
-        asked=asked,
+        text=check.text,
+        fates=[check.fates[n] for n in range(len(candidates))],
+        decisions=check.decisions,
+        asked=len(asked_ids) if ask is not None else 0,
         code_items=held,
         artifact_trail=[p for p in paths if p in held.get(FILES, [])],
         error_trail=[e for e in errors if e in held.get(ERRORS, [])],

@@ -379,7 +379,10 @@ class Prepare:
         """Tokens of the branch's prompt without messages, plus room for the retry note."""
         if branch == "update":
             empty = render_update_prompt(
-                working_memory=prior, messages="", template=self._deps.update_prompt
+                working_memory=prior,
+                messages="",
+                template=self._deps.update_prompt,
+                size_target=contract_for(self._deps.config).target,
             )
         else:
             empty = render_create_prompt(
@@ -569,6 +572,7 @@ class GuardMerge:
         if ops is None and created is not None and prior and is_working_memory(prior):
             new = parse_working_memory(created)
             ops = {name: {"op": "UPDATE", "content": new[name]} for name in SECTIONS}
+        limits = contract_for(cfg).limits
         if ops is not None:
             result = merge_working_memory(
                 prior,
@@ -576,6 +580,7 @@ class GuardMerge:
                 guards=cfg.guards,
                 conversation=piece.text,
                 code_items=plan.code_items,
+                limits=limits,
             )
             text, decisions = result.text, [d.as_dict() for d in result.decisions]
             for decision in decisions:
@@ -585,7 +590,7 @@ class GuardMerge:
                     reason = decision["reason"]
                     decision["reason"] = f"{note}; {reason}" if reason else note
         else:
-            text = merge_working_memory(created or "", {}, guards=cfg.guards).text
+            text = merge_working_memory(created or "", {}, guards=cfg.guards, limits=limits).text
             decisions = []
         started = time.monotonic()
         last = step.index + 1 >= len(plan.slices)
@@ -597,6 +602,7 @@ class GuardMerge:
             ask=ask,
             guards=cfg.guards,
             dismissed=plan.dismissed,
+            limits=limits,
         )
         text, missing, errors = capture.text, capture.artifact_trail, capture.error_trail
         sources = {path: piece.sources.get(path, "") for path in missing}

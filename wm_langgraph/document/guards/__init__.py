@@ -50,9 +50,12 @@ from wm_langgraph.document.guards.sizes import (
     OVERSIZE_BULLETS,
     OVERSIZE_MAX_APPEND,
     OVERSIZE_TOKENS,
+    SEED_LIMITS,
+    SectionLimits,
     SectionSize,
     is_emergency,
     is_oversized,
+    section_limits,
     section_size,
 )
 from wm_langgraph.document.guards.title import (
@@ -76,9 +79,11 @@ __all__ = [
     "OVERSIZE_MAX_APPEND",
     "OVERSIZE_TOKENS",
     "RESTORED_MARKER",
+    "SEED_LIMITS",
     "SUPERSEDED_PREFIX",
     "GuardOutcome",
     "OpKind",
+    "SectionLimits",
     "SectionOp",
     "SectionSize",
     "VanishedFacts",
@@ -94,6 +99,7 @@ __all__ = [
     "is_resolved",
     "new_items",
     "restore_vanished_facts",
+    "section_limits",
     "section_size",
     "settle_key_facts",
 ]
@@ -124,6 +130,7 @@ def guard_section(
     conversation: str | None = None,
     old_document: str = "",
     removable: Collection[str] = (),
+    limits: SectionLimits = SEED_LIMITS,
 ) -> GuardOutcome:
     """Run the guard of ``section`` on ``op`` (behaviour §4).
 
@@ -148,6 +155,8 @@ def guard_section(
             title; its values are not new).
         removable: For Files & Context and Errors & Corrections, the item keys of the items
             code added (the trails): an UPDATE may drop them.
+        limits: For Key Facts, the memory's section thresholds (:func:`section_limits`; the
+            seed's 25 bullets / 1,500 tokens / 5 per round by default).
 
     Raises:
         KeyError: ``section`` is not one of the seven section names.
@@ -173,6 +182,7 @@ def guard_section(
             elsewhere=elsewhere,
             conversation=conversation,
             old_document=old_document,
+            limits=limits,
         )
     if guard is guard_errors_corrections:
         return guard_errors_corrections(old_body, op, removable=removable)

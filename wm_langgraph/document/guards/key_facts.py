@@ -50,7 +50,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from wm_langgraph.document.guards.sizes import OVERSIZE_MAX_APPEND, is_emergency, is_oversized
+from wm_langgraph.document.guards.sizes import (
+    SEED_LIMITS,
+    SectionLimits,
+    is_emergency,
+    is_oversized,
+)
 from wm_langgraph.document.ops import KEEP as _KEEP
 from wm_langgraph.document.ops import GuardOutcome, SectionOp, new_items
 from wm_langgraph.document.ops import count as _count
@@ -629,14 +634,16 @@ def guard_key_facts(
     elsewhere: str = "",
     conversation: str | None = None,
     old_document: str = "",
+    limits: SectionLimits = SEED_LIMITS,
 ) -> GuardOutcome:
     """Behaviour §4.3: layered UPDATE checks with salvage, and anti-bloat for APPEND.
 
     UPDATE is rejected when it keeps fewer than 15% of the old bullets (layer 1) or fewer than
     70% of the old lexical anchors (layer 2); from a rejected UPDATE, the bullets and clauses
     that bring an anchor or text the section lacks are APPENDed instead (not in emergency).
-    APPEND to an oversized section accepts at most 5 new items; in emergency (over twice a
-    threshold) only the consolidation sentinel is appended, once.
+    APPEND to an oversized section accepts at most ``limits.max_append`` new items (5 at the
+    seed's size); in emergency (over twice a threshold) only the consolidation sentinel is
+    appended, once.
 
     Args:
         old_body: The Key Facts body before this round.
@@ -649,8 +656,9 @@ def guard_key_facts(
         conversation: The folded messages. When given, a rejected UPDATE salvages no clause
             with a value that neither they, ``old_document`` nor the old body hold.
         old_document: The old document (its values are not new).
+        limits: The memory's section thresholds (``section_limits``; the seed's by default).
     """
-    emergency = is_emergency(old_body, counter)
+    emergency = is_emergency(old_body, counter, limits)
     source = None if conversation is None else f"{conversation}\n{old_document}"
     if op.kind == "UPDATE":
         old_count = len(section_items(old_body))
@@ -679,15 +687,15 @@ def guard_key_facts(
             SectionOp("APPEND", items=(CONSOLIDATION_SENTINEL,)),
             "Key Facts in emergency size: APPEND refused, consolidation sentinel appended",
         )
-    if is_oversized(old_body, counter):
+    if is_oversized(old_body, counter, limits):
         fresh = new_items(old_body, op.items)
-        if len(fresh) > OVERSIZE_MAX_APPEND:
+        if len(fresh) > limits.max_append:
             reason = (
-                f"Key Facts oversized: accepted {OVERSIZE_MAX_APPEND} of "
+                f"Key Facts oversized: accepted {limits.max_append} of "
                 f"{_count(len(fresh), 'new item')}"
             )
             return GuardOutcome(
-                SectionOp("APPEND", items=tuple(fresh[:OVERSIZE_MAX_APPEND])), reason
+                SectionOp("APPEND", items=tuple(fresh[: limits.max_append])), reason
             )
     return GuardOutcome(op)
 

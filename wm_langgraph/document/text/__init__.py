@@ -69,6 +69,7 @@ __all__ = [
     "item_present",
     "meaningful_words",
     "missing_anchors",
+    "negation_kept",
     "normalise_path",
     "path_listed",
     "paths_listed",
@@ -175,6 +176,13 @@ def _negated(text: str) -> bool:
     return any(m.group(1).casefold() not in _FUNCTION_WORDS for m in _NEGATED_RE.finditer(text))
 
 
+def negation_kept(statement: str, item: str) -> bool:
+    """Whether ``item`` keeps the negation of ``statement``: true unless ``statement`` negates
+    its content ("do not bump the version", "no longer keyboards") and ``item`` has no
+    negation (the rule :func:`restates` applies)."""
+    return not _negated(statement) or _NEGATION_RE.search(item) is not None
+
+
 @lru_cache(maxsize=4096)
 def key_words(text: str) -> frozenset[str]:
     """The words a restatement of ``text`` keeps: :func:`meaningful_words` without
@@ -197,7 +205,7 @@ def restates(statement: str, item: str) -> bool:
     False
     """
     wanted = key_words(statement)
-    if not wanted or (_negated(statement) and not _NEGATION_RE.search(item)):
+    if not wanted or not negation_kept(statement, item):
         return False
     kept = len(wanted & key_words(item))
     need = len(wanted) if len(wanted) <= 2 else len(wanted) // 2 + 1

@@ -40,6 +40,7 @@ __all__ = [
     "CODING_KINDS",
     "Unit",
     "addressed_name",
+    "chat_kinds",
     "date_line",
     "extract_units",
     "format_date",
@@ -416,6 +417,12 @@ _ERROR_RE = re.compile(
     r"|错误|失败|报错|异常"
 )
 _QUESTION_RE = re.compile(r"[?？]\s*$")
+_TAG_QUESTION_RE = re.compile(
+    r",\s*(?:did you know|you know|right|remember|isn't it|wasn't it|don't you think|"
+    r"can you believe it|believe it or not)\s*[?？]\s*$",
+    _I,
+)
+"""A statement with a question tagged on ("Owen grew up in Brno, did you know?"): a statement."""
 _SALIENT_ANCHOR_RE = re.compile(r"\d|[A-Z][a-z]{2,}|[\u3400-\u9fff]{2,}")
 _SENTENCE_START_WORDS = frozenset(
     re.findall(
@@ -536,6 +543,7 @@ def _unit(
     correction: bool,
     ignore: frozenset[str] = frozenset(),
 ) -> Unit | None:
+    sentence = _TAG_QUESTION_RE.sub(".", sentence)
     if _QUESTION_RE.search(sentence) or _chit_chat(sentence) or reads_as_instruction(sentence):
         return None
     if len(sentence) < (6 if _has_cjk(sentence) else 12):
@@ -624,8 +632,13 @@ def is_chat(units: Sequence[Unit], *, tool_messages: int = 0) -> bool:
     relationships) and more than twice as many as coding kinds."""
     if tool_messages:
         return False
-    chat = sum(1 for u in units if u.kind in _NARRATIVE_KINDS)
-    coding = sum(1 for u in units if u.kind in CODING_KINDS - {"fact"})
+    return chat_kinds([u.kind for u in units])
+
+
+def chat_kinds(kinds: Sequence[str]) -> bool:
+    """:func:`is_chat` of units of these kinds (no tool messages)."""
+    chat = sum(1 for kind in kinds if kind in _NARRATIVE_KINDS)
+    coding = sum(1 for kind in kinds if kind in CODING_KINDS - {"fact"})
     return chat >= _MIN_NARRATIVE and chat > 2 * coding
 
 

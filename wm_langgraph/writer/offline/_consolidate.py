@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 
 from wm_langgraph.document.guards.key_facts import held_by
+from wm_langgraph.document.guards.sizes import OVERSIZE_BULLETS, OVERSIZE_TOKENS
 from wm_langgraph.document.sections import section_items
 from wm_langgraph.document.text import anchor_wording, extract_paths, normalise_path
 from wm_langgraph.document.text.shorten import shorten
@@ -33,8 +34,9 @@ __all__ = [
     "consolidate_issues",
 ]
 
-MAX_BULLETS = 25
-_MAX_TOKENS = 1_500
+MAX_BULLETS = OVERSIZE_BULLETS
+"""The seed's bullet limit: what a consolidation aims at when no warning states another."""
+_MAX_TOKENS = OVERSIZE_TOKENS
 # Word limits tried in turn until a body fits its token goal.
 _WORD_STEPS = (28, 20, 14, 10)
 _EARLIER = "Earlier requests: "
@@ -94,8 +96,14 @@ def _fits(lines: list[str], max_tokens: int) -> bool:
     return count_tokens("\n".join(lines)) <= max_tokens
 
 
-def consolidate_facts(items: list[str], old_count: int, max_tokens: int = _MAX_TOKENS) -> str:
-    """Group the items by topic into at most 25 bullets within ``max_tokens``, every anchor kept.
+def consolidate_facts(
+    items: list[str],
+    old_count: int,
+    max_tokens: int = _MAX_TOKENS,
+    max_bullets: int | None = None,
+) -> str:
+    """Group the items by topic into at most ``max_bullets`` bullets (the warned limit; the
+    seed's 25 by default) within ``max_tokens``, every anchor kept.
 
     Near-duplicates whose anchors another item already carries are merged away; items that
     share keywords are grouped into one bullet; groups are joined smallest-first until the
@@ -103,7 +111,8 @@ def consolidate_facts(items: list[str], old_count: int, max_tokens: int = _MAX_T
     (a stronger shrink would look like data loss to the Key Facts guard). Over ``max_tokens``
     the items are shortened, harder each step, their anchors kept.
     """
-    target = max(min(MAX_BULLETS, old_count), math.ceil(0.15 * old_count) + 1)
+    bullets = MAX_BULLETS if max_bullets is None else max(1, max_bullets)
+    target = max(min(bullets, old_count), math.ceil(0.15 * old_count) + 1)
     items = _parts(items)
     kept: list[str] = []
     for item in items:

@@ -22,6 +22,7 @@ from wm_langgraph.document.text.units import (
     extract_units,
     is_chat,
 )
+from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.writer.offline._chat import ChatContext, speakers_of
 from wm_langgraph.writer.offline._files import (
     FileNote,
@@ -135,6 +136,8 @@ class Findings:
     units: list[Unit] = field(default_factory=list)
     chat: bool = False
     context: ChatContext = field(default_factory=ChatContext)
+    tokens: int = 0
+    """How much the round folds: the tokens of what the user and the assistant said."""
 
 
 _ZH_OPENERS_RE = re.compile(r"^(你好[，,]?|请你?|帮我|帮忙|麻烦你?|我想要?|我们需要|能不能|可以)+")
@@ -313,7 +316,7 @@ def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> F
     ``context`` is what an earlier chat round recorded (speakers, session date)."""
     spoken = "\n".join(t.text for t in turns if t.role in {"user", "assistant"})
     language = detect_language(spoken or "\n".join(t.text for t in turns))
-    found = Findings(language)
+    found = Findings(language, tokens=count_tokens(spoken))
     _chat_findings(found, turns, context or ChatContext())
     # What the user said, without injected structure ("### Working Memory") and without a
     # session's leading date line ("[3:10 pm on 4 March, 2021]"): never a title.

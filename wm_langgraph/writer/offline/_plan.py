@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from wm_langgraph.document.guards import SectionOp, guard_section
+from wm_langgraph.document.guards import OVERSIZE_TOKENS, SectionLimits, SectionOp, guard_section
 from wm_langgraph.document.guards.key_facts import held_by
 from wm_langgraph.document.sections import SECTIONS, section_items
 from wm_langgraph.document.text import extract_anchors, extract_paths, missing_anchors, strip_urls
@@ -36,7 +36,14 @@ from wm_langgraph.writer.offline._consolidate import (
 from wm_langgraph.writer.offline._extract import Findings, relates, resolves
 from wm_langgraph.writer.offline._lang import keywords, repeats, similar
 
-__all__ = ["apply_ops", "plan_ops", "warned_limits", "warned_sections"]
+__all__ = [
+    "apply_ops",
+    "chat_room",
+    "plan_ops",
+    "warned_limits",
+    "warned_section_limits",
+    "warned_sections",
+]
 
 Op = dict[str, Any]
 _KEEP: Op = {"op": "KEEP"}
@@ -64,20 +71,42 @@ _LIMIT_RE = re.compile(
     r"(?P<tokens>[\d,]+) tokens",
     re.MULTILINE,
 )
+_SECTION_LIMITS_RE = re.compile(r"\(limits: (?P<bullets>\d+) bullets, (?P<tokens>[\d,]+) tokens\)")
 # Consolidate below the warned goal, so that the next rounds do not warn again at once.
 _GOAL_SHARE = 0.7
-_DEFAULT_GOAL = 1_500
 _KEEP_RESOLVED = 3
-_CHAT_ROUND_TOKENS = 260
-# A chat's Key Facts stays below the fixed oversize limits (25 bullets, 1,500 tokens).
-_CHAT_MAX_TOKENS = 1_350
-_CHAT_MAX_BULLETS = 20
+_UNBOUNDED = SectionLimits(bullets=10**9, tokens=10**9, max_append=10**9)
+"""What the writer assumes of the limits when no warning states them: no section is over one
+(the prompt would warn), so none binds this round."""
+# A chat's Key Facts consolidates below the warned limits (the seed's 20 of 25 bullets, 1,350
+# of 1,500 tokens).
+_CHAT_TOKEN_SHARE = 0.9
+_CHAT_BULLET_SHARE = 0.8
+# A chat round's room for new Key Facts: this share of what the round folds (its spoken tokens),
+# never less than _CHAT_MIN_ROOM; 260 tokens for a round of about 4,000 (an 8k budget).
+_CHAT_ROOM_SHARE = 0.065
+_CHAT_MIN_ROOM = 130
 # Our own error phrasing, said shorter: "run_tests failed: E KeyError…" -> "run_tests: KeyError…".
 _ERROR_TRIMS = (
     (re.compile(r"^[\w.-]+ failed: (?:E\s+)?"), ""),
     (re.compile(r" — fix: edited "), " — fixed in "),
     (re.compile(r"; re-run passed$"), " (passed)"),
 )
+
+
+def warned_section_limits(warnings: str) -> SectionLimits | None:
+    """The section thresholds a size warning states (``(limits: N bullets, M tokens)``), as a
+    model learns them from the prompt; ``None`` when no warning states them."""
+    match = _SECTION_LIMITS_RE.search(warnings)
+    if match is None:
+        return None
+    bullets, tokens = int(match.group("bullets")), int(match.group("tokens").replace(",", ""))
+    return SectionLimits(bullets=max(1, bullets), tokens=max(1, tokens))
+
+
+def chat_room(found: Findings) -> int:
+    """The tokens of new Key Facts a chat round writes: a share of what it folds."""
+    return max(_CHAT_MIN_ROOM, round(_CHAT_ROOM_SHARE * found.tokens))
 
 
 def warned_limits(warnings: str) -> dict[str, int]:
@@ -90,8 +119,8 @@ def warned_limits(warnings: str) -> dict[str, int]:
     return out
 
 
-def _goal(limits: Mapping[str, int], name: str) -> int:
-    return int(_GOAL_SHARE * limits.get(name, _DEFAULT_GOAL))
+def _goal(limits: Mapping[str, int], name: str, default: int = OVERSIZE_TOKENS) -> int:
+    return int(_GOAL_SHARE * limits.get(name, default))
 
 
 def _bullets(items: list[str]) -> str:
@@ -143,7 +172,7 @@ def _title_op(old: str, found: Findings) -> Op:
 
 
 def _goals_op(
-    old: str, found: Findings, warned: bool, goal: int = _DEFAULT_GOAL, elsewhere: str = ""
+    old: str, found: Findings, warned: bool, goal: int = OVERSIZE_TOKENS, elsewhere: str = ""
 ) -> Op:
     old_items = section_items(old)
     goals = list(found.goals)
@@ -192,10 +221,11 @@ def _facts_ops(
     old: str,
     found: Findings,
     warned: bool,
-    goal: int = _DEFAULT_GOAL,
+    goal: int = OVERSIZE_TOKENS,
     elsewhere: str = "",
     *,
     errors: str = "",
+    max_bullets: int | None = None,
 ) -> tuple[Op, list[str]]:
     """The Key Facts op, and the superseded-fact lines for Errors & Corrections.
 
@@ -219,7 +249,9 @@ def _facts_ops(
             if i not in retired and not held_by(item, elsewhere)
         ]
         fresh = [item for item in new if not held_by(item, elsewhere)]
-        content = consolidate_facts([*kept, *fresh], len(old_items), max_tokens=goal)
+        content = consolidate_facts(
+            [*kept, *fresh], len(old_items), max_tokens=goal, max_bullets=max_bullets
+        )
         return {"op": "UPDATE", "content": content}, notes
     if retired:
         kept = [item for i, item in enumerate(old_items) if i not in retired]
@@ -249,7 +281,7 @@ def _carried(item: str, covered: set[str]) -> bool:
     return bool(anchors) and anchors <= covered and not extract_anchors(item) - anchors - covered
 
 
-def _files_op(old: str, found: Findings, warned: bool, goal: int = _DEFAULT_GOAL) -> Op:
+def _files_op(old: str, found: Findings, warned: bool, goal: int = OVERSIZE_TOKENS) -> Op:
     known = {p.casefold() for p in extract_paths(old)}
     items: list[str] = []
     for note in found.files:
@@ -336,32 +368,44 @@ def plan_ops(
     body = {name: old.get(name, "") for name in SECTIONS}
     warned = warned_sections(warnings)
     limits = warned_limits(warnings)
+    known = warned_section_limits(warnings)
     if found.chat:
-        chat = _chat_ops(body, found, warned, limits, warnings)
-        return _self_check(body, chat) if self_check else chat
+        chat = _chat_ops(body, found, warned, limits, warnings, known=known)
+        return _self_check(body, chat, known or _UNBOUNDED) if self_check else chat
+    default = known.tokens if known else OVERSIZE_TOKENS
     open_op, still_open = _open_op(body["Open Issues"], found, "Open Issues" in warned)
     facts = "Key Facts & Decisions"
     elsewhere = "\n".join([body["Errors & Corrections"], body["Files & Context"], *found.errors])
     errors = "\n".join([body["Errors & Corrections"], *found.errors])
     facts_op, superseded = _facts_ops(
-        body[facts], found, facts in warned, _goal(limits, facts), elsewhere, errors=errors
+        body[facts],
+        found,
+        facts in warned,
+        _goal(limits, facts, default),
+        elsewhere,
+        errors=errors,
+        max_bullets=known.bullets if known else None,
     )
     goals, files = "Task & Goals", "Files & Context"
     ops: dict[str, Op] = {
         "Session Title": _title_op(body["Session Title"], found),
         "Current State": _KEEP,
         goals: _goals_op(
-            body[goals], found, goals in warned, _goal(limits, goals), f"{elsewhere}\n{body[facts]}"
+            body[goals],
+            found,
+            goals in warned,
+            _goal(limits, goals, default),
+            f"{elsewhere}\n{body[facts]}",
         ),
         facts: facts_op,
-        files: _files_op(body[files], found, files in warned, _goal(limits, files)),
+        files: _files_op(body[files], found, files in warned, _goal(limits, files, default)),
         "Errors & Corrections": _errors_op(body["Errors & Corrections"], found, superseded),
         "Open Issues": open_op,
     }
     state = _state(found, len(still_open), still_open[0] if still_open else "")
     if state:
         ops["Current State"] = {"op": "UPDATE", "content": state}
-    return _self_check(body, ops) if self_check else ops
+    return _self_check(body, ops, known or _UNBOUNDED) if self_check else ops
 
 
 def _chat_ops(
@@ -370,10 +414,17 @@ def _chat_ops(
     warned: set[str],
     limits: Mapping[str, int],
     warnings: str = "",
+    *,
+    known: SectionLimits | None = None,
 ) -> dict[str, Op]:
     """The ops of a chat round (see ``_chat``): dated per-speaker facts in Key Facts, the
     speakers' plans in Task & Goals, no questions as open issues, the speakers and the session
-    date in Current State."""
+    date in Current State. New facts take the round's room (:func:`chat_room`); a warned
+    section is consolidated below the limits the warning states (``known``)."""
+    bounds = known or SectionLimits()
+    max_tokens = int(_CHAT_TOKEN_SHARE * bounds.tokens)
+    max_bullets = max(1, int(_CHAT_BULLET_SHARE * bounds.bullets))
+    round_room = chat_room(found)
     state = chat_state(found.context, found.units, found.language)
     ops: dict[str, Op] = dict.fromkeys(SECTIONS, _KEEP)
     if not body["Session Title"].strip():
@@ -382,8 +433,8 @@ def _chat_ops(
     plans = [u for u in found.units if u.kind == "plan"]
     rest = [u for u in found.units if u.kind != "plan"]
     for name, units, room in (
-        ("Key Facts & Decisions", rest, _CHAT_ROUND_TOKENS),
-        ("Task & Goals", plans, _CHAT_ROUND_TOKENS // 2),
+        ("Key Facts & Decisions", rest, round_room),
+        ("Task & Goals", plans, round_room // 2),
     ):
         old_items = section_items(body[name])
         share = room // 2 if name in warned else room
@@ -391,10 +442,9 @@ def _chat_ops(
         ops[name] = {"op": "APPEND", "items": new} if new else _KEEP
         if name in warned and old_items:
             others = count_tokens("\n".join([state, *(body[n] for n in SECTIONS if n != name)]))
-            goal = min(
-                _CHAT_MAX_TOKENS, chat_goal(warnings, others, _goal(limits, name), _CHAT_MAX_TOKENS)
-            )
-            folded = consolidate_chat([*old_items, *new], goal, _CHAT_MAX_BULLETS)
+            section_goal = _goal(limits, name, bounds.tokens)
+            goal = min(max_tokens, chat_goal(warnings, others, section_goal, max_tokens))
+            folded = consolidate_chat([*old_items, *new], goal, max_bullets)
             ops[name] = {"op": "UPDATE", "content": _bullets(folded)}
     return ops
 
@@ -407,15 +457,20 @@ def _as_op(op: Op) -> SectionOp:
     return SectionOp("KEEP")
 
 
-def _self_check(old: Mapping[str, str], ops: dict[str, Op]) -> dict[str, Op]:
+def _self_check(
+    old: Mapping[str, str], ops: dict[str, Op], limits: SectionLimits = _UNBOUNDED
+) -> dict[str, Op]:
     """The update prompt's silent self-check: an op the section's guard would change is
-    replaced by what the guard would let through (so the guards have nothing to undo)."""
+    replaced by what the guard would let through (so the guards have nothing to undo), under
+    the ``limits`` the prompt's warnings state."""
     new_doc = apply_ops(old, ops)
     checked: dict[str, Op] = {}
     for name in SECTIONS:
         op = ops[name]
         elsewhere = "\n".join(new_doc[other] for other in SECTIONS if other != name)
-        outcome = guard_section(name, old.get(name, ""), _as_op(op), elsewhere=elsewhere)
+        outcome = guard_section(
+            name, old.get(name, ""), _as_op(op), elsewhere=elsewhere, limits=limits
+        )
         if not outcome.reason:
             checked[name] = op
         elif outcome.op.kind == "UPDATE":
