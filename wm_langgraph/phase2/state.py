@@ -104,11 +104,14 @@ class WriterReply:
         created: The whole document the create call wrote, if it ran.
         fallback: The last fallback the round took (``"no_tool_call"``, ``"targeted_retry"``,
             ...); kept across slices, it is recorded in the archive's metadata.
+        abstracts: Archive id -> the abstract the writer gave it in this call (cleaned, only
+            the archives of the slice; a create fallback's replace an update's).
     """
 
     ops: dict[str, Any] | None = None
     created: str | None = None
     fallback: str | None = None
+    abstracts: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +129,7 @@ class MergeRecord:
             slice's.
         captured_items: Section -> the items the capture check's code added so far (paths and
             errors included).
+        abstracts: Archive id -> the abstracts the guards accepted for it, one per slice.
     """
 
     decisions: list[dict[str, str]] = field(default_factory=list)
@@ -136,6 +140,7 @@ class MergeRecord:
     earlier_trail: list[str] = field(default_factory=list)
     capture: list[dict[str, str]] = field(default_factory=list)
     captured_items: dict[str, list[str]] = field(default_factory=dict)
+    abstracts: dict[str, list[str]] = field(default_factory=dict)
 
 
 class CommitState(TypedDict, total=False):
