@@ -361,14 +361,29 @@ def build_system(
     if name == "full":
         graph = create_agent(agent.model, [], checkpointer=saver)
         return SystemRun(
-            name, None, usable, graph, agent, config, lambda: "", lambda: _live(graph, config)
+            name,
+            None,
+            usable,
+            graph,
+            agent,
+            config,
+            lambda: "",
+            lambda: _live(graph, config),
+            extra={"middlewares": [], "saver": saver},
         )
     if name == "trimming":
-        graph = create_agent(
-            agent.model, [], middleware=[_TrimMiddleware(usable)], checkpointer=saver
-        )
+        trim = _TrimMiddleware(usable)
+        graph = create_agent(agent.model, [], middleware=[trim], checkpointer=saver)
         return SystemRun(
-            name, budget, usable, graph, agent, config, lambda: "", lambda: _live(graph, config)
+            name,
+            budget,
+            usable,
+            graph,
+            agent,
+            config,
+            lambda: "",
+            lambda: _live(graph, config),
+            extra={"middlewares": [trim], "saver": saver},
         )
     if name == "summarization":
         from langchain.agents.middleware.summarization import SummarizationMiddleware
@@ -389,7 +404,15 @@ def build_system(
             return ""
 
         return SystemRun(
-            name, budget, usable, graph, agent, config, lc_summary, lambda: _live(graph, config)
+            name,
+            budget,
+            usable,
+            graph,
+            agent,
+            config,
+            lc_summary,
+            lambda: _live(graph, config),
+            extra={"middlewares": [mw_lc], "saver": saver},
         )
     if name == "langmem":
         from langgraph.prebuilt import create_react_agent
@@ -441,7 +464,13 @@ def build_system(
             config,
             lambda: memory.get_working_memory(config),
             lambda: _live(graph, config),
-            extra={"middleware": mw, "memory": memory, "store": store},
+            extra={
+                "middleware": mw,
+                "memory": memory,
+                "store": store,
+                "middlewares": [mw],
+                "saver": saver,
+            },
         )
     raise ValueError(f"unknown system {name!r}; expected one of {SYSTEMS}")
 
