@@ -87,7 +87,8 @@ def _cut(text: str, limit: int) -> str:
 def clean_abstract(text: object, limit: int = MAX_ABSTRACT_CHARS) -> str | None:
     """``text`` as an abstract may be stored and shown, or None when nothing usable is left.
 
-    One line: invisible and control characters and line breaks become spaces; chat-template
+    One line: invisible, control and other unprintable characters and line breaks become
+    spaces; chat-template
     tokens (``<|im_start|>``), tags, role markers (``[assistant]``, ``system:``, an archive
     marker, ``[Session History Summary]``) and leading header, bullet or ``Abstract:`` markers
     are removed; blank space is squashed; the result is cut at a word to ``limit``
@@ -96,15 +97,14 @@ def clean_abstract(text: object, limit: int = MAX_ABSTRACT_CHARS) -> str | None:
     """
     if not isinstance(text, str) or CUT_MARK in text:
         return None
-    line = _INVISIBLE_RE.sub(" ", text)
+    line = "".join(ch if ch.isprintable() else " " for ch in _INVISIBLE_RE.sub(" ", text))
     for pattern in (_TEMPLATE_TOKEN_RE, _ROLE_RE):
         line = pattern.sub(" ", line)
     line = " ".join(line.split())
     previous = None
     while previous != line:
         previous = line
-        line = _LEAD_RE.sub("", line).strip()
-    line = line.strip("\"'`“”")
+        line = _LEAD_RE.sub("", line).strip().strip("\"'`“”").strip()
     if line.casefold() in _EMPTY or not any(ch.isalnum() for ch in line):
         return None
     return _cut(line, limit)

@@ -99,6 +99,7 @@ this many characters, besides its own room."""
 _SHOWN_QUERY_CHARS = 80
 _HIT_ROOMS = (MAX_HIT_CHARS, 900, 500, 250, 120)
 _LISTED_ABSTRACT_CHARS = 200
+_MAX_LISTED_ABSTRACTS = 12
 
 NEIGHBOUR_CHARS = 300
 """A neighbouring message gets this many characters of a hit (more when the hit is short)."""
@@ -450,14 +451,20 @@ def _missed(
         "again with synonyms, names, places or a related event, with fewer words, or read an "
         "archive whose abstract fits with archive_expand.",
     ]
-    if abstracts:
-        lines.append("The archives and their abstracts:")
+    listed = list(abstracts.items())
+    if len(listed) > _MAX_LISTED_ABSTRACTS:  # spread over the whole conversation
+        step = len(listed) / _MAX_LISTED_ABSTRACTS
+        listed = [listed[int(i * step)] for i in range(_MAX_LISTED_ABSTRACTS)]
+    if listed:
+        lines.append("Some archives and their abstracts:")
     text = "\n".join(lines)
-    for archive_id, found in abstracts.items():
+    used = count_tokens(text)
+    for archive_id, found in listed:
         line = f"- {archive_id}: {_head(found.text, _LISTED_ABSTRACT_CHARS)}"
-        if count_tokens(f"{text}\n{line}") > MAX_RESULT_TOKENS:
+        cost = count_tokens(line) + 1
+        if used + cost > MAX_RESULT_TOKENS - 20:
             break
-        text = f"{text}\n{line}"
+        text, used = f"{text}\n{line}", used + cost
     return _capped(text)
 
 
