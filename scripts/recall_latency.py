@@ -11,7 +11,8 @@ index), gives each archive but the newest an abstract of about 50 words the way 
 (``--no-abstracts``: none), points the thread's timeline at them, and times
 ``archive_search`` through the engine: the first query of the process (every index record
 read from the store into the cache) and then ``--queries`` queries of each kind (questions,
-keywords, identifiers), reporting the median and 95th percentile in milliseconds. Also counts the archive records each query reads.
+keywords, identifiers), reporting the median and 95th percentile in milliseconds. Also counts
+the archive records each query reads.
 """
 
 from __future__ import annotations
