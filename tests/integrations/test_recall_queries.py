@@ -3,7 +3,6 @@ works), what a miss says, and the output's token bound, which holds for any inpu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -12,6 +11,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from tests.common import thread_config
+from tests.integrations.test_recall import Record, Source
 from wm_langgraph.document import count_tokens
 from wm_langgraph.recall.tools import (
     MAX_QUERIES,
@@ -21,25 +21,8 @@ from wm_langgraph.recall.tools import (
 )
 
 
-@dataclass
-class Record:
-    id: str
-    seq: int
-    status: str
-    messages: list[BaseMessage]
-    abstract: str | None = None
-
-
-@dataclass
-class Source:
-    records: list[Record] = field(default_factory=list)
-
-    def list_archives(self, config: Any) -> list[Record]:
-        return list(self.records)
-
-
 def _source() -> Source:
-    return Source(
+    return _one(
         [
             Record(
                 "archive_001",
@@ -59,6 +42,11 @@ def _source() -> Source:
             ),
         ]
     )
+
+
+def _one(records: list[Record]) -> Source:
+    """A source whose one thread ("A") holds ``records``."""
+    return Source({"A": records})
 
 
 def _search() -> Any:
@@ -139,7 +127,7 @@ def test_the_output_stays_within_its_token_bound_for_any_input(
 ) -> None:
     messages: list[BaseMessage] = [HumanMessage(shared + t) for t in texts]
     half = len(messages) // 2
-    source = Source(
+    source = _one(
         [
             Record("archive_001", 1, "done", messages[:half]),
             Record("archive_002", 2, "done", messages[half:]),
