@@ -13,6 +13,7 @@ from wm_langgraph.document.abstracts import (
     clean_abstract,
     combine_abstracts,
     marked_archive_ids,
+    marked_parts,
     read_abstracts,
     split_created_abstracts,
 )
@@ -132,10 +133,15 @@ def test_a_created_reply_is_split_from_its_abstracts_block() -> None:
     assert split_created_abstracts(document) == (document, "")
 
 
-def test_markers_name_the_archives_of_a_prompt() -> None:
-    text = f"{archive_marker('archive_003')}\n\n[user]\nhi\n\n{archive_marker('archive_004')}\n"
+def test_markers_name_the_archives_of_a_prompt_and_their_parts() -> None:
+    text = f"{archive_marker('archive_003')}\n\n[user]\nhi\n\n{archive_marker('archive_004')}\nyo"
     assert marked_archive_ids(text) == IDS
     assert marked_archive_ids("[user]\n[archive ../etc]\n") == []
+    parts = marked_parts(f"[late note]\n{text}")
+    assert list(parts) == IDS
+    assert "hi" in parts["archive_003"]
+    assert "yo" not in parts["archive_003"]
+    assert parts["archive_004"].strip() == "yo"
 
 
 @settings(max_examples=200, deadline=None)

@@ -31,6 +31,7 @@ __all__ = [
     "clean_abstract",
     "combine_abstracts",
     "marked_archive_ids",
+    "marked_parts",
     "read_abstracts",
     "split_created_abstracts",
 ]
@@ -72,6 +73,16 @@ def archive_marker(archive_id: str) -> str:
 def marked_archive_ids(text: str) -> list[str]:
     """The archive ids of the marker lines in ``text``, in order, without repeats."""
     return list(dict.fromkeys(_MARKER_RE.findall(text)))
+
+
+def marked_parts(text: str) -> dict[str, str]:
+    """Each marked archive's part of ``text``: what follows its marker line up to the next
+    marker (an archive marked twice gets both parts)."""
+    pieces = _MARKER_RE.split(text)
+    out: dict[str, str] = {}
+    for i in range(1, len(pieces) - 1, 2):
+        out[pieces[i]] = out.get(pieces[i], "") + pieces[i + 1]
+    return out
 
 
 def _cut(text: str, limit: int) -> str:

@@ -17,7 +17,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from wm_langgraph.config import WorkingMemoryConfig
-from wm_langgraph.document.abstracts import combine_abstracts, marked_archive_ids, read_abstracts
+from wm_langgraph.document.abstracts import (
+    combine_abstracts,
+    marked_archive_ids,
+    marked_parts,
+    read_abstracts,
+)
 from wm_langgraph.document.create_repair import drop_echoed_lines
 from wm_langgraph.document.merge import merge_working_memory
 from wm_langgraph.document.sections import (
@@ -703,10 +708,15 @@ class GuardMerge:
 
 
 def _grounded(abstracts: dict[str, str], conversation: str) -> dict[str, str]:
-    """The abstracts that share a meaningful word with the messages they describe (one
-    that shares none was invented, or copied from the prompt: refused)."""
-    words = meaningful_words(conversation)
-    out = {k: v for k, v in abstracts.items() if meaningful_words(v) & words}
+    """The abstracts that share a meaningful word with the messages they describe, their
+    archive's part of ``conversation`` (one that shares none was invented, or copied from the
+    prompt: refused)."""
+    parts = marked_parts(conversation)
+    out = {
+        k: v
+        for k, v in abstracts.items()
+        if meaningful_words(v) & meaningful_words(parts.get(k, ""))
+    }
     for archive_id in abstracts.keys() - out.keys():
         logger.info("wm_langgraph: archive %s: the writer's abstract was refused", archive_id)
     return out
