@@ -145,7 +145,7 @@ class ArchiveRecordLike(Protocol):
 
     @property
     def abstract(self) -> str | None:
-        """One-line abstract written when Phase 2 completed (empty/None before)."""
+        """A one-line abstract: the writer's (Phase 2), else Phase 1's line (or empty)."""
 
 
 class ArchiveSource(Protocol):

@@ -186,7 +186,9 @@ class ArchiveRecord:
         messages: The archived messages, verbatim.
         message_count: ``len(messages)``.
         token_count: Their token estimate.
-        abstract: A one-line description.
+        abstract: A one-line description: Phase 1's (the message count, the first and last
+            request), replaced by the writer's abstract when Phase 2 has one
+            (``metadata["abstract_by"] == "writer"``).
         overview: The Working Memory after this archive was folded in ("" until done).
         metadata: Timings, guard decisions, errors.
         prev: The archive before this one on its timeline (None for the first).
