@@ -26,6 +26,7 @@ Stdlib only, so it runs with any Python 3.10+. Settings (environment):
 - ``WM_REALMODEL_OUT_DIR``: figures and the server log (default ``.ci-realmodel``).
 - ``WM_REALMODEL_THREADS``: llama.cpp threads (default: the number of CPUs).
 - ``WM_REALMODEL_CTX``: context size in tokens (default 8192).
+- ``WM_REALMODEL_PORT``: the port to serve on (default: a free port the system picks).
 - ``CMAKE_ARGS``: extra llama.cpp build options, appended to ours (``-DLLAVA_BUILD=OFF``:
   the multimodal library is not needed; on x86-64 a portable AVX2 build, see
   ``LLAMA_X86_CMAKE_ARGS``).
@@ -105,6 +106,7 @@ def _settings() -> dict[str, Any]:
         "out": Path(env.get("WM_REALMODEL_OUT_DIR") or ROOT / ".ci-realmodel").resolve(),
         "threads": int(env.get("WM_REALMODEL_THREADS") or os.cpu_count() or 2),
         "ctx": int(env.get("WM_REALMODEL_CTX") or 8192),
+        "port": int(env.get("WM_REALMODEL_PORT") or 0),
     }
 
 
@@ -288,7 +290,7 @@ class Server:
 
     def __init__(self, python: Path, model: Path, figures: dict[str, Any]) -> None:
         settings = _settings()
-        self.port = _free_port()
+        self.port = settings["port"] or _free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         out: Path = settings["out"]
         out.mkdir(parents=True, exist_ok=True)

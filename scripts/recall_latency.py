@@ -7,10 +7,12 @@
 Writes ``--archives`` archives of ``--messages`` synthetic chat messages each (12-40 words
 drawn Zipf-like from a vocabulary of about 500 words, plus filler stop words) into an
 ``InMemoryStore`` (or ``--sqlite FILE``) the way Phase 1 does (the record, then its search
-index), points the thread's timeline at them, and times ``archive_search`` through the engine:
-the first query of the process (every index record read from the store into the cache) and
-then ``--queries`` queries of each kind (questions, keywords, identifiers), reporting the
-median and 95th percentile in milliseconds. Also counts the archive records each query reads.
+index), gives each archive but the newest an abstract of about 50 words the way Phase 2 does
+(``--no-abstracts``: none), points the thread's timeline at them, and times
+``archive_search`` through the engine: the first query of the process (every index record
+read from the store into the cache) and then ``--queries`` queries of each kind (questions,
+keywords, identifiers), reporting the median and 95th percentile in milliseconds. Also counts
+the archive records each query reads.
 """
 
 from __future__ import annotations
@@ -98,8 +100,17 @@ def _store(sqlite: str | None) -> Iterator[BaseStore]:
         yield store
 
 
-def build(memory: WorkingMemory, thread: str, archives: int, messages: int, seed: int) -> None:
-    """Write the thread's archives and index records as Phase 1 would, and its timeline."""
+def build(
+    memory: WorkingMemory,
+    thread: str,
+    archives: int,
+    messages: int,
+    seed: int,
+    *,
+    abstracts: bool = True,
+) -> None:
+    """Write the thread's archives and index records as Phase 1 would, their abstracts as
+    Phase 2 would, and its timeline."""
     rng = random.Random(seed)
     store = memory._archives
     index = SearchIndex(store)
@@ -123,6 +134,11 @@ def build(memory: WorkingMemory, thread: str, archives: int, messages: int, seed
         index.write(thread, record)
         timeline.append(record.id)
     store.set_timeline(thread, timeline)
+    if abstracts:  # written before the Working Memory that covers them, as in Phase 2
+        index.write_abstracts(
+            thread,
+            {a: " ".join(rng.choices(VOCABULARY, WEIGHTS, k=50)) for a in timeline[:-1]},
+        )
     # a Working Memory covering all but the newest archive, as after Phase 2
     store.put_wm(thread, timeline[:-1], "# Session Title\nlatency", {})
 
@@ -147,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=50, help="queries of each kind")
     parser.add_argument("--sqlite", default=None, help="use a SQLite store at this file")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-abstracts", action="store_true", help="archives without abstracts")
     args = parser.parse_args(argv)
     sqlite = args.sqlite
     if sqlite == "tmp":
@@ -156,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     with _store(sqlite) as store:
         memory = WorkingMemory(store=store)
         started = time.perf_counter()
-        build(memory, thread, args.archives, args.messages, args.seed)
+        build(
+            memory, thread, args.archives, args.messages, args.seed, abstracts=not args.no_abstracts
+        )
         print(
             f"wrote {args.archives} archives x {args.messages} messages "
             f"({'sqlite ' + sqlite if sqlite else 'InMemoryStore'}) in "
@@ -165,7 +184,10 @@ def main(argv: list[str] | None = None) -> int:
         SearchIndex(memory._archives).forget(thread)  # a fresh process: an empty cache
         reads: Counter[str] = store.reads if isinstance(store, _CountingStore) else Counter()
         cold, out = _time(lambda: archive_search_text(memory, config, QUESTIONS[0]))
-        print(f"first query of the process (reads {reads['search']} index records): {cold:.1f} ms")
+        print(
+            f"first query of the process (reads {reads['search']} index records, "
+            f"{reads['abstracts']} abstract records): {cold:.1f} ms"
+        )
         kinds = {
             "question": QUESTIONS,
             "keywords": KEYWORDS,
@@ -187,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{kind:10s}: median {statistics.median(times):6.1f} ms, p95 {p95:6.1f} ms "
                 f"(CPU median {statistics.median(CPU):5.1f} ms), "
                 f"archive records read per query {reads['archives'] / len(times):.1f}, "
-                f"index records read {reads['search']}"
+                f"index records read {reads['search']}, abstract records read "
+                f"{reads['abstracts']}"
             )
         print(out.split("\n")[0][:100])
     return 0

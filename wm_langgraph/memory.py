@@ -59,6 +59,7 @@ from wm_langgraph.state import MODEL_INPUT_KEY, WorkingMemoryState
 from wm_langgraph.storage.archives import (
     ArchiveRecord,
     ArchiveStore,
+    WorkingMemoryVersion,
     split_memory_key,
     thread_id_from_config,
 )
@@ -597,8 +598,13 @@ class WorkingMemory:
             self._scoper.bind_for_read(thread_id, config)
             timeline = self._session.timeline_for_thread(thread_id, config)
             current = self._archives.current_wm(thread_id, timeline)
-            keys = current.covers if current else []
-            moved = self._archives.moved_items(thread_id, keys)
+            return self._moved_of(thread_id, current)
+
+    def _moved_of(
+        self, thread_id: str, current: WorkingMemoryVersion | None
+    ) -> list[tuple[str, str, str]]:
+        keys = current.covers if current else []
+        moved = self._archives.moved_items(thread_id, keys)
         return [
             (key, item.get("section", ""), item.get("text", ""))
             for key, items in moved
@@ -719,21 +725,27 @@ class WorkingMemory:
     def recall_corpus(self, config: RunnableConfig | None) -> Corpus:
         """What ``archive_search`` ranks for the config's memory (behaviour §7.6): the
         per-archive search indexes of its current timeline (from the process cache, else the
-        store; an archive written before the index existed is indexed now), its hidden message
-        ids, the items moved out of its Working Memory, and the store's semantic search when the
-        store has a vector index. Only the archives a result shows are read in full."""
+        store; an archive written before the index existed is indexed now), the abstracts
+        Phase 2 wrote, its hidden message ids, the items moved out of its Working Memory, and
+        the store's semantic search when the store has a vector index. Only the archives a
+        result shows are read in full."""
         from wm_langgraph.recall.search import store_corpus
 
-        thread_id = self._scoper.readable(config)
-        self._scoper.bind_for_read(thread_id, config)
-        timeline = self._session.timeline_for_thread(thread_id, config)
-        return store_corpus(
-            SearchIndex(self._archives),
-            thread_id,
-            timeline,
-            hidden=self._archives.hidden_ids(thread_id) if timeline else set(),
-            moved=self.moved_items(config) if timeline else [],
-        )
+        with self._scoper.serving(config):
+            thread_id = self._scoper.readable(config)
+            self._scoper.bind_for_read(thread_id, config)
+            timeline = self._session.timeline_for_thread(thread_id, config)
+            current = self._archives.current_wm(thread_id, timeline) if timeline else None
+            covered = current.covers if current else []
+            deferred = set(current.info.get("deferred") or []) if current else set()
+            return store_corpus(
+                SearchIndex(self._archives),
+                thread_id,
+                timeline,
+                hidden=self._archives.hidden_ids(thread_id) if timeline else set(),
+                moved=self._moved_of(thread_id, current) if timeline else [],
+                settled={a for a in covered if a not in deferred},
+            )
 
     # -- display -----------------------------------------------------------------------------
     def report(
@@ -919,6 +931,7 @@ class WorkingMemory:
             self._session.forget(key)
             # every memory of the thread lost its records, and their archive ids may be reused
             self._reader.forget(key, whole_thread=True)
+            SearchIndex(self._archives).forget(key, whole_thread=True)
         logger.info("wm_langgraph: purged %d record(s) of a thread", deleted)
         return deleted
 

@@ -24,8 +24,18 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from bench.locomo.answer import (
+    ANSWER_SYSTEMS,
+    ANSWERS_BEGIN,
+    ANSWERS_END,
+    DEFAULT_SAMPLE,
+    DEFAULT_SEED,
+    answer_rows,
+    with_answers,
+    write_answers,
+)
 from bench.locomo.data import Conversation, load_locomo, parse_sample, select, synthetic_sample
-from bench.locomo.score import coverage, words
+from bench.locomo.score import coverage, evidence_in_hits, words
 from bench.locomo.systems import (
     SYSTEMS,
     SystemRun,
@@ -59,7 +69,6 @@ __all__ = [
 HERE = Path(__file__).resolve().parents[1]
 DEFAULT_BUDGETS = (4_000, 8_000, 16_000)
 QUICK_BUDGET = 1_500
-EVIDENCE_PREFIX_CHARS = 60
 TOP_HITS = 5
 
 RecallHook = Callable[[SystemRun, str], list[str] | None]
@@ -96,19 +105,6 @@ _NEIGHBOUR_LINE = re.compile(r"^  (?:before|after) · ")
 def own_text(hit: str) -> str:
     """A hit without the lines of its neighbouring messages (the matching message alone)."""
     return "\n".join(ln for ln in hit.splitlines() if not _NEIGHBOUR_LINE.match(ln))
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
-def evidence_in_hits(hits: Sequence[str], evidence: Sequence[str]) -> bool:
-    """Whether a hit holds an evidence message: the first :data:`EVIDENCE_PREFIX_CHARS`
-    characters of the message's own text (whole when shorter; whitespace squashed, case
-    folded) occur in the hit's text."""
-    keys = [_squash(t)[:EVIDENCE_PREFIX_CHARS] for t in evidence if t.strip()]
-    shown = [_squash(h) for h in hits]
-    return any(k in h for k in keys for h in shown)
 
 
 # ------------------------------------------------------------------------------------------
@@ -303,6 +299,8 @@ def locomo_main(args: Any, argv_text: str) -> int:
     (into bench/ they also refresh the LoCoMo section of RESULTS.md)."""
     from bench.locomo.report import refresh_results, write_report, write_timings
 
+    if getattr(args, "answer", False):
+        return _answer_main(args, argv_text)
     systems = tuple(args.systems.split(",")) if args.systems else SYSTEMS
     unknown = set(systems) - set(SYSTEMS)
     if unknown:
@@ -387,11 +385,79 @@ def locomo_main(args: Any, argv_text: str) -> int:
     (out / "locomo_results.json").write_text(
         json.dumps({"meta": meta, "results": results}, indent=1, default=str), encoding="utf-8"
     )
+    answers = _answers_block(out / "LOCOMO.md")
     path = write_report(meta, results, out / "LOCOMO.md")
+    if answers:  # the end-to-end section of an --answer run is kept
+        path.write_text(with_answers(path.read_text(encoding="utf-8"), answers), encoding="utf-8")
     write_timings(meta, results, out / "LOCOMO_TIMINGS.md")
     print(f"wrote {path} and LOCOMO_TIMINGS.md ({seconds:.0f}s)")
     if out.resolve() == HERE and refresh_results(HERE / "RESULTS.md", path):
         print(f"refreshed the LoCoMo section of {HERE / 'RESULTS.md'}")
+    return 0
+
+
+def _answers_block(path: Path) -> str:
+    """The end-to-end section of an existing LOCOMO.md, markers included ("" when none)."""
+    if not path.exists():
+        return ""
+    text = path.read_text(encoding="utf-8")
+    start, end = text.find(ANSWERS_BEGIN), text.find(ANSWERS_END)
+    return text[start : end + len(ANSWERS_END)] if start >= 0 and end > start else ""
+
+
+def _answer_main(args: Any, argv_text: str) -> int:
+    """``--answer``: the end-to-end run (bench/locomo/answer.py) into ``LOCOMO.md``."""
+    if not args.locomo:
+        print("--answer needs the dataset directory (--locomo DIR)")
+        return 2
+    wanted = tuple(args.systems.split(",")) if args.systems else ANSWER_SYSTEMS
+    unknown = set(wanted) - set(ANSWER_SYSTEMS)
+    if unknown:
+        print(f"--answer runs some of {ANSWER_SYSTEMS}; unknown: {sorted(unknown)}")
+        return 2
+    conversations, _, _ = load_locomo(Path(args.locomo))
+    chosen = select(conversations, [w.strip() for w in args.conversations.split(",") if w])
+    budget = int(args.budgets.split(",")[0]) if args.budgets else 4_000
+    out = args.out or HERE
+    out.mkdir(parents=True, exist_ok=True)
+    log_path = out / "locomo_answers.jsonl"
+    log_path.write_text("", encoding="utf-8")
+
+    def sink(row: dict[str, Any]) -> None:
+        with log_path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")
+
+    started = time.perf_counter()
+    load = load_average()
+    rows: list[dict[str, Any]] = []
+    for system in wanted:  # system by system: a partial run has whole rows
+        for conversation in chosen:
+            rows += answer_rows(
+                conversation,
+                [system],
+                budget,
+                url=args.agent_url,
+                model=args.agent_model,
+                sample=args.answer_sample,
+                seed=args.answer_seed,
+                max_tokens=args.answer_max_tokens,
+                sink=sink,
+            )
+    seconds = time.perf_counter() - started
+    meta = {
+        "command": argv_text,
+        "model": args.agent_model,
+        "server": args.agent_url,
+        "max_tokens": args.answer_max_tokens,
+        "sample": args.answer_sample,
+        "seed": args.answer_seed,
+        "conversations": [c.conv_id for c in chosen],
+        "budget": budget,
+        "seconds": seconds,
+        "machine": f"{machine()}; load average {load} at the start, {load_average()} at the end",
+    }
+    path = write_answers(meta, rows, out)
+    print(f"wrote the end-to-end section of {path} ({seconds:.0f}s)")
     return 0
 
 
@@ -447,4 +513,26 @@ def add_arguments(parser: Any) -> None:
     group.add_argument("--jobs", type=int, default=1, help="runs at once (processes)")
     group.add_argument(
         "--dump", default="", help="write final inputs and memories here (never commit them)"
+    )
+    group.add_argument(
+        "--answer",
+        action="store_true",
+        help="end to end: ask a seeded sample of questions of a real agent model at the end of "
+        f"each replay ({', '.join(ANSWER_SYSTEMS)}; the first of --budgets, default 4000) and "
+        "score the answers with LoCoMo's F1",
+    )
+    group.add_argument(
+        "--agent-url",
+        default="http://127.0.0.1:8765/v1",
+        help="the agent model's OpenAI-compatible base URL (--answer)",
+    )
+    group.add_argument(
+        "--agent-model", default="qwen2.5-coder-0.5b-instruct", help="model name at the URL"
+    )
+    group.add_argument(
+        "--answer-sample", type=int, default=DEFAULT_SAMPLE, help="questions per conversation"
+    )
+    group.add_argument("--answer-seed", type=int, default=DEFAULT_SEED, help="the sample's seed")
+    group.add_argument(
+        "--answer-max-tokens", type=int, default=64, help="max_tokens of an agent reply"
     )

@@ -20,11 +20,22 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
 
-__all__ = ["STOPWORDS", "THRESHOLD", "content_words", "coverage", "words"]
+__all__ = [
+    "EVIDENCE_PREFIX_CHARS",
+    "STOPWORDS",
+    "THRESHOLD",
+    "content_words",
+    "coverage",
+    "evidence_in_hits",
+    "words",
+]
 
 THRESHOLD = 2 / 3
+EVIDENCE_PREFIX_CHARS = 60
+"""How much of an evidence message's text a search hit must show (:func:`evidence_in_hits`)."""
 
 STOPWORDS = frozenset(
     """i me my myself we our ours ourselves you your yours yourself yourselves he him his
@@ -101,3 +112,16 @@ def coverage(answer: str, bag: set[str]) -> tuple[bool, bool]:
         return False, False
     found = sum(1 for w in wanted if w in bag)
     return found >= THRESHOLD * len(wanted) - 1e-9, found == len(wanted)
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def evidence_in_hits(hits: Sequence[str], evidence: Sequence[str]) -> bool:
+    """Whether a hit holds an evidence message: the first :data:`EVIDENCE_PREFIX_CHARS`
+    characters of the message's own text (whole when shorter; whitespace squashed, case
+    folded) occur in the hit's text."""
+    keys = [_squash(t)[:EVIDENCE_PREFIX_CHARS] for t in evidence if t.strip()]
+    shown = [_squash(h) for h in hits]
+    return any(k in h for k in keys for h in shown)

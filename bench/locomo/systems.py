@@ -349,11 +349,19 @@ def build_system(
         )
 
     if name == "full":
-        return ready(create_agent(agent.model, [], checkpointer=saver), lambda: "")
+        return ready(
+            create_agent(agent.model, [], checkpointer=saver),
+            lambda: "",
+            middlewares=[],
+            saver=saver,
+        )
     if name == "trimming":
         trim = TrimMiddleware(usable, messages_tokens)
         return ready(
-            create_agent(agent.model, [], middleware=[trim], checkpointer=saver), lambda: ""
+            create_agent(agent.model, [], middleware=[trim], checkpointer=saver),
+            lambda: "",
+            middlewares=[trim],
+            saver=saver,
         )
     if name == "summarization":
         from langchain.agents.middleware.summarization import SummarizationMiddleware
@@ -373,7 +381,7 @@ def build_system(
                     return m.text[len(_LC_SUMMARY_PREFIX) :].strip()
             return ""
 
-        return ready(graph, lc_summary)
+        return ready(graph, lc_summary, middlewares=[mw_lc], saver=saver)
     if name == "langmem":
         from langgraph.prebuilt import create_react_agent
         from langgraph.prebuilt.chat_agent_executor import AgentState
@@ -419,6 +427,8 @@ def build_system(
             middleware=mw,
             memory=memory,
             store=store,
+            middlewares=[mw],
+            saver=saver,
         )
     raise ValueError(f"unknown system {name!r}; expected one of {SYSTEMS}")
 

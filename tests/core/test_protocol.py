@@ -106,10 +106,13 @@ def test_strict_tool_is_accepted_by_openai_strict_rules() -> None:
             assert "oneOf" not in node, path
             assert "default" not in node, path
     objects = _objects(tool)
-    assert len(objects) == 2 + len(SECTIONS)
+    assert len(objects) == 3 + len(SECTIONS)  # parameters, sections, each section, an abstract
     for path, node in objects:
         assert node["additionalProperties"] is False, path
         assert sorted(node["required"]) == sorted(node["properties"]), path
+    abstracts = tool["function"]["parameters"]["properties"]["abstracts"]
+    assert "null" in abstracts["type"]
+    assert abstracts["items"]["required"] == ["archive_id", "abstract"]
     section = tool["function"]["parameters"]["properties"]["sections"]["properties"]["Open Issues"]
     assert section["properties"]["op"]["enum"] == ["KEEP", "UPDATE", "APPEND"]
     assert "null" in section["properties"]["content"]["type"]

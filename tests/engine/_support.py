@@ -48,6 +48,19 @@ def wm_document(facts: list[str], title: str = "Project Falcon migration") -> st
     return render_working_memory(body)
 
 
+def archive_parts(prompt: str) -> dict[str, str]:
+    """Archive id -> its part of the folded messages (split at the engine's marker lines)."""
+    folded = folded_text(prompt)
+    parts = re.split(r"^\[archive ([A-Za-z0-9_.:-]+)\]$", folded, flags=re.M)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def abstract_for(part: str) -> str:
+    """What the scripted writer's abstracts say of an archive: its FACT ids."""
+    facts = list(dict.fromkeys(FACT_RE.findall(part)))
+    return "Abstract of the turns about " + ", ".join(facts) if facts else "Abstract of turns"
+
+
 class WMWriter:
     """A scripted WM model: create = a document listing the FACT ids of the folded messages;
     update = one update_working_memory call APPENDing the new FACT ids.
@@ -55,10 +68,16 @@ class WMWriter:
     ``mode`` switches behaviour at runtime: "ok", "raise", "no_tool_call", "garbage_args",
     "unreadable_args" (a tool call whose arguments yield no section at all), "crash" (a
     BaseException, like a process dying mid-call).
+
+    ``abstracts`` says what the writer gives the folded archives (in the update call's
+    ``abstracts`` argument and after a created document): ``None`` nothing (the default), or a
+    function of (archive id, its part of the folded messages) returning the raw value of that
+    archive's abstract (any type), or None to leave it out.
     """
 
     def __init__(self) -> None:
         self.mode = "ok"
+        self.abstracts: Any = None
         self.lock = threading.Lock()
         self.model = ScriptedChatModel(respond=self._reply)
 
@@ -99,12 +118,24 @@ class WMWriter:
                     "op": "APPEND",
                     "items": [f"{f} noted" for f in facts],
                 }
-            return {
-                "content": "",
-                "tool_calls": [{"name": UPDATE_TOOL, "args": {"sections": sections}}],
-            }
+            args: dict[str, Any] = {"sections": sections}
+            given = self._abstracts(prompt)
+            if given:
+                args["abstracts"] = [{"archive_id": k, "abstract": v} for k, v in given]
+            return {"content": "", "tool_calls": [{"name": UPDATE_TOOL, "args": args}]}
         old = list(dict.fromkeys(FACT_RE.findall(prior_text(prompt))))
-        return wm_document(list(dict.fromkeys(old + facts)))
+        document = wm_document(list(dict.fromkeys(old + facts)))
+        given = [(k, v) for k, v in self._abstracts(prompt) if isinstance(v, str)]
+        if given:  # a created reply is text: only text abstracts can be written in it
+            lines = "\n".join(f"{k}: {v}" for k, v in given)
+            document += f"\n\n<archive_abstracts>\n{lines}\n</archive_abstracts>\n"
+        return document
+
+    def _abstracts(self, prompt: str) -> list[tuple[str, Any]]:
+        if self.abstracts is None:
+            return []
+        given = [(k, self.abstracts(k, part)) for k, part in archive_parts(prompt).items()]
+        return [(k, v) for k, v in given if v is not None]
 
 
 class SimulatedCrash(BaseException):

@@ -165,7 +165,8 @@ def _assert_strict_chat_completions_payload(payload: dict[str, Any]) -> None:
     assert "oneOf" not in keys
     assert "default" not in keys
     assert params["additionalProperties"] is False
-    assert params["required"] == ["sections"]
+    assert params["required"] == ["sections", "abstracts"]  # strict: every property, nullable
+    assert "null" in params["properties"]["abstracts"]["type"]
     sections = params["properties"]["sections"]
     assert sections["additionalProperties"] is False
     assert set(sections["required"]) == set(sections["properties"])

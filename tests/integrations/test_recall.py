@@ -16,8 +16,10 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
 from tests.common import thread_config
+from wm_langgraph.document import count_tokens
 from wm_langgraph.recall.tools import (
     MAX_HIT_CHARS,
+    MAX_RESULT_TOKENS,
     MAX_SEARCH_HITS,
     PAGE_CHARS,
     PAGE_MESSAGES,
@@ -81,7 +83,7 @@ def test_tool_names_and_argument_schemas(source):
     expand, search = make_archive_tools(source)
     assert (expand.name, search.name) == ("archive_expand", "archive_search")
     assert set(expand.args) == {"archive_id", "offset"}
-    assert set(search.args) == {"query", "archive_id"}
+    assert set(search.args) == {"query", "queries", "archive_id"}
     # the injected config never shows up in what the model sees
     assert "config" not in expand.tool_call_schema.model_json_schema()["properties"]
 
@@ -229,14 +231,18 @@ def test_search_caps_hits_and_hit_size():
     )
     _, search = make_archive_tools(source)
     out = search.invoke({"query": "needle"}, config=thread_config("A"))
-    hits = out.split("\n\n")[1:]
-    assert len(hits) == MAX_SEARCH_HITS
+    assert count_tokens(out) <= MAX_RESULT_TOKENS
+    blocks = out.split("\n\n")[1:]
+    hits = [b for b in blocks if b.startswith("[archive_")]
+    assert 1 <= len(hits) < MAX_SEARCH_HITS  # the token bound leaves the rest out
     assert all(h.startswith("[archive_002") for h in hits)
     for hit in hits:
         body = hit.split("\n", 1)[1]
         assert len(body) <= MAX_HIT_CHARS
         assert needle in body
-    assert "narrow the query" in out
+    assert "more matched" in out
+    assert f"{2 * MAX_SEARCH_HITS - len(hits)} more hit(s) not shown" not in out  # 12 ranked
+    assert f"{MAX_SEARCH_HITS - len(hits)} more hit(s) not shown" in out
 
 
 def test_search_refuses_empty_query(source):

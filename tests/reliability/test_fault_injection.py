@@ -235,7 +235,7 @@ def test_circuit_breaker_stops_calling_a_dead_model_until_resume(tmp_path):
 _NODE_TARGETS = [
     ("prepare", batching_module, "render_message_blocks"),
     ("prepare", batching_module, "trail_paths"),
-    ("create", commit_module, "generate_create"),
+    ("create", commit_module, "request_create"),
     ("update", commit_module, "request_update"),
     ("guard_merge", commit_module, "merge_working_memory"),
     ("save", ArchiveStore, "put_wm"),

@@ -97,6 +97,7 @@ _OP_SYNONYMS = {
 }
 _OP_KEYS = ("op", "operation", "action")
 _WRAPPER_KEYS = ("arguments", "args", "raw", "input", "parameters", "tool_input")
+_ABSTRACT_KEYS = ("abstracts", "archive_abstracts")
 _ITEM_MARKER_RE = re.compile(r"^(?:[-*+•])[ \t]+")
 _MAX_DEPTH = 6
 # An op the model named but that does not exist ("DELETE"): behaviour §3.3 makes it KEEP, and unlike
@@ -110,6 +111,7 @@ class _Notes:
 
     complete: bool = True
     unreadable: set[str] = field(default_factory=set)
+    abstracts: object = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,12 +126,15 @@ class UpdateReading:
             leaves a section out means KEEP (behaviour §3.5) and does not list it.
         cut: The section whose op the cut went through (its complete part, if any, is in
             ``ops``), or None.
+        abstracts: The raw value of the call's ``abstracts`` argument (``None`` when it has
+            none), read by ``document.abstracts.read_abstracts``; the ops never depend on it.
     """
 
     ops: dict[str, dict[str, Any]]
     complete: bool = True
     unreadable: tuple[str, ...] = ()
     cut: str | None = None
+    abstracts: object = None
 
 
 def _norm_name(text: str) -> str:
@@ -266,6 +271,9 @@ def _from_object(value: Any, depth: int, notes: _Notes) -> dict[str, dict[str, A
     if not isinstance(value, Mapping):
         return {}
     keys = {str(k).strip().lower(): v for k, v in value.items()}
+    for name in _ABSTRACT_KEYS:
+        if notes.abstracts is None and keys.get(name) is not None:
+            notes.abstracts = keys[name]
     found = {}
     if "sections" in keys:
         inner = keys["sections"]
@@ -442,7 +450,9 @@ def read_update_arguments(raw: object, *, cut_off: bool = False) -> UpdateReadin
     if cut is not None:
         missing.add(cut)
     unreadable = tuple(name for name in SECTIONS if name in missing and name not in ops)
-    return UpdateReading(ops, complete=complete, unreadable=unreadable, cut=cut)
+    return UpdateReading(
+        ops, complete=complete, unreadable=unreadable, cut=cut, abstracts=notes.abstracts
+    )
 
 
 def parse_update_arguments(raw: object) -> dict[str, dict[str, Any]]:

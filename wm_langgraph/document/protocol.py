@@ -86,12 +86,26 @@ _TOOL_DESCRIPTION = (
     "Record what changed in the Working Memory. Give a decision for every one of the seven "
     "sections: KEEP (unchanged, byte for byte), UPDATE (the complete new section body, previous "
     "content plus the changes, without the ## header line) or APPEND (new bullet items, without "
-    "bullet markers)."
+    "bullet markers). Then give each archive of the new messages its abstract."
 )
 _CONTENT_DESCRIPTION = (
     "The complete new body of the section in Markdown, without the '## <Section>' header line."
 )
 _ITEMS_DESCRIPTION = "New items to add at the end of the section, one fact each, no bullet marker."
+_ABSTRACTS_DESCRIPTION = (
+    "One short abstract per archive of the new messages (each archive starts at a line "
+    "'[archive <id>]'): who, what and when, in the words a later question would use (topics, "
+    "names, places, dates, categories, outcomes); one line of at most about 60 words each."
+)
+_ABSTRACT_ITEM: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "archive_id": {"type": "string", "description": "The id from the archive's marker line."},
+        "abstract": {"type": "string", "description": "The archive's abstract, one line."},
+    },
+    "required": ["archive_id", "abstract"],
+    "additionalProperties": False,
+}
 
 
 def _closed(properties: dict[str, Any]) -> dict[str, Any]:
@@ -108,12 +122,22 @@ def _single(op: str) -> dict[str, Any]:
 
 
 def _tool(section_value: dict[str, Any], *, strict: bool = False) -> dict[str, Any]:
-    """The function tool whose ``sections`` object has one ``section_value`` per section."""
+    """The function tool whose ``sections`` object has one ``section_value`` per section,
+    and the archives' ``abstracts`` after it (optional in the reference form; required but
+    nullable in the strict one, which requires every property)."""
     sections = _closed({name: copy.deepcopy(section_value) for name in SECTIONS})
+    abstracts: dict[str, Any] = {
+        "type": ["array", "null"] if strict else "array",
+        "items": copy.deepcopy(_ABSTRACT_ITEM),
+        "description": _ABSTRACTS_DESCRIPTION + (" Null when there is none." if strict else ""),
+    }
+    parameters = _closed({"sections": sections, "abstracts": abstracts})
+    if not strict:
+        parameters["required"] = ["sections"]
     function: dict[str, Any] = {
         "name": UPDATE_TOOL_NAME,
         "description": _TOOL_DESCRIPTION,
-        "parameters": _closed({"sections": sections}),
+        "parameters": parameters,
     }
     if strict:
         function["strict"] = True
@@ -165,7 +189,7 @@ def _strict_tool() -> dict[str, Any]:
 
 UPDATE_WORKING_MEMORY_TOOL: dict[str, Any] = _reference_tool()
 """The OpenAI-format function tool of behaviour §3.1 (each section ``oneOf`` KEEP / UPDATE /
-APPEND)."""
+APPEND), with the folded archives' optional ``abstracts`` (``document.abstracts``)."""
 
 
 def update_tool_schema(*, strict: bool = False) -> dict[str, Any]:
@@ -176,7 +200,8 @@ def update_tool_schema(*, strict: bool = False) -> dict[str, Any]:
             variant OpenAI strict mode accepts: no ``oneOf`` and no ``default``, every object
             closed with all its properties required; each section is a flat object
             ``{op: KEEP|UPDATE|APPEND, content: string|null, items: string[]|null}`` and the
-            function carries ``"strict": true``. Both parse to the same ops.
+            function carries ``"strict": true``; ``abstracts`` is required there and may be
+            null. Both parse to the same ops.
 
     Returns:
         An OpenAI-format ``{"type": "function", "function": {...}}`` dict the caller may mutate.

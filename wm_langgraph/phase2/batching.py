@@ -3,6 +3,9 @@ and the writer's limits learned from its context-length errors (without
 them the same too-large prompt was sent every round, and the archives behind it were never
 folded).
 
+- Each archive's messages start with its marker line (``[archive archive_003]``,
+  ``document.abstracts.archive_marker``), so that the writer can give each archive its
+  abstract; every slice of an archive starts with it too.
 - Every message is rendered capped (tool outputs at ``max_tool_output_tokens``, any other text
   at ``max_message_tokens``, both at most the messages budget), so one message always fits.
 - A batch is the longest run of pending archives (at most ``max_archives``) whose rendered
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field
 from langchain_core.messages import BaseMessage
 
 from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.document.abstracts import archive_marker
 from wm_langgraph.document.tokens import TokenCounter
 from wm_langgraph.messages import render_message_blocks
 from wm_langgraph.phase2.trails import trail_paths
@@ -155,6 +159,11 @@ def _slice(
     )
 
 
+def _marker(record: ArchiveRecord, counter: TokenCounter) -> tuple[str, int]:
+    text = archive_marker(record.id)
+    return text, counter(text) + _SEPARATOR_TOKENS
+
+
 def plan_batch(
     records: Sequence[ArchiveRecord],
     *,
@@ -180,17 +189,24 @@ def plan_batch(
     for record in records:
         if max_archives is not None and len(chosen) >= max_archives:
             break
+        marker = _marker(record, counter)
         own = _blocks(record.messages, config, counter, cap)
-        size = sum(tokens for _, tokens in own)
+        size = marker[1] + sum(tokens for _, tokens in own)
         if chosen and total + size > budget:
             break
         chosen.append(record)
-        blocks.extend(own)
+        blocks.extend([marker, *own])
         total += size
         if total > budget:  # a single archive larger than the budget: folded in slices
-            return Batch([record], _slices(record.messages, own, budget))
+            pieces = _slices(record.messages, own, max(1, budget - marker[1]))
+            return Batch([record], [_marked(piece, marker) for piece in pieces])
     messages = [m for record in chosen for m in record.messages]
     return Batch(chosen, [_slice(messages, blocks)])
+
+
+def _marked(piece: Slice, marker: tuple[str, int]) -> Slice:
+    """``piece`` starting with its archive's marker line."""
+    return Slice(f"{marker[0]}\n\n{piece.text}", piece.tokens + marker[1], piece.paths)
 
 
 def _slices(

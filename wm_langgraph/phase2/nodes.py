@@ -17,6 +17,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.document.abstracts import (
+    combine_abstracts,
+    marked_archive_ids,
+    marked_parts,
+    read_abstracts,
+)
 from wm_langgraph.document.create_repair import drop_echoed_lines
 from wm_langgraph.document.merge import merge_working_memory
 from wm_langgraph.document.sections import (
@@ -26,6 +32,7 @@ from wm_langgraph.document.sections import (
     parse_working_memory,
     section_items,
 )
+from wm_langgraph.document.text import meaningful_words
 from wm_langgraph.document.tokens import TokenCounter
 from wm_langgraph.phase2.batching import MIN_MESSAGES_BUDGET, WriterLimits, plan_batch
 from wm_langgraph.phase2.capture import (
@@ -46,15 +53,17 @@ from wm_langgraph.phase2.state import (
 )
 from wm_langgraph.phase2.trails import extract_errors_from_messages
 from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, WorkingMemoryVersion
+from wm_langgraph.storage.search_index import SearchIndex
 from wm_langgraph.writer.binding import ToolCallingNotSupportedError
 from wm_langgraph.writer.calls import CallTimeoutError
 from wm_langgraph.writer.capture import CaptureAnswer, CaptureQuestion, request_capture
 from wm_langgraph.writer.generate import (
     ContextLengthError,
+    CreateReply,
     GenerationError,
     NoContentError,
     UpdateReply,
-    generate_create,
+    request_create,
     request_update,
 )
 from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
@@ -220,6 +229,18 @@ def _missing(thread_id: str, archive_id: str, offset: int) -> ArchiveRecord:
 def _run_metadata(state: CommitState) -> dict[str, Any]:
     """Metadata of the writer's runs: the thread and the round's archives."""
     return {"thread_id": state["thread_id"], "wm_archive_ids": list(state["batch"])}
+
+
+def _slice_archives(state: CommitState) -> list[str]:
+    """The archives of the round whose marker line the current slice shows."""
+    piece = state["plan"].slices[state["step"].index]
+    batch = set(state["batch"])
+    return [a for a in marked_archive_ids(piece.text) if a in batch]
+
+
+def _abstracts_of(state: CommitState, raw: object) -> dict[str, str]:
+    """The usable abstracts in a reply's raw abstracts, for the current slice's archives."""
+    return read_abstracts(raw, _slice_archives(state))
 
 
 def _timeout(deadline: float | None, setting: float | None) -> float | None:
@@ -414,7 +435,7 @@ class Create:
         deps, plan, step = self._deps, state["plan"], state["step"]
         started = time.monotonic()
         try:
-            created = generate_create(
+            created = request_create(
                 deps.get_model(),
                 prior=step.prior,
                 messages_text=plan.slices[step.index].text,
@@ -431,17 +452,28 @@ class Create:
             metrics = _timed(state["metrics"], "create_ms", started)
             if extracted is None:
                 return {**_failure(exc, plan.deadline), "metrics": metrics}
-            reply = replace(state["reply"], created=extracted, fallback=EXTRACTIVE_FALLBACK)
+            reply = replace(
+                state["reply"],
+                created=extracted.document,
+                fallback=EXTRACTIVE_FALLBACK,
+                abstracts=self._abstracts(state, extracted),
+            )
             return {"reply": reply, "metrics": {**metrics, "extractive_reason": str(exc)}}
         except GenerationError as exc:
             failure = _failure(exc, plan.deadline)
             return {**failure, "metrics": _timed(state["metrics"], "create_ms", started)}
-        return {
-            "reply": replace(state["reply"], created=created),
-            "metrics": _timed(state["metrics"], "create_ms", started),
-        }
+        reply = replace(
+            state["reply"], created=created.document, abstracts=self._abstracts(state, created)
+        )
+        return {"reply": reply, "metrics": _timed(state["metrics"], "create_ms", started)}
 
-    def _extract(self, state: CommitState) -> str | None:
+    @staticmethod
+    def _abstracts(state: CommitState, created: CreateReply) -> dict[str, str]:
+        """The create reply's abstracts over the update's (a fallback keeps the update's
+        where the create gave none)."""
+        return {**state["reply"].abstracts, **_abstracts_of(state, created.abstracts)}
+
+    def _extract(self, state: CommitState) -> CreateReply | None:
         """The document the offline writer extracts from the slice on top of ``step.prior``
         (the shipped create prompt: the offline writer reads its tagged inputs); None when it
         finds nothing either. Not traced into the caller's runs: it is no model's output."""
@@ -449,7 +481,7 @@ class Create:
         if self._offline is None:
             self._offline = OfflineWorkingMemoryModel()
         try:
-            return generate_create(
+            return request_create(
                 self._offline,
                 prior=step.prior,
                 messages_text=plan.slices[step.index].text,
@@ -481,8 +513,9 @@ class Update:
         def timed() -> dict[str, Any]:
             return _timed(state["metrics"], "update_ms", started)
 
-        def fallback(why: str) -> CommitState:
-            return {"reply": replace(reply, ops=None, fallback=why), "metrics": timed()}
+        def fallback(why: str, abstracts: dict[str, str] | None = None) -> CommitState:
+            kept = replace(reply, ops=None, fallback=why, abstracts=abstracts or {})
+            return {"reply": kept, "metrics": timed()}
 
         try:
             first = self._ask(state, config, None)
@@ -494,10 +527,12 @@ class Update:
             return fallback("no_tool_support")
         if first.ops is None:
             return fallback("no_tool_call")
+        abstracts = _abstracts_of(state, first.abstracts)
+        reply = replace(reply, abstracts=abstracts)
         if not first.ops:
             # A call whose arguments yield no section at all folded nothing in; accepting it
             # would mark the archives done and drop their messages from assemble unread.
-            return fallback("unreadable_arguments")
+            return fallback("unreadable_arguments", abstracts)
         ops = dict(first.ops)
         targets = first.retry_sections
         if not targets:
@@ -631,6 +666,9 @@ class GuardMerge:
             },
         )
         earlier = state["merge"]
+        abstracts = {k: list(v) for k, v in earlier.abstracts.items()}
+        for archive_id, abstract in _grounded(reply.abstracts, piece.text).items():
+            abstracts.setdefault(archive_id, []).append(abstract)
         captured = {k: list(v) for k, v in earlier.captured_items.items()}
         for name, items in capture.code_items.items():
             captured.setdefault(name, []).extend(items)
@@ -643,6 +681,7 @@ class GuardMerge:
             capture=[*earlier.capture, *fates],
             captured_items=captured,
             trail_sources={**earlier.trail_sources, **sources},
+            abstracts=abstracts,
         )
         metrics = _timed(state.get("metrics") or {}, "capture_ms", started)
         if capture.asked:
@@ -676,6 +715,21 @@ class GuardMerge:
                 return None
 
         return ask
+
+
+def _grounded(abstracts: dict[str, str], conversation: str) -> dict[str, str]:
+    """The abstracts that share a meaningful word with the messages they describe, their
+    archive's part of ``conversation`` (one that shares none was invented, or copied from the
+    prompt: refused)."""
+    parts = marked_parts(conversation)
+    out = {
+        k: v
+        for k, v in abstracts.items()
+        if meaningful_words(v) & meaningful_words(parts.get(k, ""))
+    }
+    for archive_id in abstracts.keys() - out.keys():
+        logger.info("wm_langgraph: archive %s: the writer's abstract was refused", archive_id)
+    return out
 
 
 def next_slice(state: CommitState) -> CommitState:
@@ -740,6 +794,13 @@ class Save:
             "deferred": [a for a in plan.deferred if a not in batch],
             "late": late,
         }
+        abstracts = {
+            archive_id: combined
+            for archive_id in batch
+            if (combined := combine_abstracts(merge.abstracts.get(archive_id, []))) is not None
+        }
+        # before the WM version: an archive a version covers has its abstract indexed
+        SearchIndex(archives).write_abstracts(thread_id, abstracts)
         if merge.moved:  # before the WM that no longer holds them
             archives.put_moved(thread_id, covers[-1], merge.moved, covers)
         archives.put_wm(thread_id, covers, text, info)
@@ -752,6 +813,10 @@ class Save:
             status="done",
             overview=text,
             metadata={**info, "error": None, "deferred": False},
+            each={
+                archive_id: {"abstract": abstract, "metadata": {"abstract_by": "writer"}}
+                for archive_id, abstract in abstracts.items()
+            },
         )
         return {"outcome": "done", "metrics": metrics}
 

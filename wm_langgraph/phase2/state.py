@@ -104,11 +104,14 @@ class WriterReply:
         created: The whole document the create call wrote, if it ran.
         fallback: The last fallback the round took (``"no_tool_call"``, ``"targeted_retry"``,
             ...); kept across slices, it is recorded in the archive's metadata.
+        abstracts: Archive id -> the abstract the writer gave it in this call (cleaned, only
+            the archives of the slice; a create fallback's replace an update's).
     """
 
     ops: dict[str, Any] | None = None
     created: str | None = None
     fallback: str | None = None
+    abstracts: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +131,7 @@ class MergeRecord:
             errors included).
         trail_sources: Path -> where the artifact trail took it from (``user``, ``<tool>
             arguments``, ``<tool> output``), for every slice's added paths.
+        abstracts: Archive id -> the abstracts the guards accepted for it, one per slice.
     """
 
     decisions: list[dict[str, str]] = field(default_factory=list)
@@ -139,6 +143,7 @@ class MergeRecord:
     capture: list[dict[str, str]] = field(default_factory=list)
     captured_items: dict[str, list[str]] = field(default_factory=dict)
     trail_sources: dict[str, str] = field(default_factory=dict)
+    abstracts: dict[str, list[str]] = field(default_factory=dict)
 
 
 class CommitState(TypedDict, total=False):

@@ -20,6 +20,14 @@ keyword ranking: each candidate's BM25 score relative to the best one, plus
 ranks, so an embedding model that is weak on the conversation's domain cannot outvote a clear
 keyword match); the literal tiers still lead. Hidden messages
 (removed after archiving) never match; equal scores put the newest archive first.
+
+An archive's abstract (written by the writer in Phase 2) is a document beside its messages,
+scored with the messages' term statistics. It is a hit of its own after the message hits (it
+fills the hits when fewer messages match, as a paraphrase the messages do not use can), and
+never while a message of its archive is shown: every message hit carries its archive's
+abstract as context. On the development conversations an abstract that also lifted its
+archive's matching messages, or that competed with them for the first places, lowered
+question-as-query recall (the measurements are in docs/budgets.md).
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ from wm_langgraph.document.text.ranking import (
     term_counts,
 )
 from wm_langgraph.storage.search_index import (
+    ABSTRACT_POSITION,
+    AbstractIndex,
     ArchiveIndex,
     SearchIndex,
     build_index,
@@ -51,14 +61,22 @@ from wm_langgraph.storage.search_index import (
     searchable_text,
 )
 
-__all__ = ["Corpus", "Hit", "Neighbour", "StaleIndexError", "rank", "store_corpus"]
+__all__ = [
+    "ABSTRACT_ROLE",
+    "Corpus",
+    "Hit",
+    "Neighbour",
+    "StaleIndexError",
+    "rank",
+    "store_corpus",
+]
 
 MovedItem = tuple[str, str, str]
 """``(WM version key, section, text)`` of an item moved out of the Working Memory."""
 
 DocKey = tuple[int, int]
 """``(archive position in the corpus, message position in the record)``; moved items use
-archive position ``-1``."""
+archive position ``-1``, an archive's abstract message position ``ABSTRACT_POSITION``."""
 
 LITERAL_FALLBACK_ARCHIVES = 10
 """A query none of whose words match is looked up literally (case-insensitive substring) in
@@ -84,6 +102,7 @@ class Corpus:
         moved: Items moved out of the Working Memory (searched when no archive is named).
         semantic: The store's semantic search, ``(query, limit) -> [(archive id, position,
             similarity)]`` best first; None without a vector index.
+        abstracts: The archives' abstracts written in Phase 2, by archive id.
     """
 
     indexes: list[ArchiveIndex]
@@ -91,6 +110,7 @@ class Corpus:
     hidden: set[str] = field(default_factory=set)
     moved: list[MovedItem] = field(default_factory=list)
     semantic: Callable[[str, int], list[tuple[str, int, float]]] | None = None
+    abstracts: dict[str, AbstractIndex] = field(default_factory=dict)
 
     @classmethod
     def of_records(
@@ -121,9 +141,11 @@ def store_corpus(
     *,
     hidden: set[str],
     moved: list[MovedItem],
+    settled: set[str] | None = None,
 ) -> Corpus:
     """The corpus of memory ``key`` on ``timeline``, read through ``index`` (per-archive
-    postings from the process cache or the store; messages only for the archives shown)."""
+    postings and abstracts from the process cache or the store; messages only for the
+    archives shown). ``settled``: the archives whose abstract can no longer appear."""
     indexes = index.indexes(key, timeline)
     digests = {i.archive_id: i.digest for i in indexes}
     on_timeline = [i.archive_id for i in indexes]
@@ -145,6 +167,7 @@ def store_corpus(
         hidden=hidden,
         moved=moved,
         semantic=semantic if index.embeds(key) else None,
+        abstracts=index.abstracts(key, indexes, settled or set()),
     )
 
 
@@ -178,6 +201,8 @@ class Hit:
         created_at: When the archive was written (ISO), "" when unknown.
         seq: The archive's position in the timeline.
         section: For a moved item, its section; ``moved_key``: the WM version that moved it.
+        abstract: The archive's abstract (``""`` when it has none). A hit whose ``role`` is
+            ``"abstract"`` is the abstract itself (``text``; ``number`` 0).
     """
 
     archive_id: str | None
@@ -193,6 +218,11 @@ class Hit:
     seq: int = 0
     section: str = ""
     moved_key: str = ""
+    abstract: str = ""
+
+
+ABSTRACT_ROLE = "abstract"
+"""The ``role`` of a hit that is an archive's abstract."""
 
 
 @dataclass
@@ -251,13 +281,16 @@ def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
     hidden = corpus.hidden
     moved_counts = [term_counts(text) for _, _, text in corpus.moved]
     question = not (parsed.identifier or parsed.keywords)
-    scores, matched = _keyword_scores(parsed.terms, indexes, hidden, moved_counts)
+    summaries = [
+        (a, corpus.abstracts[index.archive_id])
+        for a, index in enumerate(indexes)
+        if index.archive_id in corpus.abstracts
+    ]
+    scores, matched = _keyword_scores(parsed.terms, indexes, hidden, moved_counts, summaries)
     need = 1 if question else len(parsed.terms)
     if question:
         scores = _with_context(scores, indexes, hidden)
-        candidates = list(scores)
-    else:
-        candidates = [k for k, n in matched.items() if n >= need]
+    candidates = list(scores) if question else [k for k, n in matched.items() if n >= need]
     seqs = [index.seq for index in indexes]
 
     def order(key: DocKey) -> tuple[float, int, int]:
@@ -292,27 +325,42 @@ def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
         pool.sort(key=lambda k: (*tiers.get(k, (0, 0)), -fused[k], *order(k)))
         keyword = pool
         total = len(set(candidates) | set(tiers) | set(semantic))
-    if question:  # a hit shown as another's neighbour is not a new hit: the next one is
-        keyword = _spread(keyword, limit, literal=set(tiers))
+    # abstracts after the messages; a hit shown as another's neighbour is not a new hit
+    # (questions), nor is an abstract of an archive a message hit shows: the next one is
+    keyword = [k for k in keyword if k[1] != ABSTRACT_POSITION] + [
+        k for k in keyword if k[1] == ABSTRACT_POSITION
+    ]
+    keyword = _spread(keyword, limit, literal=set(tiers), neighbours=question)
     return _finish(corpus, parsed, texts, keyword, limit=limit, total=total)
 
 
-def _spread(ranked: Sequence[DocKey], limit: int, literal: set[DocKey]) -> list[DocKey]:
+def _spread(
+    ranked: Sequence[DocKey], limit: int, literal: set[DocKey], *, neighbours: bool = True
+) -> list[DocKey]:
     """``ranked`` with a message moved back while a better-ranked message of its archive lies
-    within :data:`NEIGHBOURS` of it (that hit shows it already), until ``limit`` are kept; a
-    literal match (``literal``) is never moved."""
+    within :data:`NEIGHBOURS` of it (that hit shows it already; only with ``neighbours``),
+    and an archive's abstract moved back while a message of its archive is kept (every
+    message hit shows its abstract), until ``limit`` are kept; a literal match (``literal``)
+    is never moved."""
     kept: list[DocKey] = []
     later: list[DocKey] = []
     for key in ranked:
         a, p = key
-        near = (
-            a >= 0
+        if len(kept) >= limit:
+            later.append(key)
+        elif a >= 0 and p == ABSTRACT_POSITION:
+            (later if any(b == a for b, _ in kept) else kept).append(key)
+        elif (
+            neighbours
+            and a >= 0
             and key not in literal
-            and any(b == a and abs(q - p) <= NEIGHBOURS for b, q in kept)
-        )
-        if near or len(kept) >= limit:
+            and any(b == a and q >= 0 and abs(q - p) <= NEIGHBOURS for b, q in kept)
+        ):
             later.append(key)
         else:
+            if (a, ABSTRACT_POSITION) in kept and a >= 0:
+                kept.remove((a, ABSTRACT_POSITION))
+                later.append((a, ABSTRACT_POSITION))
             kept.append(key)
     return [*kept, *later]
 
@@ -342,8 +390,12 @@ def _keyword_scores(
     indexes: Sequence[ArchiveIndex],
     hidden: set[str],
     moved: Sequence[Mapping[str, int]],
+    abstracts: Sequence[tuple[int, AbstractIndex]] = (),
 ) -> tuple[dict[DocKey, float], dict[DocKey, int]]:
-    """BM25 of every document holding a query term, and how many distinct terms it holds."""
+    """BM25 of every document (message, moved item, abstract) holding a query term, and how
+    many distinct terms it holds. The term statistics are the messages' and moved items'
+    (an abstract repeats its archive's words: counted, it would make them look common); an
+    abstract's length is measured against the abstracts' mean."""
     if not terms:
         return {}, {}
     documents = len(moved)
@@ -360,6 +412,8 @@ def _keyword_scores(
     moved_lengths = [sum(c.values()) for c in moved]
     k1, b = BM25_K1, BM25_B
     scale = k1 * b / max(average, 1e-9)
+    abstract_mean = sum(x.length for _, x in abstracts) / len(abstracts) if abstracts else 1.0
+    abstract_scale = k1 * b / max(abstract_mean, 1e-9)
     base = k1 * (1.0 - b)
     scores: dict[DocKey, float] = {}
     matched: dict[DocKey, int] = {}
@@ -370,14 +424,15 @@ def _keyword_scores(
             if found:
                 lists.append((a, index, found))
         moved_tf = [(m, counts[term]) for m, counts in enumerate(moved) if counts.get(term)]
+        abstract_tf = [(a, x.length, x.counts[term]) for a, x in abstracts if x.counts.get(term)]
         frequency = sum(len(p) for _, _, p in lists) + len(moved_tf)
         if hidden:
             frequency -= sum(
                 1 for _, index, p in lists for position, _ in p if index.ids[position] in hidden
             )
-        if frequency <= 0:
+        if frequency <= 0 and not abstract_tf:
             continue
-        weight = idf(documents, frequency) * (k1 + 1.0)
+        weight = idf(documents, max(0, frequency)) * (k1 + 1.0)
         for a, index, postings in lists:
             lengths = index.lengths
             ids = index.ids
@@ -391,6 +446,11 @@ def _keyword_scores(
         for m, tf in moved_tf:
             key = (-1, m)
             part = weight * tf / (tf + base + scale * moved_lengths[m])
+            scores[key] = scores.get(key, 0.0) + part
+            matched[key] = matched.get(key, 0) + 1
+        for a, length, tf in abstract_tf:
+            key = (a, ABSTRACT_POSITION)
+            part = weight * tf / (tf + base + abstract_scale * length)
             scores[key] = scores.get(key, 0.0) + part
             matched[key] = matched.get(key, 0) + 1
     return scores, matched
@@ -409,7 +469,7 @@ def _with_context(
     out: dict[DocKey, float] = {}
     for (a, p), score in scores.items():
         out[(a, p)] = out.get((a, p), 0.0) + score
-        if a < 0:
+        if a < 0 or p < 0:
             continue
         ids = indexes[a].ids
         share = CONTEXT_WEIGHT * score
@@ -439,6 +499,9 @@ def _adjacent(ids: Sequence[str], position: int, hidden: set[str]) -> list[int]:
 def _text_of(key: DocKey, corpus: Corpus, indexes: Sequence[ArchiveIndex], texts: _Texts) -> str:
     if key[0] < 0:
         return corpus.moved[key[1]][2]
+    if key[1] == ABSTRACT_POSITION:
+        found = corpus.abstracts.get(indexes[key[0]].archive_id)
+        return found.text if found is not None else ""
     messages = texts.messages(indexes[key[0]].archive_id)
     return searchable_text(messages[key[1]]) if key[1] < len(messages) else ""
 
@@ -451,7 +514,7 @@ def _verified(
     texts: _Texts,
 ) -> list[DocKey]:
     """The candidates whose text holds ``needle`` literally (case-insensitive)."""
-    texts.need([indexes[a].archive_id for a, _ in candidates if a >= 0])
+    texts.need([indexes[a].archive_id for a, p in candidates if a >= 0 and p >= 0])
     pattern = re.compile(re.escape(needle), re.IGNORECASE)
     return [k for k in candidates if pattern.search(_text_of(k, corpus, indexes, texts))]
 
@@ -497,7 +560,7 @@ def _tiers(
     if not candidates or (not parsed.literals and (parsed.identifier or " " not in whole)):
         return {}
     # the whole query as a tier only for keywords: a question is rarely written verbatim
-    texts.need([indexes[a].archive_id for a, _ in candidates if a >= 0])
+    texts.need([indexes[a].archive_id for a, p in candidates if a >= 0 and p >= 0])
     phrase = _bounded(whole)
     literals = [_bounded(x) for x in parsed.literals]
     out: dict[DocKey, tuple[int, int]] = {}
@@ -555,9 +618,12 @@ def _semantic(
     out: dict[DocKey, float] = {}
     for archive_id, position, similarity in corpus.semantic(parsed.text, max(limit * 4, 20)):
         a = where.get(archive_id)
-        if a is None or not 0 <= position < len(indexes[a].ids):
+        if a is None:
             continue
-        if indexes[a].ids[position] in hidden:
+        if position == ABSTRACT_POSITION and archive_id in corpus.abstracts:
+            out.setdefault((a, position), similarity)
+            continue
+        if not 0 <= position < len(indexes[a].ids) or indexes[a].ids[position] in hidden:
             continue
         out.setdefault((a, position), similarity)
     return out
@@ -581,7 +647,7 @@ def read_hits(corpus: Corpus, parsed: _Query, texts: _Texts, keys: Sequence[DocK
     indexes = corpus.indexes
     wanted: list[str] = []
     for a, position in keys:
-        if a >= 0:
+        if a >= 0 and position >= 0:
             wanted.append(indexes[a].archive_id)
             if position < NEIGHBOURS and a > 0:
                 wanted.append(indexes[a - 1].archive_id)
@@ -596,6 +662,26 @@ def read_hits(corpus: Corpus, parsed: _Query, texts: _Texts, keys: Sequence[DocK
             hits.append(Hit(None, 0, 0, "", text, start, length, section=section, moved_key=key))
             continue
         index = indexes[a]
+        found = corpus.abstracts.get(index.archive_id)
+        abstract = found.text if found is not None else ""
+        if position == ABSTRACT_POSITION:
+            start, length = _match_span(abstract, parsed)
+            shown = sum(1 for i in index.ids if i not in corpus.hidden)
+            hits.append(
+                Hit(
+                    archive_id=index.archive_id,
+                    number=0,
+                    total=shown,
+                    role=ABSTRACT_ROLE,
+                    text=abstract,
+                    start=start,
+                    length=length,
+                    created_at=index.created_at,
+                    seq=index.seq,
+                    abstract=abstract,
+                )
+            )
+            continue
         visible = _visible(texts.messages(index.archive_id), corpus.hidden)
         number = next((n for n, (p, _) in enumerate(visible) if p == position), None)
         if number is None:
@@ -616,6 +702,7 @@ def read_hits(corpus: Corpus, parsed: _Query, texts: _Texts, keys: Sequence[DocK
                 after=_around(corpus, texts, a, number, 1),
                 created_at=index.created_at,
                 seq=index.seq,
+                abstract=abstract,
             )
         )
     return hits

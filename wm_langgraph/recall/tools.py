@@ -6,15 +6,21 @@ the agent read them back:
 - ``archive_expand(archive_id, offset=0)``: one archive's original messages with its abstract and
   message count, in pages (``offset`` is a message offset; the output says how to get the next
   page).
-- ``archive_search(query, archive_id=None)``: a ranked search in plain words over the
-  thread's archived messages (not the summaries) and, without ``archive_id``, the items the
-  size contract moved out of the Working Memory (the WM's ``[moved out: N older items …]``
-  marker points here) when the engine offers them (``moved_items(config)``). At most
-  :data:`MAX_SEARCH_HITS` hits, best first, each labelled with its archive id, message number
-  and role, with the messages before and after it, when it was archived and the
-  ``archive_expand`` offset that reads around it, in at most :data:`MAX_HIT_CHARS` characters.
-  How queries are read and ranked: :mod:`wm_langgraph.recall.search`. An engine that offers
-  ``recall_corpus(config)`` serves its stored index; any other source is indexed per query.
+- ``archive_search(query=None, queries=None, archive_id=None)``: a ranked search in plain
+  words over the thread's archived messages and their abstracts (not the summaries) and,
+  without ``archive_id``, the items the size contract moved out of the Working Memory (the
+  WM's ``[moved out: N older items …]`` marker points here) when the engine offers them
+  (``moved_items(config)``). ``queries`` takes several phrasings at once (at most
+  :data:`MAX_QUERIES`; ``query`` is one more): each is ranked and their hits are merged, the
+  best of each first, without repeats. Hits, best first, each labelled with its archive id,
+  message number and role, with the messages before and after it, its archive's abstract (once
+  per archive), when it was archived and the ``archive_expand`` offset that reads around it; a
+  hit is at most :data:`MAX_HIT_CHARS` characters, and the whole output at most
+  :data:`MAX_RESULT_TOKENS` tokens whatever the input (hits are shortened, then left out). A
+  miss says that it is no proof: try other words, or read an archive whose abstract fits (the
+  archives and their abstracts are listed). How queries are read and ranked:
+  :mod:`wm_langgraph.recall.search`. An engine that offers ``recall_corpus(config)`` serves
+  its stored index; any other source is indexed per query.
 
 Both tools read the thread from the ``RunnableConfig`` of the tool call
 (``configurable.thread_id``), so they only ever see the calling thread's archives. An id that is
@@ -34,13 +40,30 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from wm_langgraph.recall.search import Corpus, Hit, Neighbour, StaleIndexError, rank
-from wm_langgraph.storage.search_index import ArchiveIndex, role_label, searchable_text
+from wm_langgraph.document.tokens import count_tokens
+from wm_langgraph.messages import truncate_text
+from wm_langgraph.recall.search import (
+    ABSTRACT_ROLE,
+    Corpus,
+    Hit,
+    Neighbour,
+    StaleIndexError,
+    rank,
+)
+from wm_langgraph.storage.search_index import (
+    AbstractIndex,
+    ArchiveIndex,
+    role_label,
+    searchable_text,
+)
 
 __all__ = [
     "ARCHIVE_EXPAND",
     "ARCHIVE_SEARCH",
+    "HIT_ABSTRACT_CHARS",
     "MAX_HIT_CHARS",
+    "MAX_QUERIES",
+    "MAX_RESULT_TOKENS",
     "MAX_SEARCH_HITS",
     "MIN_EXCERPT_CHARS",
     "NEIGHBOUR_CHARS",
@@ -61,6 +84,22 @@ MAX_SEARCH_HITS = 12
 
 MAX_HIT_CHARS = 1500
 """At most this many characters of message text per hit."""
+
+MAX_RESULT_TOKENS = 1_800
+"""An ``archive_search`` output is at most this many tokens (``count_tokens``), whatever the
+queries and the archived text: hits are shortened, then left out, to stay within it."""
+
+MAX_QUERIES = 5
+"""At most this many phrasings are searched per call (``query`` and ``queries`` together)."""
+
+HIT_ABSTRACT_CHARS = 300
+"""A hit shows its archive's abstract (the first hit of that archive in a result) in at most
+this many characters, besides its own room."""
+
+_SHOWN_QUERY_CHARS = 80
+_HIT_ROOMS = (MAX_HIT_CHARS, 900, 500, 250, 120)
+_LISTED_ABSTRACT_CHARS = 200
+_MAX_LISTED_ABSTRACTS = 12
 
 NEIGHBOUR_CHARS = 300
 """A neighbouring message gets this many characters of a hit (more when the hit is short)."""
@@ -106,7 +145,7 @@ class ArchiveRecordLike(Protocol):
 
     @property
     def abstract(self) -> str | None:
-        """One-line abstract written when Phase 2 completed (empty/None before)."""
+        """A one-line abstract: the writer's (Phase 2), else Phase 1's line (or empty)."""
 
 
 class ArchiveSource(Protocol):
@@ -125,11 +164,17 @@ class _ExpandInput(BaseModel):
 
 
 class _SearchInput(BaseModel):
-    query: str = Field(
+    queries: list[str] | None = Field(
+        default=None,
         description=(
-            "What to find, in plain words: a question or a few keywords (e.g. 'when did we "
-            "move the billing database'), or an exact name, path, id or error text."
-        )
+            "Two to five phrasings of what to find, in your own words: the question, the "
+            "keywords a message would contain (names, places, things, e.g. 'billing database "
+            "migration'), synonyms and related events; an exact name, path, id or error text "
+            "finds that text. Each is searched; the hits are merged."
+        ),
+    )
+    query: str | None = Field(
+        default=None, description="One phrasing (the same as a one-item queries list)."
     )
     archive_id: str | None = Field(
         default=None, description="Limit the search to this archive id (default: all archives)."
@@ -142,11 +187,16 @@ _EXPAND_DESCRIPTION = (
     "message count and one page of messages; pass offset to read further pages."
 )
 _SEARCH_DESCRIPTION = (
-    "Search the original messages of this conversation's archives (and the items moved out "
-    "of the Working Memory) in plain words: ask a question or give a few keywords; exact "
-    "names, paths, ids and error text rank first. Returns up to 12 hits, best first, each "
-    "with its archive id, message number, the messages before and after it and when it was "
-    "archived. Use archive_expand with the offset a hit gives to read around it."
+    "Search the earlier, archived part of this conversation (the original messages, each "
+    "archive's abstract, and the items moved out of the Working Memory). Use it whenever the "
+    "answer is not in the messages and summary you can see: never answer from memory that "
+    "something was not said before searching. Pass several phrasings in `queries`: the "
+    "question in your own words, the keywords a message would use (names, places, things), "
+    "synonyms and related events. Exact names, paths, ids and error text rank first. Returns "
+    "the best hits, each with its archive id, message number, the messages around it and its "
+    "archive's abstract; archive_expand with the offset a hit gives reads around it. No match "
+    "does not mean it never happened: search again with other words, or expand an archive "
+    "whose abstract fits."
 )
 
 
@@ -165,8 +215,13 @@ def make_archive_tools(memory: ArchiveSource) -> list[BaseTool]:
     def archive_expand(archive_id: str, config: RunnableConfig, offset: int = 0) -> str:
         return archive_expand_text(memory, config, archive_id, offset)
 
-    def archive_search(query: str, config: RunnableConfig, archive_id: str | None = None) -> str:
-        return archive_search_text(memory, config, query, archive_id)
+    def archive_search(
+        config: RunnableConfig,
+        query: str | None = None,
+        queries: list[str] | None = None,
+        archive_id: str | None = None,
+    ) -> str:
+        return archive_search_text(memory, config, query, archive_id, queries=queries)
 
     return [
         StructuredTool.from_function(
@@ -229,8 +284,42 @@ def archive_expand_text(
     return "\n".join([*header, "", *lines, "", footer])
 
 
+def _needles(query: object, queries: object) -> list[str] | str:
+    """The phrasings to search (``query`` first, repeats once, at most :data:`MAX_QUERIES`),
+    or a refusal saying what was wrong."""
+    given: list[object] = []
+    for value in (query, queries):
+        if value is None or value == "":
+            continue
+        if isinstance(value, str):
+            given.append(value)
+        elif isinstance(value, list | tuple):
+            given.extend(value)
+        else:
+            return "Refused: queries must be a list of texts, e.g. ['dog name', 'new puppy']."
+    needles: list[str] = []
+    for item in given:
+        if not isinstance(item, str):
+            return f"Refused: every query must be text, got {type(item).__name__}."
+        needle = " ".join(item.split())
+        if len(needle) > _MAX_QUERY_CHARS:
+            return (
+                f"Refused: a query is longer than {_MAX_QUERY_CHARS} characters; use fewer words."
+            )
+        if needle and needle.casefold() not in {n.casefold() for n in needles}:
+            needles.append(needle)
+    if not needles:
+        return "Refused: give what to find: query (text) or queries (a list of texts)."
+    return needles[:MAX_QUERIES]
+
+
 def archive_search_text(
-    memory: ArchiveSource, config: RunnableConfig, query: object, archive_id: object = None
+    memory: ArchiveSource,
+    config: RunnableConfig,
+    query: object,
+    archive_id: object = None,
+    *,
+    queries: object = None,
 ) -> str:
     """The ``archive_search`` tool output (never raises on bad input; refusals are text).
 
@@ -238,22 +327,24 @@ def archive_search_text(
         memory: The engine to read archives from.
         config: The tool call's config (its ``thread_id`` selects the archives).
         query: What to find, in plain words, or an exact identifier (see
-            :mod:`wm_langgraph.recall.search` for how a query is read and ranked).
+            :mod:`wm_langgraph.recall.search` for how a query is read and ranked); a list is
+            read as ``queries``.
         archive_id: Optionally one archive id of this thread to search in.
+        queries: More phrasings, searched each (at most :data:`MAX_QUERIES` in all).
 
     Returns:
-        Up to :data:`MAX_SEARCH_HITS` hits, best first, each with its archive id, message
-        number, role, its neighbouring messages and when it was archived; or a message saying
-        nothing matched / what was wrong.
+        The merged hits, best first, each with its archive id, message number, role, its
+        neighbouring messages, its archive's abstract and when it was archived; or a message
+        saying nothing matched (and what to try) or what was wrong. At most
+        :data:`MAX_RESULT_TOKENS` tokens.
     """
-    if not isinstance(query, str) or not query.strip():
-        return "Refused: query must be non-empty text."
-    needle = query.strip()
-    if len(needle) > _MAX_QUERY_CHARS:
-        return f"Refused: query is longer than {_MAX_QUERY_CHARS} characters; use fewer words."
-    hits: list[Hit] = []
+    needles = _needles(query, queries)
+    if isinstance(needles, str):
+        return needles
+    ranked: list[list[Hit]] = []
     more = False
     searched = 0
+    corpus: Corpus | str = ""
     for attempt in range(2):
         corpus = _corpus_or_error(memory, config)
         if isinstance(corpus, str):
@@ -267,20 +358,114 @@ def archive_search_text(
             corpus.moved = []
             searched = 1
         try:
-            hits, more = rank(corpus, needle, MAX_SEARCH_HITS)
+            ranked, more = [], False
+            for needle in needles:
+                hits, over = rank(corpus, needle, MAX_SEARCH_HITS)
+                ranked.append(hits)
+                more = more or over
         except StaleIndexError:  # the records changed under the cache: read them anew, once
             if attempt:
                 raise
             continue
         break
     scope = f"archive {archive_id}" if archive_id else "this conversation's archives"
+    hits = _merged(ranked)
+    asked = ", ".join(repr(_head(n, _SHOWN_QUERY_CHARS)) for n in needles)
     if not hits:
-        return f"No match for {needle!r} in {scope} ({searched} searched)."
-    summary = f"{len(hits)} match(es) for {needle!r} in {scope}, best first"
+        listed = corpus.abstracts if isinstance(corpus, Corpus) else {}
+        return _missed(asked, len(needles), scope, searched, listed)
+    summary = f"{len(hits)} match(es) for {asked} in {scope}, best first"
+    if count_tokens(summary) > MAX_RESULT_TOKENS // 4:
+        summary = f"{len(hits)} match(es) for {len(needles)} queries in {scope}, best first"
     if more:
-        summary += f" (showing the best {MAX_SEARCH_HITS}; narrow the query or pass archive_id)"
-    summary += "; archive_expand(archive_id, offset=<message number - 1>) reads around a hit"
-    return "\n\n".join([summary + ":", *(_format_hit(h) for h in hits)])
+        summary += "; more matched: use other words or pass archive_id"
+    summary += "; archive_expand(archive_id, offset=<message number - 1>) reads around a hit:"
+    return _within_bound(summary, hits)
+
+
+def _merged(ranked: list[list[Hit]]) -> list[Hit]:
+    """The hits of several queries in turns (the best of each first), each once."""
+    out: list[Hit] = []
+    seen: set[tuple[object, ...]] = set()
+    for place in range(max((len(r) for r in ranked), default=0)):
+        for hits in ranked:
+            if place >= len(hits):
+                continue
+            hit = hits[place]
+            key: tuple[object, ...] = (hit.archive_id, hit.number, hit.role == ABSTRACT_ROLE)
+            if hit.archive_id is None:
+                key = (hit.moved_key, hit.section, hit.text)
+            if key not in seen:
+                seen.add(key)
+                out.append(hit)
+    # an abstract hit is redundant once a message of its archive is shown
+    shown = {h.archive_id for h in out if h.role != ABSTRACT_ROLE}
+    return [h for h in out if h.role != ABSTRACT_ROLE or h.archive_id not in shown]
+
+
+def _within_bound(summary: str, hits: Sequence[Hit]) -> str:
+    """The summary and as many hits as fit :data:`MAX_RESULT_TOKENS` (each as long as it may
+    be, shortened before it is left out); a note says how many were left out."""
+    blocks: list[str] = [summary]
+    used = count_tokens(summary)
+    shown: set[str] = set()
+    note_room = 40
+    for index, hit in enumerate(hits):
+        placed = False
+        for room in _HIT_ROOMS:
+            block = _format_hit(hit, room, with_abstract=hit.archive_id not in shown)
+            cost = count_tokens(block) + 2
+            if used + cost <= MAX_RESULT_TOKENS - note_room:
+                blocks.append(block)
+                used += cost
+                placed = True
+                break
+        if not placed:
+            left = len(hits) - index
+            blocks.append(f"[{left} more hit(s) not shown: search with narrower words.]")
+            break
+        if hit.archive_id is not None:
+            shown.add(hit.archive_id)
+    text = "\n\n".join(blocks)
+    while count_tokens(text) > MAX_RESULT_TOKENS and len(blocks) > 1:
+        blocks.pop()  # token counts of the parts and the whole can differ by a few
+        text = "\n\n".join(blocks)
+    return _capped(text)
+
+
+def _capped(text: str) -> str:
+    """``text`` within :data:`MAX_RESULT_TOKENS` (its start and end kept around a marker)."""
+    return truncate_text(text, MAX_RESULT_TOKENS - 20)
+
+
+def _missed(
+    asked: str, count: int, scope: str, searched: int, abstracts: dict[str, AbstractIndex]
+) -> str:
+    """A miss: what it means, what to try, and the archives' abstracts to choose from."""
+    head = f"No match for {asked} in {scope} ({searched} searched)."
+    if count_tokens(head) > MAX_RESULT_TOKENS // 4:
+        head = f"No match for {count} queries in {scope} ({searched} searched)."
+    lines = [
+        head,
+        "A miss does not mean it never happened: the messages may use other words. Search "
+        "again with synonyms, names, places or a related event, with fewer words, or read an "
+        "archive whose abstract fits with archive_expand.",
+    ]
+    listed = list(abstracts.items())
+    if len(listed) > _MAX_LISTED_ABSTRACTS:  # spread over the whole conversation
+        step = len(listed) / _MAX_LISTED_ABSTRACTS
+        listed = [listed[int(i * step)] for i in range(_MAX_LISTED_ABSTRACTS)]
+    if listed:
+        lines.append("Some archives and their abstracts:")
+    text = "\n".join(lines)
+    used = count_tokens(text)
+    for archive_id, found in listed:
+        line = f"- {archive_id}: {_head(found.text, _LISTED_ABSTRACT_CHARS)}"
+        cost = count_tokens(line) + 1
+        if used + cost > MAX_RESULT_TOKENS - 20:
+            break
+        text, used = f"{text}\n{line}", used + cost
+    return _capped(text)
 
 
 def _corpus_or_error(memory: ArchiveSource, config: RunnableConfig) -> Corpus | str:
@@ -307,26 +492,41 @@ def _corpus_or_error(memory: ArchiveSource, config: RunnableConfig) -> Corpus | 
     return Corpus.of_records(records, list(moved(config)) if callable(moved) else [])
 
 
-def _format_hit(hit: Hit) -> str:
+def _format_hit(hit: Hit, room: int = MAX_HIT_CHARS, *, with_abstract: bool = True) -> str:
     """One hit: a label line, the message (an excerpt around the match), the messages before
-    and after it, and where to read on; at most :data:`MAX_HIT_CHARS` after the label."""
+    and after it, its archive's abstract (``with_abstract``) and where to read on; at most
+    ``room`` characters after the label. An abstract hit shows the abstract and how to read
+    its archive."""
     if hit.archive_id is None:
         label = f"[moved out of the Working Memory · {hit.section} · at {hit.moved_key}]"
-        return f"{label}\n{_excerpt(hit.text, hit.start, hit.length)}"
-    label = f"[{hit.archive_id} · message {hit.number}/{hit.total} · {hit.role}]"
+        return f"{label}\n{_excerpt(hit.text, hit.start, hit.length, room)}"
     when = _when(hit.created_at)
+    if hit.role == ABSTRACT_ROLE:
+        label = f"[{hit.archive_id} · abstract · {hit.total} messages]"
+        lines = [f"  abstract: {_head(_squashed(hit.text), max(40, room - 120))}"]
+        lines.append(
+            f"  archive_expand(archive_id={hit.archive_id!r}) reads its messages"
+            + (f" (archived {when})" if when else "")
+        )
+        return "\n".join([label, *lines])
+    label = f"[{hit.archive_id} · message {hit.number}/{hit.total} · {hit.role}]"
     footer = [f"  (archived {when})"] if when else []
+    context = []  # on top of the room: the archive's abstract, once per result
+    if with_abstract and hit.abstract:
+        share = min(HIT_ABSTRACT_CHARS, max(40, room // 5))
+        context = [f"  abstract of {hit.archive_id}: {_head(_squashed(hit.abstract), share)}"]
     # nearest neighbours first: they get their share before the farther ones
     near = [*zip(reversed(hit.before), hit.after, strict=False)]
     order = [n for pair in near for n in pair]
     order += [n for n in (*hit.before, *hit.after) if n not in order]
-    room = MAX_HIT_CHARS - sum(len(f) + 1 for f in footer)
-    main = min(len(hit.text), max(MIN_EXCERPT_CHARS, room // 2))
+    room -= sum(len(f) + 1 for f in footer)
+    main = min(len(hit.text), max(min(MIN_EXCERPT_CHARS, room), room // 2))
     room -= main
     shares: dict[int, int] = {}
+    neighbour = max(40, min(NEIGHBOUR_CHARS, room // 2))
     for place, n in enumerate(order):
         prefix = _prefix(n, hit)
-        want = min(len(_squashed(n.text)), NEIGHBOUR_CHARS if place < 2 else NEIGHBOUR_CHARS // 2)
+        want = min(len(_squashed(n.text)), neighbour if place < 2 else neighbour // 2)
         if room - len(prefix) - 1 < min(want, 40):
             break
         shares[id(n)] = min(want, room - len(prefix) - 1)
@@ -340,13 +540,13 @@ def _format_hit(hit: Hit) -> str:
                 extra = min(len(_squashed(n.text)) - shares[id(n)], room)
                 shares[id(n)] += extra
                 room -= extra
-    lines = [_excerpt(hit.text, hit.start, hit.length, main)]
+    lines = [_excerpt(hit.text, hit.start, hit.length, max(1, main))]
     lines += [
         _prefix(n, hit) + _head(_squashed(n.text), shares[id(n)])
         for n in (*hit.before, *hit.after)
         if id(n) in shares
     ]
-    return "\n".join([label, *lines, *footer])
+    return "\n".join([label, *lines, *context, *footer])
 
 
 def _prefix(neighbour: Neighbour, hit: Hit) -> str:

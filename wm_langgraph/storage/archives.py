@@ -186,7 +186,9 @@ class ArchiveRecord:
         messages: The archived messages, verbatim.
         message_count: ``len(messages)``.
         token_count: Their token estimate.
-        abstract: A one-line description.
+        abstract: A one-line description: Phase 1's (the message count, the first and last
+            request), replaced by the writer's abstract when Phase 2 has one
+            (``metadata["abstract_by"] == "writer"``).
         overview: The Working Memory after this archive was folded in ("" until done).
         metadata: Timings, guard decisions, errors.
         prev: The archive before this one on its timeline (None for the first).
@@ -532,16 +534,25 @@ class ArchiveStore:
             out.append(ArchiveRecord.from_value(item.value))
         return out[::-1], True
 
-    def update_archives(self, thread_id: str, ids: Sequence[str], **changes: Any) -> None:
+    def update_archives(
+        self,
+        thread_id: str,
+        ids: Sequence[str],
+        *,
+        each: Mapping[str, Mapping[str, Any]] | None = None,
+        **changes: Any,
+    ) -> None:
         """Set fields on stored records (``metadata`` is merged, ``updated_at`` refreshed).
 
         Only the bookkeeping fields change (status, overview, metadata, abstract): the messages
-        and the record's identity are immutable.
+        and the record's identity are immutable. ``each`` adds changes of one archive (by id)
+        to ``changes`` (its ``metadata`` merged over theirs).
 
         Raises:
-            ValueError: ``changes`` names an immutable field.
+            ValueError: ``changes`` or ``each`` names an immutable field.
         """
-        frozen = sorted(_IMMUTABLE.intersection(changes))
+        named = set(changes).union(*(set(c) for c in (each or {}).values()))
+        frozen = sorted(_IMMUTABLE.intersection(named))
         if frozen:
             raise ValueError(f"archive fields {frozen} are immutable")
         ns = self.namespace(thread_id, "archives")
@@ -551,7 +562,11 @@ class ArchiveStore:
             if item is None:
                 continue
             value = dict(item.value)
-            for key, new in changes.items():
+            own = dict((each or {}).get(archive_id) or {})
+            merged = {**changes, **own}
+            if "metadata" in changes and "metadata" in own:
+                merged["metadata"] = {**changes["metadata"], **own["metadata"]}
+            for key, new in merged.items():
                 if key == "metadata":
                     value["metadata"] = {**(value.get("metadata") or {}), **new}
                 else:

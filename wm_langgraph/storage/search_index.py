@@ -5,6 +5,8 @@ Layout, next to the archives of a memory (design §2.2)::
     (..., "search")  <archive id>            term postings, lengths, message ids and roles
     (..., "texts")   <archive id>:<position>  one archived message's text, embedded by the
                                              store's vector index (only when it has one)
+    (..., "abstracts") <archive id>          the abstract the writer gave the archive in
+                                             Phase 2 (``texts`` gets ``<archive id>:abstract``)
 
 An archive is immutable, so its index record is written once, when Phase 1 writes the archive
 (:meth:`SearchIndex.write`), and read into a per-process cache keyed by the store, the memory's
@@ -12,6 +14,12 @@ namespace and the archive id: a query reads from the store only the index record
 seen yet. An archive written before the index existed gets its record on the first search that
 needs it. The message texts are written with ``index=["text"]`` only when the store was created
 with a vector index (``index=``); every other record of the memory stays ``index=False``.
+
+An archive's abstract comes later than its index record: Phase 2 writes it
+(:meth:`SearchIndex.write_abstracts`) before the Working Memory version that covers the archive,
+so an archive that a version covers (and does not list as deferred) has its abstract record
+already, or never gets one. A search reads the abstracts it has not cached; a missing one is
+cached as missing only for such a *settled* archive (a pending archive's is read again).
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ import logging
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,8 +40,10 @@ from wm_langgraph.document.text.ranking import term_counts
 from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, message_list
 
 __all__ = [
+    "ABSTRACT_POSITION",
     "INDEX_VERSION",
     "MAX_EMBEDDED_CHARS",
+    "AbstractIndex",
     "ArchiveIndex",
     "SearchIndex",
     "build_index",
@@ -46,8 +56,12 @@ INDEX_VERSION = 1
 MAX_EMBEDDED_CHARS = 2_000
 """A message's text is embedded up to this many characters (embedding models read ~512
 tokens; the keyword index sees the whole text)."""
+ABSTRACT_POSITION = -1
+"""The position an archive's abstract takes among its documents (its messages are 0, 1, ...):
+the ``position`` of its embedded text, and of its search key."""
 logger = logging.getLogger("wm_langgraph")
 _CACHE_ARCHIVES = 16_384
+_ABSTRACT_VERSION = 1
 
 
 def searchable_text(message: BaseMessage) -> str:
@@ -125,6 +139,56 @@ class ArchiveIndex:
             )
         except (KeyError, TypeError, ValueError, IndexError):
             return None
+
+
+@dataclass(frozen=True, slots=True)
+class AbstractIndex:
+    """One archive's abstract and its terms (a search document beside its messages).
+
+    Attributes:
+        archive_id: The archive.
+        digest: The digest of the archive it was written for (ties it to that content).
+        text: The abstract, as Phase 2 stored it (cleaned: ``document.abstracts``).
+        counts: Each search term of the text with how often it occurs.
+        length: The text's length in terms.
+    """
+
+    archive_id: str
+    digest: str
+    text: str
+    counts: Mapping[str, int]
+    length: int
+
+    @classmethod
+    def of(cls, archive_id: str, digest: str, text: str) -> AbstractIndex:
+        """The index of ``text`` as the abstract of ``archive_id`` (of ``digest``)."""
+        counts = dict(term_counts(text))
+        return cls(archive_id, digest, text, counts, sum(counts.values()))
+
+    def to_value(self) -> dict[str, Any]:
+        """The JSON-plain store value."""
+        return {
+            "version": _ABSTRACT_VERSION,
+            "archive_id": self.archive_id,
+            "digest": self.digest,
+            "text": self.text,
+        }
+
+    @classmethod
+    def from_value(cls, value: Mapping[str, Any]) -> AbstractIndex | None:
+        """Read a stored abstract record; None for another version or a malformed value."""
+        if value.get("version") != _ABSTRACT_VERSION:
+            return None
+        text, archive_id, digest = value.get("text"), value.get("archive_id"), value.get("digest")
+        if not all(isinstance(v, str) for v in (text, archive_id, digest)):
+            return None
+        if not str(text).strip():
+            return None
+        return cls.of(str(archive_id), str(digest), str(text))
+
+
+_MISSING = AbstractIndex("", "", "", {}, 0)
+"""The cache's entry for a settled archive without an abstract."""
 
 
 def build_index(
@@ -224,6 +288,7 @@ class SearchIndex:
     """
 
     _indexes = _Lru(_CACHE_ARCHIVES)
+    _abstracts = _Lru(_CACHE_ARCHIVES)
 
     def __init__(self, archives: ArchiveStore) -> None:
         """Index the archives of ``archives``."""
@@ -250,9 +315,42 @@ class SearchIndex:
             self._embed(key, store, record)
         return index
 
+    def write_abstracts(self, key: str, abstracts: Mapping[str, str]) -> None:
+        """Store each archive's abstract (archive id -> cleaned text) as its search document,
+        tied to the archive's digest, and embed it when the store has a vector index. Phase 2
+        calls this before it stores the Working Memory version that covers the archives; an
+        archive that does not exist gets none."""
+        digests = {i.archive_id: i.digest for i in self.indexes(key, list(abstracts))}
+        records = [
+            AbstractIndex.of(archive_id, digests[archive_id], text)
+            for archive_id, text in abstracts.items()
+            if archive_id in digests
+        ]
+        if not records:
+            return
+        ns = self._archives.namespace(key, "abstracts")
+        puts = [PutOp(ns, r.archive_id, r.to_value(), index=False, ttl=None) for r in records]
+        self._archives.io(key).batch(puts)
+        prefix = self._abstract_prefix(key)
+        for record in records:
+            self._abstracts.put((*prefix, record.archive_id), record)
+        store = self._archives.store_for(key)
+        if has_vector_index(store):
+            texts_ns = self._archives.namespace(key, "texts")
+            embedded = [
+                PutOp(
+                    texts_ns,
+                    f"{archive_id}:abstract",
+                    {"text": text, "archive_id": archive_id, "position": ABSTRACT_POSITION},
+                    ["text"],
+                    ttl=None,
+                )
+                for archive_id, text in abstracts.items()
+            ]
+            self._embed_batch(store, embedded, ", ".join(abstracts), "abstracts")
+
     def _embed(self, key: str, store: BaseStore, record: ArchiveRecord) -> None:
-        """Write the record's message texts for the store's vector index. An embedding
-        service that fails leaves the archive to keyword search (logged), never the turn."""
+        """Write the record's message texts for the store's vector index."""
         texts_ns = self._archives.namespace(key, "texts")
         puts: list[PutOp] = []
         for position, message in enumerate(record.messages):
@@ -266,15 +364,22 @@ class SearchIndex:
                 "message_id": str(message.id),
             }
             puts.append(PutOp(texts_ns, f"{record.id}:{position}", value, ["text"], ttl=None))
+        self._embed_batch(store, puts, record.id, "messages")
+
+    @staticmethod
+    def _embed_batch(store: BaseStore, puts: list[PutOp], what: str, kind: str) -> None:
+        """Write texts for the store's vector index. An embedding service that fails leaves
+        them to keyword search (logged), never the turn or the round."""
         if not puts:
             return
         try:
             store.batch(puts)
         except Exception as exc:  # the embedding service is outside our control
             logger.warning(
-                "archive %s: its messages were not embedded for semantic search (%s: %s); "
+                "archive %s: its %s were not embedded for semantic search (%s: %s); "
                 "keyword search still finds them",
-                record.id,
+                what,
+                kind,
                 type(exc).__name__,
                 exc,
             )
@@ -312,6 +417,44 @@ class SearchIndex:
                 found[record.id] = self.write(key, record)
         return [found[a] for a in timeline if a in found]
 
+    def _abstract_prefix(self, key: str) -> tuple[int, tuple[str, ...]]:
+        store = self._archives.store_for(key)
+        return (_store_token(store), self._archives.namespace(key, "abstracts"))
+
+    def abstracts(
+        self, key: str, indexes: Sequence[ArchiveIndex], settled: Collection[str] = ()
+    ) -> dict[str, AbstractIndex]:
+        """The abstract of every archive of ``indexes`` that has one for its content (archive
+        id -> index; one written for other content under the same id never counts).
+
+        Cached ones are used as they are; the rest are read in one batch. An archive of
+        ``settled`` (covered by the Working Memory, not deferred) without a record is cached
+        as having none; any other is read again by the next search.
+        """
+        prefix = self._abstract_prefix(key)
+        found: dict[str, AbstractIndex] = {}
+        missing: list[ArchiveIndex] = []
+        for index in indexes:
+            cached = self._abstracts.get((*prefix, index.archive_id))
+            if cached is None or (cached is not _MISSING and cached.digest != index.digest):
+                missing.append(index)
+            elif cached is not _MISSING:
+                found[index.archive_id] = cached
+        if missing:
+            ns = self._archives.namespace(key, "abstracts")
+            items = self._archives.io(key).batch([GetOp(ns, i.archive_id) for i in missing])
+            for index, item in zip(missing, items, strict=True):
+                read = AbstractIndex.from_value(item.value) if isinstance(item, Item) else None
+                if read is not None and (read.archive_id, read.digest) == (
+                    index.archive_id,
+                    index.digest,
+                ):
+                    found[index.archive_id] = read
+                    self._abstracts.put((*prefix, index.archive_id), read)
+                elif index.archive_id in settled:
+                    self._abstracts.put((*prefix, index.archive_id), _MISSING)
+        return found
+
     def messages(self, key: str, ids: Sequence[str]) -> dict[str, tuple[str, list[BaseMessage]]]:
         """The digest and messages of the archives ``ids`` (read from the store, never cached:
         only the few archives a result shows are read)."""
@@ -326,10 +469,18 @@ class SearchIndex:
             if isinstance(item, Item)
         }
 
-    def forget(self, key: str) -> None:
-        """Drop ``key``'s cached indexes."""
+    def forget(self, key: str, *, whole_thread: bool = False) -> None:
+        """Drop ``key``'s cached indexes and abstracts (``whole_thread``: those of every
+        memory of its thread)."""
         ns = self._archives.namespace(key, "search")
+        abstracts = self._archives.namespace(key, "abstracts")
+        if whole_thread:
+            thread = ns[:2]
+            self._indexes.drop(lambda k: k[1][:2] == thread)
+            self._abstracts.drop(lambda k: k[1][:2] == thread)
+            return
         self._indexes.drop(lambda k: k[1] == ns)
+        self._abstracts.drop(lambda k: k[1] == abstracts)
 
     def embeds(self, key: str) -> bool:
         """Whether ``key``'s store has a vector index (semantic search is on)."""
@@ -338,9 +489,10 @@ class SearchIndex:
     def semantic(
         self, key: str, query: str, timeline: Sequence[str], limit: int
     ) -> list[tuple[str, int, float]] | None:
-        """The store's semantic search over ``key``'s archived message texts: ``(archive id,
-        position, similarity)`` best first, only archives of ``timeline``; None when the store
-        has no vector index. A store that gives no score counts by rank (1 down to 0)."""
+        """The store's semantic search over ``key``'s archived message texts and abstracts:
+        ``(archive id, position, similarity)`` best first (an abstract's position is
+        :data:`ABSTRACT_POSITION`), only archives of ``timeline``; None when the store has no
+        vector index. A store that gives no score counts by rank (1 down to 0)."""
         store = self._archives.store_for(key)
         if not has_vector_index(store):
             return None

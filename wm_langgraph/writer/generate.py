@@ -3,6 +3,8 @@
 - :func:`generate_create` — a plain completion with the create prompt; the reply must be a
   Working Memory document (validated, unwrapped from a code fence, normalised to the seven
   sections). A reply that is not a WM at all is a :class:`GenerationError`, never the new WM.
+  :func:`request_create` also returns the archives' abstracts the reply wrote after the
+  document (its ``<archive_abstracts>`` block, which never reaches the document).
 - :func:`generate_update` — the update prompt with the ``update_working_memory`` tool bound and
   forced (:func:`wm_langgraph.writer.binding.bind_update_tool`); returns the parsed section
   operations, or ``None`` when the model made no tool call (the caller then falls back to create).
@@ -42,6 +44,7 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from wm_langgraph.document.abstracts import split_created_abstracts
 from wm_langgraph.document.create_repair import repair_created_document
 from wm_langgraph.document.protocol import UPDATE_TOOL_NAME, UpdateReading, read_update_arguments
 from wm_langgraph.document.sections import (
@@ -68,11 +71,13 @@ from wm_langgraph.writer.provider import reply_cut_off
 __all__ = [
     "TRACE_TAGS",
     "ContextLengthError",
+    "CreateReply",
     "GenerationError",
     "NoContentError",
     "UpdateReply",
     "generate_create",
     "generate_update",
+    "request_create",
     "request_update",
     "validate_created_document",
 ]
@@ -111,6 +116,11 @@ class UpdateReply:
     ops: dict[str, dict[str, Any]] | None
     reading: UpdateReading | None = None
     cut_off: bool = False
+
+    @property
+    def abstracts(self) -> object:
+        """The raw ``abstracts`` argument of the call (None without one)."""
+        return self.reading.abstracts if self.reading is not None else None
 
     @property
     def retry_sections(self) -> tuple[str, ...]:
@@ -189,7 +199,8 @@ def validate_created_document(reply: str, *, template: str = "", source: str = "
             entities are content, never echo).
 
     Returns:
-        The canonical seven-section document: code fence removed, section headers brought to
+        The canonical seven-section document: the archive abstracts block and a code fence
+        removed, section headers brought to
         the top level (``## Title: value``, ``### Title``, bold labels), prompt echo and a
         one-line preamble dropped, HTML entities the conversation did not contain unescaped
         (:func:`wm_langgraph.document.create_repair.repair_created_document`); other text outside
@@ -200,7 +211,7 @@ def validate_created_document(reply: str, *, template: str = "", source: str = "
             are all empty once the prompt echo is removed.
         GenerationError: The reply is a refusal or a short text with no section header.
     """
-    text = _strip_fence(reply)
+    text = _strip_fence(split_created_abstracts(reply)[0])
     if not text.strip().strip("`").strip():
         raise NoContentError("create: the model returned no Working Memory (empty reply)")
     text = repair_created_document(text, template=template, source=source)
@@ -250,16 +261,32 @@ def _reply_text(reply: object) -> str:
     raise GenerationError(f"create: unexpected model output of type {type(reply).__name__}")
 
 
+@dataclass(frozen=True, slots=True)
+class CreateReply:
+    """What a create call returned.
+
+    Attributes:
+        document: The validated, normalised seven-section document.
+        abstracts: The body of the reply's ``<archive_abstracts>`` block (``""`` without one),
+            read by ``document.abstracts.read_abstracts``.
+    """
+
+    document: str
+    abstracts: str = ""
+
+
 def _created(
     reply: BaseMessage, limit: int | None, prompt: str | None, prior: str, messages_text: str
-) -> str:
-    """The create reply as a validated document; unusable replies are ``kind="unusable"``."""
+) -> CreateReply:
+    """The create reply as a validated document and its abstracts block; unusable replies
+    are ``kind="unusable"``."""
     try:
         if isinstance(reply, AIMessage) and reply_cut_off(reply, limit):
             raise NoContentError(
                 f"create: the reply stopped at the output limit ({limit} tokens): cut off"
             )
-        return _validated(reply, prompt, prior, messages_text)
+        text, abstracts = split_created_abstracts(_reply_text(reply))
+        return CreateReply(_validated(text, prompt, prior, messages_text), abstracts)
     except GenerationError as exc:
         exc.kind = "unusable"
         raise
@@ -278,7 +305,37 @@ def generate_create(
     call_key: object = None,
     on_output_limit: Callable[[int], None] | None = None,
 ) -> str:
-    """Write a whole Working Memory with the create prompt (plain completion).
+    """Write a whole Working Memory with the create prompt (plain completion): the document
+    of :func:`request_create` (same arguments)."""
+    return request_create(
+        model,
+        prior=prior,
+        messages_text=messages_text,
+        prompt=prompt,
+        config=config,
+        metadata=metadata,
+        timeout=timeout,
+        max_tokens=max_tokens,
+        call_key=call_key,
+        on_output_limit=on_output_limit,
+    ).document
+
+
+def request_create(
+    model: BaseChatModel,
+    *,
+    prior: str,
+    messages_text: str,
+    prompt: str | None = None,
+    config: RunnableConfig | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+    max_tokens: int | None = None,
+    call_key: object = None,
+    on_output_limit: Callable[[int], None] | None = None,
+) -> CreateReply:
+    """Write a whole Working Memory with the create prompt (plain completion), and read the
+    archives' abstracts the reply gives after it.
 
     Args:
         model: The chat model.
@@ -293,7 +350,7 @@ def generate_create(
         on_output_limit: Told the provider's maximum when it refused ``max_tokens``.
 
     Returns:
-        The normalised seven-section document.
+        The normalised seven-section document and the reply's abstracts block.
 
     Raises:
         ContextLengthError: The prompt exceeds the writer's context.

@@ -35,6 +35,7 @@ class Turn:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     tool_name: str = ""
     status: str = ""
+    archive: str = ""
 
 
 _ROLE_ALIASES = {
@@ -66,6 +67,8 @@ _TOOL_CALL_RE = re.compile(
     r"^(?:invalid )?tool call (?P<name>\S+?)(?: \(id [^)]*\))?:[ \t]?(?P<args>.*)$"
 )
 _STATUS_RE = re.compile(r"status=(?P<status>[A-Za-z_]+)")
+# The engine's archive marker line (``document.abstracts.archive_marker``): not a message.
+_ARCHIVE_RE = re.compile(r"^\[archive ([A-Za-z0-9][A-Za-z0-9_.:-]{0,127})\]\s*$")
 
 
 def _parse_args(text: str) -> tuple[dict[str, Any], str]:
@@ -123,14 +126,16 @@ def parse_transcript(rendered: str) -> list[Turn]:
             ``role: text`` lines are accepted too when no bracket header is present).
 
     Returns:
-        The turns found. A transcript without any role marker becomes one user turn (so that
-        plain text is still summarised); an empty transcript gives ``[]``.
+        The turns found, each with the archive whose marker line came before it (``archive``;
+        marker lines are not text). A transcript without any role marker becomes one user
+        turn (so that plain text is still summarised); an empty transcript gives ``[]``.
     """
     lines = rendered.replace("\r\n", "\n").split("\n")
     plain = not any(_BRACKET_HEADER_RE.match(line) for line in lines)
     turns: list[Turn] = []
     body: list[str] = []
     current: Turn | None = None
+    archive = ""
 
     def close() -> None:
         if current is not None:
@@ -142,19 +147,26 @@ def parse_transcript(rendered: str) -> list[Turn]:
     index = 0
     while index < len(lines):
         line = lines[index]
+        marker = _ARCHIVE_RE.match(line)
+        if marker is not None:
+            close()
+            current, body, archive = None, [], marker.group(1)
+            index += 1
+            continue
         header = _header(line, plain)
         call = _TOOL_CALL_RE.match(line) if current is not None else None
         if header is not None:
             close()
             (current, first), body = header, []
             current.text = first.strip()
+            current.archive = archive
         elif call is not None and current is not None and current.role == "assistant":
             raw, index = _collect_json(lines, index, call.group("args"))
             args, args_text = _parse_args(raw)
             current.tool_calls.append(ToolCallRecord(call.group("name"), args, args_text))
         elif current is None:
             if line.strip():
-                current, body = Turn(role="user"), [line]
+                current, body = Turn(role="user", archive=archive), [line]
         else:
             body.append(line)
         index += 1

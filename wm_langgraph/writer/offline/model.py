@@ -10,7 +10,9 @@ prompts and the transcript rendered by ``messages`` — and extracts, with fixed
 - the user's goals, decisions with their reasons, constraints and preferences;
 - the files touched (from tool-call arguments and tool results) and how;
 - errors with the fix that followed, and user corrections;
-- open questions / TODOs, marked ``[resolved]`` when a later message settles them.
+- open questions / TODOs, marked ``[resolved]`` when a later message settles them;
+- for each archive the folded messages mark, an extractive abstract (:mod:`._abstract`): who,
+  when and the most salient statements, in the archive's own words.
 
 With the ``update_working_memory`` tool bound it answers with exactly one tool call choosing
 KEEP / UPDATE / APPEND per section as a careful model would; without tools it writes the whole
@@ -35,6 +37,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import ConfigDict
 
+from wm_langgraph.document.abstracts import ABSTRACTS_TAG
 from wm_langgraph.document.protocol import UPDATE_TOOL_NAME
 from wm_langgraph.document.sections import (
     is_working_memory,
@@ -43,6 +46,7 @@ from wm_langgraph.document.sections import (
     render_working_memory,
 )
 from wm_langgraph.writer.capture import CAPTURE_TOOL_NAME
+from wm_langgraph.writer.offline._abstract import archive_abstracts
 from wm_langgraph.writer.offline._chat import read_context
 from wm_langgraph.writer.offline._extract import Findings, extract_findings
 from wm_langgraph.writer.offline._plan import apply_ops, plan_ops
@@ -69,6 +73,12 @@ def _message_text(message: BaseMessage) -> str:
         elif isinstance(block, dict) and isinstance(block.get("text"), str):
             parts.append(block["text"])
     return "\n".join(parts)
+
+
+def _abstracts(prompt: str, state: str) -> dict[str, str]:
+    """The extractive abstract of each archive the ``<messages>`` block marks."""
+    block = extract_block(prompt, "messages") or ""
+    return archive_abstracts(parse_transcript(block), read_context(state)) if block else {}
 
 
 def _findings(messages: list[BaseMessage], prompt: str, state: str = "") -> Findings:
@@ -167,6 +177,10 @@ class OfflineWorkingMemoryModel(BaseChatModel):
         old = parse_working_memory(prior)
         found = _findings(messages, prompt, old.get("Current State", ""))
         document = render_working_memory(apply_ops(old, plan_ops(old, found)))
+        abstracts = _abstracts(prompt, old.get("Current State", ""))
+        if abstracts and f"<{ABSTRACTS_TAG}>" in prompt:  # asked for, after the document
+            lines = "\n".join(f"{key}: {text}" for key, text in abstracts.items())
+            document += f"\n\n<{ABSTRACTS_TAG}>\n{lines}\n</{ABSTRACTS_TAG}>\n"
         return AIMessage(
             content=document,
             response_metadata={"model_name": _LLM_TYPE, "finish_reason": "stop"},
@@ -178,6 +192,9 @@ class OfflineWorkingMemoryModel(BaseChatModel):
         found = _findings(messages, prompt, old.get("Current State", ""))
         ops = plan_ops(old, found, warnings)
         args: dict[str, Any] = {"sections": ops}
+        abstracts = _abstracts(prompt, old.get("Current State", ""))
+        if abstracts:
+            args["abstracts"] = [{"archive_id": k, "abstract": v} for k, v in abstracts.items()]
         digest = hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:20]
         call = ToolCall(name=UPDATE_TOOL_NAME, args=args, id=f"call_wm_{digest}", type="tool_call")
         logger.debug("offline update ops: %s", json.dumps(args, ensure_ascii=False)[:500])
