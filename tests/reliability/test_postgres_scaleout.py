@@ -68,7 +68,9 @@ def test_engine_on_postgres_survives_an_outage_and_a_restart(pg_url):
 
     conversations = [Conversation(f"pg-{run}-{i}") for i in range(3)]
     with postgres_backend(pg_url) as (saver, store):
-        wm = WorkingMemory(MarkerModel(fault=fault).model, config=CONFIG, store=store)
+        wm = WorkingMemory(
+            MarkerModel(fault=fault).model, config=CONFIG, store=store, checkpointer=saver
+        )
         graph = build_agent(wm, checkpointer=saver, store=store)
         archives = ArchiveStore(store)
         try:
@@ -91,7 +93,7 @@ def test_engine_on_postgres_survives_an_outage_and_a_restart(pg_url):
             wm.close()
     # Restart: a new process (new pool, new engine) on the same database, the model is back.
     with postgres_backend(pg_url) as (saver, store):
-        wm = WorkingMemory(MarkerModel().model, config=CONFIG, store=store)
+        wm = WorkingMemory(MarkerModel().model, config=CONFIG, store=store, checkpointer=saver)
         graph = build_agent(wm, checkpointer=saver, store=store)
         archives = ArchiveStore(store)
         try:
@@ -185,7 +187,7 @@ def test_two_processes_serving_the_same_threads_keep_the_invariants(pg_url, thre
             worker.stop()
     # Check from a third process view: everything each thread said, each message folded once.
     with postgres_backend(pg_url) as (saver, store):
-        wm = WorkingMemory(MarkerModel().model, config=CONFIG, store=store)
+        wm = WorkingMemory(MarkerModel().model, config=CONFIG, store=store, checkpointer=saver)
         graph = build_agent(wm, checkpointer=saver, store=store)
         archives = ArchiveStore(store)
         try:
@@ -228,7 +230,7 @@ def test_a_worker_killed_during_phase2_loses_nothing(pg_url):
         victim.stop()
         survivor.stop()
     with postgres_backend(pg_url) as (saver, store):
-        wm = WorkingMemory(MarkerModel().model, config=CONFIG, store=store)
+        wm = WorkingMemory(MarkerModel().model, config=CONFIG, store=store, checkpointer=saver)
         graph = build_agent(wm, checkpointer=saver, store=store)
         try:
             check_thread(wm, graph, ArchiveStore(store), conv, folded_all=True, complete=True)
