@@ -107,6 +107,20 @@ def test_the_rule_is_monotone_and_never_under_its_floors(target: int) -> None:
     assert small.code_units <= large.code_units
 
 
+@given(
+    st.integers(min_value=1, max_value=1_000_000),
+    st.integers(min_value=0, max_value=64),
+    st.integers(min_value=0, max_value=100_000),
+)
+def test_a_dense_round_lifts_a_capture_bound_up_to_one_section_never_beyond(
+    target: int, bound: int, units: int
+) -> None:
+    limits = section_limits(target)
+    got = limits.capture_bound(bound, units)
+    assert got >= bound
+    assert got <= max(bound, limits.bullets)
+
+
 def test_bad_values_are_refused() -> None:
     with pytest.raises(ValueError, match="positive"):
         section_limits(0)

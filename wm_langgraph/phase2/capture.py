@@ -92,6 +92,7 @@ __all__ = [
     "MAX_CODE_UNITS",
     "MAX_DISMISSED",
     "MAX_STATEMENT_CHARS",
+    "MESSAGE_UNITS",
     "Candidate",
     "CaptureResult",
     "Fate",
@@ -137,6 +138,8 @@ MAX_CODE_UNITS = SEED_CODE_UNITS
 """The most units (not paths or errors: the trails have their own bounds) code adds per round
 at the seed's size; a memory's own bound is ``SectionLimits.code_units``, raised for a dense
 round."""
+MESSAGE_UNITS = 4
+"""The most units one message counts for in a round's capture bounds (:func:`_established`)."""
 MAX_DISMISSED = 256
 """The most dismissal keys a WM version keeps (the newest)."""
 EARLIER = "dismissed in an earlier round"
@@ -192,6 +195,7 @@ class Candidate:
         source: Who said it: ``user``, ``assistant``, or the tool that reported it.
         salience: How much a reader would lose without it (higher first).
         trail: A path or an error: added by code directly, never asked about.
+        message: Index of the folded message it comes from (-1: not known).
     """
 
     kind: str
@@ -201,6 +205,7 @@ class Candidate:
     source: str = "user"
     salience: int = 0
     trail: bool = False
+    message: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +311,7 @@ def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
                 anchors=tuple(a for a in unit.anchors if a not in _WEEKDAY_NAMES and a != start),
                 source=unit.role,
                 salience=unit.salience,
+                message=unit.index,
             )
         )
     return out
@@ -646,6 +652,23 @@ def _held_code_items(check: _Check) -> dict[str, list[str]]:
     return held
 
 
+def _established(candidates: Sequence[Candidate]) -> int:
+    """How many units the round establishes, for its capture bounds: each message counts for
+    at most :data:`MESSAGE_UNITS` of them. A message that yields hundreds of anchored lines is
+    a paste (a log, a dump), data rather than a hundred statements of the session: it must not
+    lift the bounds until code floods the document with its lines."""
+    per_message: dict[int, int] = {}
+    loose = 0
+    for candidate in candidates:
+        if candidate.trail:
+            continue
+        if candidate.message < 0:
+            loose += 1
+        else:
+            per_message[candidate.message] = per_message.get(candidate.message, 0) + 1
+    return loose + sum(min(n, MESSAGE_UNITS) for n in per_message.values())
+
+
 def run_capture(
     text: str,
     candidates: Sequence[Candidate],
@@ -675,7 +698,7 @@ def run_capture(
             document): a writer's omission must not become permanent because the section is
             oversized.
     """
-    established = sum(1 for c in candidates if not c.trail)
+    established = _established(candidates)
     check = _Check(
         text, candidates, guards, _unthrottled(limits), _framing(candidates), _chat(candidates)
     )

@@ -148,8 +148,10 @@ class SectionLimits:
     def capture_bound(self, bound: int, units: int) -> int:
         """A capture bound (``code_units`` or ``asked``) for a round that establishes ``units``
         salient units: the scaled bound, or :data:`CAPTURE_ROUND_SHARE` of the units when that
-        is more (a dense round)."""
-        return max(bound, math.ceil(CAPTURE_ROUND_SHARE * units))
+        is more (a dense round), but never more than one section's worth (:attr:`bullets`): a
+        round that "establishes" thousands of units is a paste (a log, a dump), not a thousand
+        facts, and the size contract would only move them out again."""
+        return max(bound, min(math.ceil(CAPTURE_ROUND_SHARE * units), self.bullets))
 
 
 def section_limits(target_tokens: int) -> SectionLimits:
