@@ -11,10 +11,12 @@ Working Memory, then the verbatim fill (an ``[Earlier messages, verbatim]`` user
 newest messages of archives the WM already covers), then the messages of archives whose Phase 2
 is not done (pending), then the live messages.
 
-Budgets: ``reserved = min(T, max(0.15·T, reserve_tokens if T >= 40,000 else 0))`` is kept free
-for the reply; everything returned fits ``usable = T - reserved``. The Working Memory layer's
-share ``archive = min(0.15·usable, archive_memory_tokens)`` is a guaranteed minimum for the WM
-and a cap only when the layers compete: when the WM, the pending archives and the live messages
+Budgets: ``reserved = min(T, max(0.15·T, reserve_tokens if it applies else 0))`` is kept free
+for the reply (the default ``reserve_tokens`` applies from ``T >= 40,000`` on, one set
+explicitly at every ``T``: :func:`wm_langgraph.config.reply_reserve`); everything returned fits
+``usable = T - reserved``. The Working Memory layer's share
+``archive = min(0.15·usable, archive_memory_tokens)`` is a guaranteed minimum for the WM and a
+cap only when the layers compete: when the WM, the pending archives and the live messages
 fit ``usable``, the WM is shown whole, whatever its size.
 
 When the layers do not fit, in this order:
@@ -68,6 +70,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from wm_langgraph.config import reply_reserve
 from wm_langgraph.context.fit import fit_document
 from wm_langgraph.context.live import LiveView
 from wm_langgraph.document.tokens import longest_fitting
@@ -186,8 +189,6 @@ def drop_orphan_tool_results(messages: Sequence[BaseMessage]) -> list[BaseMessag
 
 MessageCounter = Callable[[BaseMessage], int]
 
-_LARGE_BUDGET = 40_000
-
 
 @dataclass(frozen=True)
 class Budgets:
@@ -249,7 +250,9 @@ def compute_budgets(token_budget: int, reserve_tokens: int, archive_memory_token
 
     Args:
         token_budget: The model's context window ``T`` in tokens.
-        reserve_tokens: Tokens to keep free for the reply when ``T >= 40,000``.
+        reserve_tokens: Tokens to keep free for the reply (see
+            :func:`wm_langgraph.config.reply_reserve`: the default 20,000 from ``T >= 40,000``
+            on, any other value at every ``T``).
         archive_memory_tokens: Cap of the Working Memory layer.
 
     Raises:
@@ -258,8 +261,7 @@ def compute_budgets(token_budget: int, reserve_tokens: int, archive_memory_token
     total = _check_int("token_budget", token_budget, 1)
     reserve = _check_int("reserve_tokens", reserve_tokens, 0)
     cap = _check_int("archive_memory_tokens", archive_memory_tokens, 0)
-    fifteen_percent = (15 * total + 99) // 100
-    reserved = min(total, max(fifteen_percent, reserve if total >= _LARGE_BUDGET else 0))
+    reserved = reply_reserve(total, reserve)
     usable = total - reserved
     return Budgets(reserved=reserved, usable=usable, archive=min(15 * usable // 100, cap))
 
