@@ -155,7 +155,7 @@ class WorkingMemoryConfig:
             document stays seven sections and header-safe.
         verbatim_fill: True (default): once the history outgrows the usable budget, the room
             the layers leave inside it holds the newest already-folded messages verbatim (whole
-            turns), so the model sees at least as much recent history as trimming would show.
+            turns), up to what trimming the history to the same budget would send in all.
             False leaves that room empty (smaller, cheaper model calls). While the whole
             history fits, it is the input either way.
     """
