@@ -128,3 +128,47 @@ def test_the_input_never_counts_more_than_trimming_and_is_the_history_while_it_f
     assert shown_results <= shown_calls
     assert shown_calls <= shown_results or any("truncated" in m.text for m in ours)
     assert sum(1 for m in ours if m.text.startswith(SUMMARY_HEADER)) <= 1
+
+
+def test_a_user_message_between_parallel_results_does_not_cap_the_newest_turn() -> None:
+    """Trimming may start on a user message sent between the results of parallel tool calls
+    (a suffix the memory never cuts at: it would separate a call from its result). Its size
+    then holds no whole newest turn and caps nothing: the newest turn's tool outputs are cut
+    only as far as ``usable`` needs, not down to trimming's smaller size."""
+    older = [HumanMessage("u " * 50, id="h0"), AIMessage("a " * 50, id="f0")]
+    newest: list[BaseMessage] = [
+        HumanMessage("start", id="h1"),
+        AIMessage(
+            "",
+            tool_calls=[
+                {"name": "f", "args": {}, "id": "p1"},
+                {"name": "f", "args": {}, "id": "p2"},
+            ],
+            id="a1",
+        ),
+        ToolMessage("r " * 2_000, tool_call_id="p1", id="t1"),
+        HumanMessage("also check the other one", id="h2"),
+        ToolMessage("r " * 200, tool_call_id="p2", id="t2"),
+        AIMessage("done", id="f1"),
+    ]
+    budget = 1_000  # usable 850: less than the newest turn, more than the part from h2 on
+    context = assemble_context(
+        system_message=None,
+        working_memory="# Working Memory\n\n## Session Title\nT\n",
+        pending_messages=[],
+        live_messages=newest,
+        token_budget=budget,
+        reserve_tokens=0,
+        archive_memory_tokens=8_000,
+        count=_count,
+        system_addition="Working Memory: read the summary below.",
+        folded_messages=older,
+        folded_sizes=[_count(m) for m in older],
+        whole_history=True,
+    )
+    usable = context.budgets.usable
+    trimmed = _trimmed(None, older + newest, usable)
+    assert [m.id for m in trimmed] == ["h2", "t2", "f1"]  # trimming starts on the interjection
+    assert {m.id for m in newest} <= {m.id for m in context.all_messages}
+    assert _total(trimmed) < context.tokens <= usable
+    assert context.tokens > usable - 50  # the tool output is cut only as far as usable needs

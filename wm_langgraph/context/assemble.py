@@ -504,6 +504,11 @@ def assemble_context(
         starts = body.starts()
         newest_start = starts[-1]
         newest = body.suffix(newest_start)
+        if newest > limit - plain_size:
+            # Trimming's size holds no whole newest turn (it starts on a user message inside
+            # it, or keeps none): no cap, the newest turn's rules apply inside ``usable``.
+            limit = budgets.usable
+            available = limit - system_size
         if floor + newest <= available:
             # Whole turns, newest first, while they fit beside the floor: the oldest turn start
             # whose suffix fits (the suffix only grows as the start moves back).
