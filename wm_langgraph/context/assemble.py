@@ -8,7 +8,7 @@ marker (see :func:`_whole_history`). Everything below is for a history that outg
 Never more than trimming: once the history outgrows ``usable``, the input counts at most what
 trimming the same history to ``usable`` sends (LangChain's ``trim_messages(strategy="last",
 start_on="human", include_system=True)`` with the same counter: see :func:`_trimmed_size`), as
-long as trimming keeps a user message. The layers below are fitted inside that size instead of
+long as that size holds the whole newest turn. The layers below are fitted inside that size instead of
 ``usable``: trimming stops at a message boundary, and the memory's own texts (the addition, the
 summary, the fill's marker) take room that trimming gives to raw turns, so the oldest verbatim
 turns go first; when not even the newest turn fits beside the addition, the Working Memory and
