@@ -156,6 +156,7 @@ class WorkingMemoryConfig:
         verbatim_fill: True (default): once the history outgrows the usable budget, the room
             the layers leave inside it holds the newest already-folded messages verbatim (whole
             turns), up to what trimming the history to the same budget would send in all.
+            The other layers keep the usable budget.
             False leaves that room empty (smaller, cheaper model calls). While the whole
             history fits, it is the input either way.
     """

@@ -1,9 +1,9 @@
-"""Never more per call than trimming (docs/budgets.md, "Two rules of the input size"): over
-random histories (varied message sizes, tool calls with parallel results, system prompts, a
-Working Memory of any size, archives folded or pending), the assembled input counts at most
-what LangChain's ``trim_messages`` sends of the same history at the same ``usable`` with the
-same counter, whenever the history outgrows ``usable``; while it fits, the input is that
-history."""
+"""Never more than trimming where the memory repeats what trimming shows (docs/budgets.md,
+"Two rules of the input size"): over random histories (varied message sizes, tool calls with
+parallel results, system prompts, a Working Memory of any size, archives folded or pending),
+an input that shows folded turns verbatim counts at most what LangChain's ``trim_messages``
+sends of the same history at the same ``usable`` with the same counter; while the history
+fits, the input is that history."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from langchain_core.messages import (
     trim_messages,
 )
 
-from wm_langgraph.context.assemble import SUMMARY_HEADER, assemble_context
+from wm_langgraph.context.assemble import FILL_HEADER, SUMMARY_HEADER, assemble_context
 from wm_langgraph.messages import message_tokens
 
 
@@ -115,8 +115,8 @@ def test_the_input_never_counts_more_than_trimming_and_is_the_history_while_it_f
         assert _total(ours) == _total(history)
         return
     trimmed = _trimmed(system, case["history"], usable)
-    if any(isinstance(m, HumanMessage) for m in trimmed):
-        # trimming keeps the request: ours never counts more
+    if any(m.text.startswith(FILL_HEADER) for m in ours):
+        # the memory repeats folded turns verbatim: never more than trimming sends
         assert _total(ours) <= _total(trimmed)
     # the newest user message is always shown (when it is not folded into the memory)
     newest = [m for m in case["pending"] + case["live"] if isinstance(m, HumanMessage)]
@@ -132,9 +132,9 @@ def test_the_input_never_counts_more_than_trimming_and_is_the_history_while_it_f
 
 def test_a_user_message_between_parallel_results_does_not_cap_the_newest_turn() -> None:
     """Trimming may start on a user message sent between the results of parallel tool calls
-    (a suffix the memory never cuts at: it would separate a call from its result). Its size
-    then holds no whole newest turn and caps nothing: the newest turn's tool outputs are cut
-    only as far as ``usable`` needs, not down to trimming's smaller size."""
+    (a suffix the memory never cuts at: it would separate a call from its result), far under
+    ``usable``. Trimming's size bounds only the verbatim fill: the newest turn's tool outputs
+    are cut only as far as ``usable`` needs, not down to trimming's size."""
     older = [HumanMessage("u " * 50, id="h0"), AIMessage("a " * 50, id="f0")]
     newest: list[BaseMessage] = [
         HumanMessage("start", id="h1"),

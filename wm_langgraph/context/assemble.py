@@ -5,14 +5,15 @@ While the whole history fits (the caller read every archived message of the time
 system message, the archived messages, the live ones; no system-prompt addition, no summary, no
 marker (see :func:`_whole_history`). Everything below is for a history that outgrows ``usable``.
 
-Never more than trimming: once the history outgrows ``usable``, the input counts at most what
-trimming the same history to ``usable`` sends (LangChain's ``trim_messages(strategy="last",
-start_on="human", include_system=True)`` with the same counter: see :func:`_trimmed_size`), as
-long as that size holds the whole newest turn. The layers below are fitted inside that size instead of
-``usable``: trimming stops at a message boundary, and the memory's own texts (the addition, the
-summary, the fill's marker) take room that trimming gives to raw turns, so the oldest verbatim
-turns go first; when not even the newest turn fits beside the addition, the Working Memory and
-the addition give it their room.
+Never more than trimming where the memory repeats what trimming shows: the verbatim fill (turns
+the Working Memory already covers) stops where the input reaches what trimming the same history
+to ``usable`` sends (LangChain's ``trim_messages(strategy="last", start_on="human",
+include_system=True)`` with the same counter: see :func:`_trimmed_size`). Trimming stops at a
+message boundary, and the memory's own texts (the addition, the summary, the fill's marker) take
+room trimming gives to raw turns, so the fill's oldest turns give it back. The Working Memory,
+the pending and the live messages keep their room inside ``usable``: a pending or live turn is
+never dropped, nor the WM cut, to come under trimming's size (that would hide what trimming
+shows or what no summary holds yet).
 
 Output order: one leading ``SystemMessage`` (the system-prompt addition followed by the
 thread's own system text), then one ``[Session History Summary]`` user message holding the
@@ -470,8 +471,9 @@ def assemble_context(
     folded = _system_notes(head, tail)
     plain = _merge_system(system_message, folded, None)
     plain_size = count(plain) if plain is not None else 0
-    # Never more than trimming: the input counts at most what trimming this history to
-    # ``usable`` sends (see :func:`_trimmed_size`) whenever trimming keeps the newest turn.
+    # Never more than trimming: the verbatim fill, which repeats turns the Working Memory
+    # already covers, stops where the input reaches what trimming this history to ``usable``
+    # sends (see :func:`_trimmed_size`).
     trimmed = _trimmed_size(
         plain_size,
         folded=folded_messages,
@@ -481,7 +483,7 @@ def assemble_context(
         usable=budgets.usable,
         count=count,
     )
-    limit = budgets.usable if trimmed is None else min(budgets.usable, trimmed)
+    above_trimming = 0 if trimmed is None else max(0, budgets.usable - trimmed)
     fill_source, fill_sizes = (folded_messages, folded_sizes) if verbatim_fill else ((), None)
     left_out = _left_out(head, tail)
     has_memory = bool(working_memory.strip()) or bool(pending_messages)
@@ -491,7 +493,7 @@ def assemble_context(
         system_addition = load_prompt("system")
     system = _merge_system(system_message, folded, system_addition if has_memory else None)
     system_size = count(system) if system is not None else 0
-    available = limit - system_size
+    available = budgets.usable - system_size
 
     body = _Body(head, tail)
     whole_size = count(_summary_message(working_memory)) if working_memory.strip() else 0
@@ -504,11 +506,6 @@ def assemble_context(
         starts = body.starts()
         newest_start = starts[-1]
         newest = body.suffix(newest_start)
-        if newest > limit - plain_size:
-            # Trimming's size holds no whole newest turn (it starts on a user message inside
-            # it, or keeps none): no cap, the newest turn's rules apply inside ``usable``.
-            limit = budgets.usable
-            available = limit - system_size
         if floor + newest <= available:
             # Whole turns, newest first, while they fit beside the floor: the oldest turn start
             # whose suffix fits (the suffix only grows as the start moves back).
@@ -521,10 +518,6 @@ def assemble_context(
             start = newest_start
             kept = body.since(start)
             kept_size = newest
-        elif system_addition and newest <= limit - plain_size:
-            # The newest turn fits what trimming sends only without the memory's text: the
-            # Working Memory and the addition give it their room (as when the WM finds none).
-            return _without_memory(locals())
         else:
             start = newest_start
             kept = _shrink_tool_outputs(body.since(start), available, count)
@@ -539,10 +532,12 @@ def assemble_context(
         fitted = _fit_working_memory(working_memory, available - kept_size, count, whole_size)
         if fitted[0] is None:
             room = available - kept_size
-    if fill_source and start == 0 and room > 0:
+    if fill_source and start == 0 and room - above_trimming > 0:
         sizes_in = list(fill_sizes) if fill_sizes is not None else None
         answered = set(head.results | tail.results)
-        fill, fill_size = _verbatim_fill(fill_source, sizes_in, answered, room, count)
+        fill, fill_size = _verbatim_fill(
+            fill_source, sizes_in, answered, room - above_trimming, count
+        )
     # Whatever the raw messages leave goes to the WM (at least its floor, see above).
     summary, omitted, summary_size = (
         fitted
