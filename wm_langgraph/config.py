@@ -16,6 +16,7 @@ __all__ = [
     "BudgetFraction",
     "WorkingMemoryConfig",
     "model_input_window",
+    "reply_reserve",
 ]
 
 BudgetFraction = tuple[Literal["fraction"], float]
@@ -29,7 +30,20 @@ DEFAULT_RESERVE_TOKENS = 20_000
 """Default reply reserve of budgets of 40,000 tokens and more."""
 
 RESERVE_FROM = 40_000
-"""``reserve_tokens`` applies from this budget on (below it the reserve is 15%)."""
+"""The default ``reserve_tokens`` applies from this budget on (below it the reserve is 15%);
+an explicitly set one applies at every budget."""
+
+
+def reply_reserve(token_budget: int, reserve_tokens: int) -> int:
+    """Tokens kept free for the reply (behaviour §7.4, docs/budgets.md): at least 15% of the
+    budget (rounded up), and at least ``reserve_tokens`` when it applies: from 40,000 tokens on
+    for the default 20,000, at every budget when the user set another value (a reserve set
+    explicitly is honoured; the default is not forced on a small window). Never more than the
+    budget."""
+    fifteen_percent = (15 * token_budget + 99) // 100
+    applies = token_budget >= RESERVE_FROM or reserve_tokens != DEFAULT_RESERVE_TOKENS
+    return min(token_budget, max(fifteen_percent, reserve_tokens if applies else 0))
+
 
 MAX_KEEP_RECENT_COUNT = 10_000
 """Upper bound of ``keep_recent_count`` (behaviour §6.1)."""
@@ -95,7 +109,9 @@ class WorkingMemoryConfig:
             ``token_budget * ratio``; 0 commits every turn.
         commit_keep_recent_count: Messages kept live by an automatic commit (0..10,000).
         archive_memory_tokens: Cap of assemble's layer 1 (the Working Memory message).
-        reserve_tokens: Tokens kept free for the reply (for budgets of 40,000 and more).
+        reserve_tokens: Tokens kept free for the reply, at least 15% of the budget. The default
+            (20,000) applies from 40,000 tokens on; a value set explicitly applies at every
+            budget.
         background: Run Phase 2 (the model call) off the turn's path.
         max_consecutive_failures: Consecutive Phase 2 failures after which a thread's Phase 2
             pauses (circuit breaker) until ``resume()`` or the cool-down.
@@ -139,7 +155,8 @@ class WorkingMemoryConfig:
             document stays seven sections and header-safe.
         verbatim_fill: True (default): once the history outgrows the usable budget, the room
             the layers leave inside it holds the newest already-folded messages verbatim (whole
-            turns), so the model sees at least as much recent history as trimming would show.
+            turns), up to what trimming the history to the same budget would send in all.
+            The other layers keep the usable budget.
             False leaves that room empty (smaller, cheaper model calls). While the whole
             history fits, it is the input either way.
     """
@@ -229,20 +246,13 @@ class WorkingMemoryConfig:
         reserve = self.reserve_tokens
         explicit_reserve = reserve != DEFAULT_RESERVE_TOKENS
         if reserve >= budget and (budget >= RESERVE_FROM or explicit_reserve):
-            below = (
-                f" (below {_fmt(RESERVE_FROM)} the reserve is 15% and reserve_tokens is not used:"
-                " leave it out)"
-                if budget < RESERVE_FROM
-                else ""
-            )
             raise ValueError(
                 f"reserve_tokens={_fmt(reserve)} leaves nothing of token_budget="
                 f"{_fmt(budget)}{source} for the prompt: the reply reserve must be smaller than "
                 f"the budget. Lower reserve_tokens (e.g. {_fmt(budget // 5)}, 20%) or raise "
-                f"token_budget to the model's real context window{below}"
+                f"token_budget to the model's real context window"
             )
-        fifteen_percent = (15 * budget + 99) // 100  # as assemble computes it (behaviour §7.4)
-        reserved = min(budget, max(fifteen_percent, reserve if budget >= RESERVE_FROM else 0))
+        reserved = reply_reserve(budget, reserve)
         usable = budget - reserved
         layer = self.archive_memory_tokens
         if layer > usable and layer != DEFAULT_ARCHIVE_MEMORY_TOKENS:

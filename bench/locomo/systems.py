@@ -125,10 +125,12 @@ def messages_tokens(messages: Sequence[BaseMessage]) -> int:
 
 def usable_tokens(budget: int, reserve_tokens: int = 20_000) -> int:
     """The input room wm_langgraph computes for ``token_budget=budget`` (defaults otherwise):
-    ``budget - min(budget, max(ceil(15% of budget), reserve_tokens if budget >= 40,000
-    else 0))`` — 3,400 at 4k, 6,800 at 8k, 13,600 at 16k."""
+    ``budget - min(budget, max(ceil(15% of budget), reserve_tokens if it applies else 0))``,
+    the default 20,000 applying from 40,000 on and any other value at every budget — 3,400 at
+    4k, 6,800 at 8k, 13,600 at 16k."""
     fifteen = (15 * budget + 99) // 100
-    reserved = min(budget, max(fifteen, reserve_tokens if budget >= 40_000 else 0))
+    applies = budget >= 40_000 or reserve_tokens != 20_000
+    reserved = min(budget, max(fifteen, reserve_tokens if applies else 0))
     return budget - reserved
 
 

@@ -96,6 +96,10 @@ def turn(n: int, size: int = 10) -> list[BaseMessage]:
         (200_000, 20_000, 8_000, Budgets(reserved=30_000, usable=170_000, archive=8_000)),
         (40_000, 20_000, 8_000, Budgets(reserved=20_000, usable=20_000, archive=3_000)),
         (30_000, 20_000, 8_000, Budgets(reserved=4_500, usable=25_500, archive=3_825)),
+        # an explicit reserve is honoured below 40,000 too, never below 15%
+        (6_000, 1_000, 2_000, Budgets(reserved=1_000, usable=5_000, archive=750)),
+        (6_000, 500, 2_000, Budgets(reserved=900, usable=5_100, archive=765)),
+        (30_000, 10_000, 8_000, Budgets(reserved=10_000, usable=20_000, archive=3_000)),
         (50_000, 60_000, 8_000, Budgets(reserved=50_000, usable=0, archive=0)),
         (10, 20_000, 8_000, Budgets(reserved=2, usable=8, archive=1)),
         (128_000, 0, 500, Budgets(reserved=19_200, usable=108_800, archive=500)),

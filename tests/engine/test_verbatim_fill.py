@@ -17,6 +17,7 @@ from langchain_core.messages import (
     RemoveMessage,
     SystemMessage,
     ToolMessage,
+    trim_messages,
 )
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import GetOp, Op, Result
@@ -244,6 +245,22 @@ def _count(message: BaseMessage) -> int:
     return message_tokens(message, lambda text: len(text) // 4 + 1)
 
 
+def _trimmed_total(system: SystemMessage, history: list[BaseMessage], usable: int) -> int:
+    """What LangChain's ``trim_messages`` sends of ``history`` at ``usable`` (the bench's
+    trimming baseline), counted by ``_count``; ``usable`` when it keeps no user message."""
+    trimmed = trim_messages(
+        [system, *history],
+        strategy="last",
+        token_counter=lambda ms: sum(_count(m) for m in ms),
+        max_tokens=usable,
+        start_on="human",
+        include_system=True,
+    )
+    if not any(isinstance(m, HumanMessage) for m in trimmed):
+        return usable
+    return sum(_count(m) for m in trimmed)
+
+
 def _conversation(draw: Any, prefix: str, turns: int) -> list[BaseMessage]:
     out: list[BaseMessage] = []
     for t in range(turns):
@@ -321,15 +338,20 @@ def test_the_input_never_exceeds_usable_and_the_fill_is_whole_turns(case: dict[s
         assert [m.id for m in fill[:n]] == folded_ids[len(folded_ids) - n :]
         assert [m.id for m in fill[n:]] == [m.id for m in case["live"]]
     shown = {m.id for m in prompt}
+    everything = case["folded"] + case["live"]
     if all(m.id in shown for m in case["live"]):
-        # Never less than trimming: the newest whole turns that fit the room the system
-        # message, the Working Memory and the marker leave are all shown.
-        conversation = {x.id for x in case["folded"] + case["live"]}
+        # The fill holds the newest whole turns that fit the room the system message, the
+        # Working Memory and the marker leave, up to what trimming the history sends
+        # (never more than trimming: docs/budgets.md).
+        conversation = {x.id for x in everything}
         layers = [
             m for m in prompt if m.id not in conversation and not m.text.startswith(FILL_HEADER)
         ]
-        room = context.budgets.usable - _count(fill_marker()) - sum(_count(m) for m in layers)
-        everything = case["folded"] + case["live"]
+        limit = min(
+            context.budgets.usable,
+            _trimmed_total(SystemMessage("sys"), everything, context.budgets.usable),
+        )
+        room = limit - _count(fill_marker()) - sum(_count(m) for m in layers)
         total, trimmed = 0, set()
         candidate: set[str | None] = set()
         for message in reversed(everything):

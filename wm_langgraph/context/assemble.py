@@ -5,16 +5,28 @@ While the whole history fits (the caller read every archived message of the time
 system message, the archived messages, the live ones; no system-prompt addition, no summary, no
 marker (see :func:`_whole_history`). Everything below is for a history that outgrows ``usable``.
 
+Never more than trimming where the memory repeats what trimming shows: the verbatim fill (turns
+the Working Memory already covers) stops where the input reaches what trimming the same history
+to ``usable`` sends (LangChain's ``trim_messages(strategy="last", start_on="human",
+include_system=True)`` with the same counter: see :func:`_trimmed_size`). Trimming stops at a
+message boundary, and the memory's own texts (the addition, the summary, the fill's marker) take
+room trimming gives to raw turns, so the fill's oldest turns give it back. The Working Memory,
+the pending and the live messages keep their room inside ``usable``: a pending or live turn is
+never dropped, nor the WM cut, to come under trimming's size (that would hide what trimming
+shows or what no summary holds yet).
+
 Output order: one leading ``SystemMessage`` (the system-prompt addition followed by the
 thread's own system text), then one ``[Session History Summary]`` user message holding the
 Working Memory, then the verbatim fill (an ``[Earlier messages, verbatim]`` user message and the
 newest messages of archives the WM already covers), then the messages of archives whose Phase 2
 is not done (pending), then the live messages.
 
-Budgets: ``reserved = min(T, max(0.15·T, reserve_tokens if T >= 40,000 else 0))`` is kept free
-for the reply; everything returned fits ``usable = T - reserved``. The Working Memory layer's
-share ``archive = min(0.15·usable, archive_memory_tokens)`` is a guaranteed minimum for the WM
-and a cap only when the layers compete: when the WM, the pending archives and the live messages
+Budgets: ``reserved = min(T, max(0.15·T, reserve_tokens if it applies else 0))`` is kept free
+for the reply (the default ``reserve_tokens`` applies from ``T >= 40,000`` on, one set
+explicitly at every ``T``: :func:`wm_langgraph.config.reply_reserve`); everything returned fits
+``usable = T - reserved``. The Working Memory layer's share
+``archive = min(0.15·usable, archive_memory_tokens)`` is a guaranteed minimum for the WM and a
+cap only when the layers compete: when the WM, the pending archives and the live messages
 fit ``usable``, the WM is shown whole, whatever its size.
 
 When the layers do not fit, in this order:
@@ -43,8 +55,8 @@ Summary]`` message: in any other message a line starting with that header is sho
 
 The verbatim fill: when every pending and live message is shown, the room they, the system
 message and the whole WM leave holds the newest folded messages, whole turns chosen newest
-first (see :func:`_verbatim_fill`), so the model never sees less recent history than trimming
-to the same budget would show beyond the WM's own room.
+first (see :func:`_verbatim_fill`), so the model sees the recent history trimming would show,
+less the room the WM and the memory's texts take.
 
 Pending archives are older than every live message, so only the newest of them can ever fit:
 they are read newest first and only until their stored token counts fill the room the live
@@ -68,6 +80,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from wm_langgraph.config import reply_reserve
 from wm_langgraph.context.fit import fit_document
 from wm_langgraph.context.live import LiveView
 from wm_langgraph.document.tokens import longest_fitting
@@ -186,8 +199,6 @@ def drop_orphan_tool_results(messages: Sequence[BaseMessage]) -> list[BaseMessag
 
 MessageCounter = Callable[[BaseMessage], int]
 
-_LARGE_BUDGET = 40_000
-
 
 @dataclass(frozen=True)
 class Budgets:
@@ -249,7 +260,9 @@ def compute_budgets(token_budget: int, reserve_tokens: int, archive_memory_token
 
     Args:
         token_budget: The model's context window ``T`` in tokens.
-        reserve_tokens: Tokens to keep free for the reply when ``T >= 40,000``.
+        reserve_tokens: Tokens to keep free for the reply (see
+            :func:`wm_langgraph.config.reply_reserve`: the default 20,000 from ``T >= 40,000``
+            on, any other value at every ``T``).
         archive_memory_tokens: Cap of the Working Memory layer.
 
     Raises:
@@ -258,8 +271,7 @@ def compute_budgets(token_budget: int, reserve_tokens: int, archive_memory_token
     total = _check_int("token_budget", token_budget, 1)
     reserve = _check_int("reserve_tokens", reserve_tokens, 0)
     cap = _check_int("archive_memory_tokens", archive_memory_tokens, 0)
-    fifteen_percent = (15 * total + 99) // 100
-    reserved = min(total, max(fifteen_percent, reserve if total >= _LARGE_BUDGET else 0))
+    reserved = reply_reserve(total, reserve)
     usable = total - reserved
     return Budgets(reserved=reserved, usable=usable, archive=min(15 * usable // 100, cap))
 
@@ -453,12 +465,26 @@ def assemble_context(
         history = _whole_history(system_message, folded_messages, pending_messages, live, count)
         if history.tokens <= budgets.usable:
             return replace(history, budgets=budgets, whole_history=True)
-    if not verbatim_fill:
-        folded_messages, folded_sizes = (), None
     head, tail = _joined(
         LiveView.build(pending_messages, count, neutralise_message, pin_head=False), live, count
     )
     folded = _system_notes(head, tail)
+    plain = _merge_system(system_message, folded, None)
+    plain_size = count(plain) if plain is not None else 0
+    # Never more than trimming: the verbatim fill, which repeats turns the Working Memory
+    # already covers, stops where the input reaches what trimming this history to ``usable``
+    # sends (see :func:`_trimmed_size`).
+    trimmed = _trimmed_size(
+        plain_size,
+        folded=folded_messages,
+        folded_sizes=folded_sizes,
+        head=head,
+        tail=tail,
+        usable=budgets.usable,
+        count=count,
+    )
+    above_trimming = 0 if trimmed is None else max(0, budgets.usable - trimmed)
+    fill_source, fill_sizes = (folded_messages, folded_sizes) if verbatim_fill else ((), None)
     left_out = _left_out(head, tail)
     has_memory = bool(working_memory.strip()) or bool(pending_messages)
     if has_memory and system_addition is None:
@@ -506,10 +532,12 @@ def assemble_context(
         fitted = _fit_working_memory(working_memory, available - kept_size, count, whole_size)
         if fitted[0] is None:
             room = available - kept_size
-    if folded_messages and start == 0 and room > 0:
-        sizes_in = list(folded_sizes) if folded_sizes is not None else None
+    if fill_source and start == 0 and room - above_trimming > 0:
+        sizes_in = list(fill_sizes) if fill_sizes is not None else None
         answered = set(head.results | tail.results)
-        fill, fill_size = _verbatim_fill(folded_messages, sizes_in, answered, room, count)
+        fill, fill_size = _verbatim_fill(
+            fill_source, sizes_in, answered, room - above_trimming, count
+        )
     # Whatever the raw messages leave goes to the WM (at least its floor, see above).
     summary, omitted, summary_size = (
         fitted
@@ -522,21 +550,7 @@ def assemble_context(
         # The addition explains the summary: a Working Memory that found no room takes it
         # along, and the messages get its room (in a tight budget, what lets the newest turn
         # keep more of its tool output).
-        return assemble_context(
-            system_message=system_message,
-            working_memory="",
-            pending_messages=pending_messages,
-            live_messages=live_messages,
-            token_budget=token_budget,
-            reserve_tokens=reserve_tokens,
-            archive_memory_tokens=archive_memory_tokens,
-            count=count,
-            system_addition="",
-            folded_messages=folded_messages,
-            folded_sizes=folded_sizes,
-            live_view=live,
-            verbatim_fill=verbatim_fill,
-        )
+        return _without_memory(locals())
     dropped = body.size - len(kept) + left_out
     # ``kept`` is a new list: the summary and the fill go in front of it (no second copy).
     messages: list[BaseMessage] = kept
@@ -550,6 +564,71 @@ def assemble_context(
         budgets=budgets,
         wm_omitted=omitted if summary is not None else 0,
     )
+
+
+def _without_memory(call: dict[str, Any]) -> AssembledContext:
+    """The same assemble call without the Working Memory and the system-prompt addition
+    (``call``: the caller's arguments, read from its locals)."""
+    return assemble_context(
+        system_message=call["system_message"],
+        working_memory="",
+        pending_messages=call["pending_messages"],
+        live_messages=call["live_messages"],
+        token_budget=call["token_budget"],
+        reserve_tokens=call["reserve_tokens"],
+        archive_memory_tokens=call["archive_memory_tokens"],
+        count=call["count"],
+        system_addition="",
+        folded_messages=call["folded_messages"],
+        folded_sizes=call["folded_sizes"],
+        live_view=call["live"],
+        verbatim_fill=call["verbatim_fill"],
+    )
+
+
+def _trimmed_size(
+    plain_size: int,
+    *,
+    folded: Sequence[BaseMessage],
+    folded_sizes: Sequence[int] | None,
+    head: LiveView,
+    tail: LiveView,
+    usable: int,
+    count: MessageCounter,
+) -> int | None:
+    """What trimming this history to ``usable`` sends, by ``count``: LangChain's
+    ``trim_messages(strategy="last", max_tokens=usable, start_on="human",
+    include_system=True)`` over the system message (``plain_size``: the thread's own, no
+    addition) and the messages as shown (the folded ones read, then the pending and the live
+    ones): the longest suffix that fits beside the system message, cut to start on a user
+    message. ``None`` when that keeps no user message (trimming would drop the request, and
+    the memory's rules for the newest turn apply), or when the read messages hold no older
+    message to leave out (the history fits).
+
+    Only the messages the caller read are looked at: they reach past ``usable`` whenever the
+    history does (the archives are read newest first up to that room), so the suffix trimming
+    keeps lies among them."""
+    room = usable - plain_size
+    total = 0
+    best: int | None = None
+    for view in (tail, head):
+        prefix = view.prefix
+        for index in range(len(view.body) - 1, -1, -1):
+            total += prefix[index + 1] - prefix[index]
+            if total > room:
+                return None if best is None else plain_size + best
+            if isinstance(view.body[index], HumanMessage):
+                best = total
+    for index in range(len(folded) - 1, -1, -1):
+        message = folded[index]
+        if isinstance(message, SystemMessage | RemoveMessage):
+            continue
+        total += folded_sizes[index] if folded_sizes is not None else count(message)
+        if total > room:
+            return None if best is None else plain_size + best
+        if isinstance(message, HumanMessage):
+            best = total
+    return None
 
 
 def _joined(head: LiveView, tail: LiveView, count: MessageCounter) -> tuple[LiveView, LiveView]:
