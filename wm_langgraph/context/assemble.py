@@ -550,7 +550,21 @@ def assemble_context(
         # The addition explains the summary: a Working Memory that found no room takes it
         # along, and the messages get its room (in a tight budget, what lets the newest turn
         # keep more of its tool output).
-        return _without_memory(locals())
+        return assemble_context(  # the same call without the WM and the addition
+            system_message=system_message,
+            working_memory="",
+            pending_messages=pending_messages,
+            live_messages=live_messages,
+            token_budget=token_budget,
+            reserve_tokens=reserve_tokens,
+            archive_memory_tokens=archive_memory_tokens,
+            count=count,
+            system_addition="",
+            folded_messages=folded_messages,
+            folded_sizes=folded_sizes,
+            live_view=live,
+            verbatim_fill=verbatim_fill,
+        )
     dropped = body.size - len(kept) + left_out
     # ``kept`` is a new list: the summary and the fill go in front of it (no second copy).
     messages: list[BaseMessage] = kept
@@ -563,26 +577,6 @@ def assemble_context(
         dropped=dropped,
         budgets=budgets,
         wm_omitted=omitted if summary is not None else 0,
-    )
-
-
-def _without_memory(call: dict[str, Any]) -> AssembledContext:
-    """The same assemble call without the Working Memory and the system-prompt addition
-    (``call``: the caller's arguments, read from its locals)."""
-    return assemble_context(
-        system_message=call["system_message"],
-        working_memory="",
-        pending_messages=call["pending_messages"],
-        live_messages=call["live_messages"],
-        token_budget=call["token_budget"],
-        reserve_tokens=call["reserve_tokens"],
-        archive_memory_tokens=call["archive_memory_tokens"],
-        count=call["count"],
-        system_addition="",
-        folded_messages=call["folded_messages"],
-        folded_sizes=call["folded_sizes"],
-        live_view=call["live"],
-        verbatim_fill=call["verbatim_fill"],
     )
 
 
