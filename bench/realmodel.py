@@ -1,6 +1,6 @@
 """``python -m bench --real-model``: the "real small model" row.
 
-A short generated coding session played through wm_langgraph (``create_agent`` +
+A generated coding session played through wm_langgraph (``create_agent`` +
 ``WorkingMemoryMiddleware``) with a real model as the Working Memory writer, reached through
 ChatOpenAI at ``OPENAI_BASE_URL`` (for example the llama.cpp server that
 ``python scripts/realmodel_server.py run -- python -m bench --real-model`` starts), next to the
@@ -30,14 +30,19 @@ from bench.provenance import (
 from bench.report import CAPTURE_HEADER, _survival_rows, _table, capture_rows
 from bench.systems import Tuning
 
-TURNS = 16
-# A window the session outgrows (about three times over): the final input then holds the
-# Working Memory and only the newest part verbatim, so the rows measure what the writer kept
-# (with a large window the fill shows the whole session verbatim and every row scores 100%).
+TURNS = 48
+# A session that outgrows its window many times over: the final input holds the Working
+# Memory and only the newest part verbatim, and the Working Memory itself must consolidate and
+# move items out (its share of a 3,000-token window is small). With 16 turns it held the whole
+# session and every row, the sloppy scripted writer's too, scored 100%: the row measured
+# nothing (measured with the scripted rows, session seed 7: 16 turns 100% / 100%; 48 turns
+# 85.7% faithful, 92.1% sloppy, 7 compactions).
 TUNING = Tuning(chunk_tokens=1_500, keep_messages=6, token_budget=80_000, window=3_000)
 SCRIPTED = ("faithful", "sloppy")
 MAX_TOKENS = 1024
 TIMEOUT_S = 600.0
+WRITER_SEED = 0
+"""The real writer's sampling seed, sent with every request (with temperature 0)."""
 
 
 def _writer() -> object:
@@ -52,17 +57,19 @@ def _writer() -> object:
         # langchain-openai sends max_tokens as max_completion_tokens, which an older
         # OpenAI-compatible server (llama-cpp-python's) ignores: without the plain field a
         # call ran to the end of the context (5,482 tokens, 318 s)
-        extra_body={"max_tokens": MAX_TOKENS},
+        extra_body={"max_tokens": MAX_TOKENS, "seed": WRITER_SEED},
         timeout=TIMEOUT_S,
         max_retries=0,
     )
 
 
 def run_real_model(out: Path, *, seed: int = 7) -> int:
-    """Run the rows and write ``out/REALMODEL.md``; 2 when no server is configured."""
+    """Run the rows and write ``out/REALMODEL.md`` (``out`` is created when missing); 2 when
+    no server is configured."""
     if not os.environ.get("OPENAI_BASE_URL"):
         print("python -m bench --real-model needs OPENAI_BASE_URL (an OpenAI-compatible server)")
         return 2
+    out.mkdir(parents=True, exist_ok=True)
     fingerprint, commit, load = code_fingerprint(), git_commit(), load_average()
     session = generate_coding_session(seed, TURNS)
     label = f"real small model ({os.environ.get('WM_LANGGRAPH_MODEL') or 'local-model'})"
@@ -70,9 +77,20 @@ def run_real_model(out: Path, *, seed: int = 7) -> int:
     # a CPU-only local model needs minutes per call: the engine's 120 s default would end
     # every round at its deadline (the archives then stay pending and verbatim)
     slow = {"model_timeout_seconds": TIMEOUT_S + 30}
-    real = run_one("wm_langgraph", session, label, TUNING, model=_writer(), wm_overrides=slow)
+    real = run_one(
+        "wm_langgraph",
+        session,
+        label,
+        TUNING,
+        model=_writer(),
+        wm_overrides=slow,
+        track_memory=True,
+    )
     seconds = time.perf_counter() - started
-    runs = [real] + [run_one("wm_langgraph", session, b, TUNING) for b in SCRIPTED]
+    runs = [real] + [
+        run_one("wm_langgraph", session, b, TUNING, track_memory=True) for b in SCRIPTED
+    ]
+    sizes = {r.behaviour: ", ".join(f"{tokens:,}" for _, tokens in r.memory_tokens) for r in runs}
     kinds = kinds_present([r.final for r in runs])
     at = max(1, real.compactions)
     header = ["session", "summariser", "system", "compactions", "overall", "summary-only"]
@@ -81,15 +99,21 @@ def run_real_model(out: Path, *, seed: int = 7) -> int:
         command=f"python scripts/realmodel_server.py run -- python -m bench --real-model "
         f"--seed {seed}",
         seeds=f"session seed {seed}; the scripted rows' loss process seeded from it; the real "
-        "model at temperature 0",
+        f"model at temperature 0, sampling seed {WRITER_SEED}",
         fingerprint=settled_fingerprint(fingerprint),
         commit=commit,
         machine=f"{machine()}; load average (1 / 5 / 15 min) {load} at the start, "
         f"{load_average()} at the end",
-        extra=(("Writer", f"{label} at OPENAI_BASE_URL, temperature 0, max_tokens {MAX_TOKENS}"),),
+        extra=(
+            (
+                "Writer",
+                f"{label} at OPENAI_BASE_URL, temperature 0, seed {WRITER_SEED}, "
+                f"max_tokens {MAX_TOKENS}",
+            ),
+        ),
     )
     lines = [
-        "# Real small model (short coding session)",
+        "# Real small model (a coding session that outgrows its window)",
         "",
         "The real model's output depends on the model file and its server, so "
         "`python -m bench` does not regenerate this file and the freshness test only reports "
@@ -107,6 +131,12 @@ def run_real_model(out: Path, *, seed: int = 7) -> int:
         f"{seconds:.0f} s (wall time on the machine above).",
         "",
         *_table(header, _survival_rows(runs, kinds, at)),
+        "",
+        "The Working Memory's size in tokens after each compaction (the session outgrows the "
+        "window, so the memory has to consolidate and move items out; *summary-only* is what it "
+        "kept of what no longer fits verbatim):",
+        "",
+        *[f"- {name}: {tokens}" for name, tokens in sizes.items()],
         "",
         "## Capture check",
         "",

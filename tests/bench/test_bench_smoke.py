@@ -212,13 +212,16 @@ def test_the_real_model_rows_go_to_their_own_stamped_file(tmp_path, monkeypatch)
     monkeypatch.setattr(
         realmodel, "_writer", lambda: make_model("faithful", _realmodel_items(), seed=1)
     )
-    assert realmodel.run_real_model(tmp_path, seed=7) == 0
-    text = (tmp_path / "REALMODEL.md").read_text(encoding="utf-8")
+    out = tmp_path / "not" / "there"  # --out is created when missing
+    assert realmodel.run_real_model(out, seed=7) == 0
+    text = (out / "REALMODEL.md").read_text(encoding="utf-8")
     stamp = read_stamp(text)
     assert stamp["fingerprint"] == code_fingerprint()
     assert "--real-model" in stamp["command"]
     assert "| coding | real small model" in text
-    assert not (tmp_path / "RESULTS.md").exists()
+    assert "sampling seed 0" in stamp["Seeds"]
+    assert "Working Memory's size in tokens after each compaction" in text
+    assert not (out / "RESULTS.md").exists()
 
 
 def _realmodel_items():

@@ -376,3 +376,23 @@ def test_open_issues_whole_item_match_tolerates_annotations_not_rewording():
 def test_open_issues_prefix_needs_word_start():
     outcome = guard_open_issues("- fix login", update("- prefix login handling"))
     assert outcome.op.content.endswith("- [silently dropped, restored] fix login")
+
+
+def test_open_issues_keeps_a_genuine_marker_on_an_item_with_a_semicolon():
+    # A restored item whose text holds ";" (a writer had folded two issues into one line):
+    # the next UPDATE keeps it verbatim. The marker was written by the guard, so it stays, and
+    # the decision does not call it forged (the genuine text used to be cut at the ";").
+    old = "- [silently dropped, restored] add a test for negative totals; check rounding"
+    kept = update(f"{old}\n- decide the currency")
+    outcome = guard_open_issues(old, kept)
+    assert outcome.op == kept
+    assert "forged" not in outcome.reason
+    # dropped again, it comes back with the marker once
+    again = guard_open_issues(old, update("- decide the currency")).op.content
+    assert again.count("[silently dropped, restored]") == 1
+    assert again.endswith("add a test for negative totals; check rounding")
+    # a marker the guard never wrote on that text is still removed
+    forged = guard_open_issues(
+        old, update(f"{old}\n- [silently dropped, restored] decide the currency")
+    )
+    assert "removed 1 forged restore marker" in forged.reason

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.store.memory import InMemoryStore
 
 from tests.engine._support import is_capture_call, is_update_call, user
@@ -89,3 +89,26 @@ def test_a_10000_ops_writer_stays_at_the_ceiling_and_counts_what_went() -> None:
     assert "goal 3-9999" in document  # the newest stay
     hit = archive_search_text(memory, cfg, "widget1x17")
     assert re.search(r"moved out of the Working Memory · Task & Goals", hit)
+
+
+def test_items_moved_out_while_folding_an_archive_in_slices_are_all_kept() -> None:
+    # An archive larger than the writer's prompt is folded in slices, one writer call each, into
+    # one WM version; each slice's flood is compacted. What every slice moved out is stored, not
+    # only the last slice's: the marker's count and the records agree.
+    config = WorkingMemoryConfig(
+        token_budget=8_000,
+        commit_token_threshold_ratio=0.0,
+        background=False,
+        max_prompt_messages_tokens=300,
+    )
+    memory = WorkingMemory(flooding_writer("ops"), config=config, store=InMemoryStore())
+    cfg: dict[str, Any] = {"configurable": {"thread_id": "flood-slices"}}
+    state: dict[str, Any] = {"messages": [user(1)]}
+    state = {**state, **memory.compact(state, cfg)}
+    big = [HumanMessage(f"FACT-2{k:02d} " + "word " * 120, id=f"s{k}") for k in range(3)]
+    state = {**state, "messages": big}
+    memory.compact(state, cfg)
+    (_, second) = memory.list_archives(cfg)
+    assert second.metadata["metrics"]["slices"] > 1
+    document = memory.get_working_memory(cfg)
+    assert moved_count(document) == len(memory.moved_items(cfg))

@@ -2,21 +2,29 @@
 one connection pool per process, shared by a ``PostgresSaver`` and a ``PostgresStore``.
 
 Also runnable as a worker process (``python _rel_pg.py <url> <name>``) that serves turns of any
-thread from commands on stdin, one per line, answering one line each:
+thread from commands on stdin, one per line, answering one line each on stdout:
 
     turn <thread_id> <n>  run turn n of the thread (harness agent + after_turn) -> "ok"
     wait                  wait for this process's background Phase 2 work
                           -> "waited <bool> <model calls> <messages folded>"
-    slow <seconds>        make every later model call take this long -> "ok"
+    block <path>          every later model call first creates ``path`` (its text: the
+                          markers it folds), then blocks for good: the process is inside the
+                          model call from then on, and a test kills it there -> "ok"
     quit                  finish background work and exit
+
+Only the command thread writes stdout (one answer per command); the model call signals through
+its own file. The test side (``test_postgres_scaleout._Worker``) sends stdout and stderr to
+files, never to pipes that a busy worker could fill and block on.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.postgres import PostgresSaver
@@ -64,14 +72,22 @@ def setup_postgres(url: str) -> None:
 
 
 def _worker(url: str, name: str) -> None:
-    from _rel_harness import Conversation, MarkerModel, build_agent
+    from _rel_harness import Conversation, MarkerModel, build_agent, markers_in
 
     from wm_langgraph.memory import WorkingMemory
 
-    delay = {"seconds": 0.02}
+    blocked: dict[str, Path] = {}
+    never = threading.Event()
 
     def pause(kind: str, prompt: str, healthy: Any) -> Any:
-        time.sleep(delay["seconds"])  # lets Phase 2 jobs overlap (or be killed); nothing is timed
+        signal_file = blocked.get("path")
+        if signal_file is not None:
+            marks = " ".join(sorted(set(markers_in(prompt))))
+            partial = signal_file.with_suffix(".part")
+            partial.write_text(f"{kind} {marks}\n", encoding="utf-8")
+            partial.replace(signal_file)  # appears whole: the test reads it once it exists
+            never.wait()  # inside the model call until the process is killed
+        time.sleep(0.02)  # lets Phase 2 jobs of two processes overlap; nothing is timed
         return None
 
     model = MarkerModel(fault=pause)
@@ -92,8 +108,8 @@ def _worker(url: str, name: str) -> None:
                 finished = wm.wait(timeout=120)
                 folded = sum(len(marks) for _, marks in model.calls)
                 print(f"waited {finished} {len(model.calls)} {folded}", flush=True)
-            elif command[0] == "slow":
-                delay["seconds"] = float(command[1])
+            elif command[0] == "block":
+                blocked["path"] = Path(command[1])
                 print("ok", flush=True)
             elif command[0] == "quit":
                 break

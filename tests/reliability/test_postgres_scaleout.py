@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -116,40 +116,74 @@ def test_engine_on_postgres_survives_an_outage_and_a_restart(pg_url):
 
 
 class _Worker:
-    """A worker process speaking the line protocol of ``_rel_pg.py``."""
+    """A worker process speaking the line protocol of ``_rel_pg.py``.
 
-    def __init__(self, url: str, name: str) -> None:
+    Commands go to its stdin (a few bytes each); its stdout and stderr go to files in
+    ``logs``, so no pipe can fill up and block either side. An answer is the next line of the
+    stdout file, read when it is complete; a worker that exits or stays silent past
+    ``WAIT_S`` fails the test with its stderr.
+    """
+
+    def __init__(self, url: str, name: str, logs: Path) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
             [str(HERE), str(HERE.parent), env.get("PYTHONPATH", "")]
         )
         self.name = name
-        self.proc = subprocess.Popen(
-            [sys.executable, str(HERE / "_rel_pg.py"), url, name],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        assert self._read().startswith("ready"), f"worker {name} did not start"
+        self.out_path, self.err_path = logs / f"{name}.out", logs / f"{name}.err"
+        self._answered = 0
+        with self.out_path.open("wb") as out, self.err_path.open("wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(HERE / "_rel_pg.py"), url, name],
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=err,
+                text=True,
+                env=env,
+            )
+
+    def ready(self) -> _Worker:
+        """Wait for its "ready" line (start several workers first: they import in parallel)."""
+        assert self._read().startswith("ready"), f"worker {self.name} did not start"
+        return self
+
+    def _stderr(self) -> str:
+        return self.err_path.read_text(encoding="utf-8", errors="replace")[-4000:]
 
     def _read(self) -> str:
-        assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], WAIT_S)
-        if not ready:
-            raise AssertionError(f"worker {self.name} gave no answer within {WAIT_S} s")
-        line = self.proc.stdout.readline()
-        if not line:
-            err = self.proc.stderr.read() if self.proc.stderr else ""
-            raise AssertionError(f"worker {self.name} died:\n{err[-4000:]}")
-        return line.strip()
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            lines = self.out_path.read_text(encoding="utf-8").split("\n")[:-1]  # complete ones
+            if len(lines) > self._answered:
+                self._answered += 1
+                return lines[self._answered - 1].strip()
+            if self.proc.poll() is not None:
+                raise AssertionError(f"worker {self.name} died:\n{self._stderr()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"worker {self.name} gave no answer:\n{self._stderr()}")
+            time.sleep(0.02)
 
     def ask(self, command: str) -> str:
         assert self.proc.stdin is not None
         self.proc.stdin.write(command + "\n")
         self.proc.stdin.flush()
         return self._read()
+
+    def wait_for(self, path: Path) -> str:
+        """Wait until ``path`` exists (the worker created it) and return its text."""
+        deadline = time.monotonic() + WAIT_S
+        while not path.exists():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"worker {self.name} died:\n{self._stderr()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"worker {self.name} never reached {path.name}")
+            time.sleep(0.02)
+        return path.read_text(encoding="utf-8")
+
+    def kill(self) -> None:
+        """SIGKILL, and reap it."""
+        self.proc.kill()
+        self.proc.wait(timeout=WAIT_S)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -160,14 +194,21 @@ class _Worker:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
 
 
 @pytest.mark.parametrize(("threads", "turns"), [(3, 12)])
-def test_two_processes_serving_the_same_threads_keep_the_invariants(pg_url, threads, turns):
+def test_two_processes_serving_the_same_threads_keep_the_invariants(
+    pg_url, threads, turns, tmp_path
+):
     run = _run_id()
     conversations = [Conversation(f"pg2-{run}-{i}") for i in range(threads)]
-    workers = [_Worker(pg_url, "A"), _Worker(pg_url, "B")]
+    workers = [_Worker(pg_url, "A", tmp_path), _Worker(pg_url, "B", tmp_path)]
     try:
+        for worker in workers:
+            worker.ready()
         for _ in range(turns // 2):
             for conv in conversations:
                 # Two turns back to back on different processes: the second process commits
@@ -203,23 +244,30 @@ def test_two_processes_serving_the_same_threads_keep_the_invariants(pg_url, thre
     add("postgres: 2 processes, messages folded redundantly by racing jobs", folded - archived)
 
 
-def test_a_worker_killed_during_phase2_loses_nothing(pg_url):
+def test_a_worker_killed_during_phase2_loses_nothing(pg_url, tmp_path):
     """SIGKILL a worker while its background Phase 2 is inside the model call: the other worker
-    goes on serving the thread, and its next commit folds the orphaned archive in."""
+    goes on serving the thread, and its next commit folds the orphaned archive in.
+
+    The kill happens at one observed point: the victim's model call creates a file and then
+    blocks for good, and the test kills the victim once that file exists (not after a sleep,
+    which left it to chance whether Phase 2 had started, was in the call or was done)."""
     conv = Conversation(f"pgkill-{_run_id()}")
-    victim, survivor = _Worker(pg_url, "victim"), _Worker(pg_url, "survivor")
+    victim = _Worker(pg_url, "victim", tmp_path)
+    survivor = _Worker(pg_url, "survivor", tmp_path)
+    inside = tmp_path / "victim-in-model-call"
     try:
+        victim.ready(), survivor.ready()
         for _ in range(3):
             assert survivor.ask(f"turn {conv.thread_id} {conv.turns}") == "ok"
             conv.sent.extend(_turn_ids(conv.thread_id, conv.turns))
             conv.turns += 1
         assert survivor.ask("wait").startswith("waited True")
-        assert victim.ask("slow 60") == "ok"
-        assert victim.ask(f"turn {conv.thread_id} {conv.turns}") == "ok"  # Phase 2 now hangs
+        assert victim.ask(f"block {inside}") == "ok"
+        assert victim.ask(f"turn {conv.thread_id} {conv.turns}") == "ok"
         conv.sent.extend(_turn_ids(conv.thread_id, conv.turns))
         conv.turns += 1
-        victim.proc.kill()
-        victim.proc.wait(timeout=WAIT_S)
+        assert victim.wait_for(inside).split()[0] in {"create", "update"}
+        victim.kill()  # inside the model call of its Phase 2: the archive stays unfolded
         add("postgres: worker processes killed during Phase 2")
         for _ in range(2):
             assert survivor.ask(f"turn {conv.thread_id} {conv.turns}") == "ok"

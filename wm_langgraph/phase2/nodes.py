@@ -677,7 +677,8 @@ class GuardMerge:
             decisions=decisions,
             artifact_trail=missing,
             error_trail=errors,
-            moved=moved,
+            # an archive folded in slices: what each slice moved out is kept, oldest first
+            moved=[*earlier.moved, *moved],
             capture=[*earlier.capture, *fates],
             captured_items=captured,
             trail_sources={**earlier.trail_sources, **sources},

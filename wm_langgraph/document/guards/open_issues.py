@@ -89,6 +89,13 @@ def _marked_key(text: str) -> str:
 def _strip_forged_markers(old_body: str, content: str) -> tuple[str, int]:
     """Remove the restore marker from items whose text the old body did not carry behind it."""
     genuine = {_marked_key(m.group("text")) for m in _MARKED_RE.finditer(old_body)}
+    # and the whole text of an old marked item: the finder above stops at a ";", which also
+    # ends an item's own clause ("a; b" restored whole), not only a fold of several items
+    genuine |= {
+        _marked_key(_unmarked(item))
+        for item in section_items(old_body)
+        if item.startswith(DROPPED_MARKER)
+    }
     out: list[str] = []
     forged = 0
     for line in content.splitlines():
