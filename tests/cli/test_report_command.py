@@ -80,6 +80,7 @@ def test_a_database_url_is_printed_without_its_password():
 
 
 def test_an_unreachable_postgres_database_is_a_clear_error(tmp_path: Path):
+    pytest.importorskip("psycopg", reason="needs the [postgres] extra (psycopg)")
     url = f"postgresql://me:s3cret@/wm?host={tmp_path}&connect_timeout=2"
     for command in (["report", "demo"], ["inspect"]):
         status, _, err = _run([*command, "--db", url])
