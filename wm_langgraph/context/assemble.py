@@ -69,7 +69,7 @@ import bisect
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import (
     AIMessage,
@@ -88,9 +88,11 @@ from wm_langgraph.messages import content_text
 
 __all__ = [
     "FILL_HEADER",
+    "LAYERS",
     "SUMMARY_HEADER",
     "AssembledContext",
     "Budgets",
+    "Layer",
     "assemble_context",
     "compute_budgets",
     "fill_marker",
@@ -199,6 +201,20 @@ def drop_orphan_tool_results(messages: Sequence[BaseMessage]) -> list[BaseMessag
 
 MessageCounter = Callable[[BaseMessage], int]
 
+Layer = Literal[
+    "system", "working memory", "recalled", "verbatim fill", "pending archives", "live messages"
+]
+"""What a message of the assembled input is, as assemble placed it (never read from its text)."""
+LAYERS: tuple[Layer, ...] = (
+    "system",
+    "working memory",
+    "recalled",
+    "verbatim fill",
+    "pending archives",
+    "live messages",
+)
+"""The layers of a model input, in the order assemble puts them."""
+
 
 @dataclass(frozen=True)
 class Budgets:
@@ -232,6 +248,10 @@ class AssembledContext:
             whole document is shown).
         whole_history: The input is the thread's whole history (it fits ``usable``): no
             Working Memory, no addition, no fill.
+        layers: The layer of each of ``messages``, in order (:data:`LAYERS`): recorded where
+            assemble places the message, so a message whose text imitates the engine's headers
+            is never taken for the Working Memory or the fill. In a whole-history input the
+            archived messages a Working Memory covers are ``"verbatim fill"``.
     """
 
     system_message: SystemMessage | None
@@ -241,12 +261,19 @@ class AssembledContext:
     budgets: Budgets
     wm_omitted: int = 0
     whole_history: bool = False
+    layers: tuple[Layer, ...] = ()
 
     @property
     def all_messages(self) -> list[BaseMessage]:
         """The model input: the system message (if any) followed by ``messages``."""
         head: list[BaseMessage] = [self.system_message] if self.system_message else []
         return head + list(self.messages)
+
+    @property
+    def all_layers(self) -> tuple[Layer, ...]:
+        """The layer of each of :attr:`all_messages`."""
+        head: tuple[Layer, ...] = ("system",) if self.system_message else ()
+        return head + self.layers
 
 
 def _check_int(name: str, value: object, minimum: int) -> int:
@@ -566,6 +593,11 @@ def assemble_context(
             verbatim_fill=verbatim_fill,
         )
     dropped = body.size - len(kept) + left_out
+    layers: tuple[Layer, ...] = (
+        (("working memory",) if summary is not None else ())
+        + ("verbatim fill",) * len(fill)
+        + _message_layers(kept, pending_messages)
+    )
     # ``kept`` is a new list: the summary and the fill go in front of it (no second copy).
     messages: list[BaseMessage] = kept
     messages[:0] = ([summary] if summary is not None else []) + fill
@@ -577,7 +609,28 @@ def assemble_context(
         dropped=dropped,
         budgets=budgets,
         wm_omitted=omitted if summary is not None else 0,
+        layers=layers,
     )
+
+
+def _message_layers(
+    messages: Sequence[BaseMessage],
+    pending: Sequence[BaseMessage],
+    folded: Sequence[BaseMessage] = (),
+) -> tuple[Layer, ...]:
+    """The layer of each conversation message shown: a pending archive's, a folded archive's
+    (the fill), else live. Told by message id (a shown copy keeps its original's id)."""
+    pending_ids = {m.id for m in pending if m.id is not None}
+    folded_ids = {m.id for m in folded if m.id is not None}
+
+    def layer(message: BaseMessage) -> Layer:
+        if message.id is not None and message.id in pending_ids:
+            return "pending archives"
+        if message.id is not None and message.id in folded_ids:
+            return "verbatim fill"
+        return "live messages"
+
+    return tuple(layer(m) for m in messages)
 
 
 def _trimmed_size(
@@ -666,12 +719,14 @@ def _whole_history(
     )
     system = _merge_system(system_message, _system_notes(head, tail), None)
     tokens = (count(system) if system is not None else 0) + head.tokens + tail.tokens
+    messages = [*head.body, *tail.body]
     return AssembledContext(
         system_message=system,
-        messages=[*head.body, *tail.body],
+        messages=messages,
         tokens=tokens,
         dropped=_left_out(head, tail),
         budgets=Budgets(0, 0, 0),
+        layers=_message_layers(messages, pending, folded),
     )
 
 
