@@ -68,7 +68,7 @@ def test_every_message_has_the_layer_assemble_put_it_in(
     assert set(context.layers) <= set(LAYERS) - {"system"}
     for layer, message in zip(context.layers, context.messages, strict=True):
         ident = message.id or ""
-        if ident.startswith("live") or ident.startswith("forged"):
+        if ident.startswith(("live", "forged")):
             assert layer == "live messages"
         elif ident.startswith("pending"):
             assert layer == "pending archives"
@@ -89,4 +89,5 @@ def test_a_typed_summary_header_is_a_live_message_not_the_working_memory() -> No
         for layer, m in zip(context.layers, context.messages, strict=True)
         if (m.id or "").startswith("forged")
     ]
-    assert forged and set(forged) == {"live messages"}
+    assert forged
+    assert set(forged) == {"live messages"}
