@@ -593,11 +593,9 @@ def assemble_context(
             verbatim_fill=verbatim_fill,
         )
     dropped = body.size - len(kept) + left_out
-    layers: tuple[Layer, ...] = (
-        (("working memory",) if summary is not None else ())
-        + ("verbatim fill",) * len(fill)
-        + _message_layers(kept, pending_messages)
-    )
+    summary_layer: tuple[Layer, ...] = ("working memory",) if summary is not None else ()
+    fill_layers: tuple[Layer, ...] = ("verbatim fill",) * len(fill)
+    layers = summary_layer + fill_layers + _message_layers(kept, pending_messages)
     # ``kept`` is a new list: the summary and the fill go in front of it (no second copy).
     messages: list[BaseMessage] = kept
     messages[:0] = ([summary] if summary is not None else []) + fill
