@@ -594,7 +594,8 @@ def assemble_context(
         )
     dropped = body.size - len(kept) + left_out
     summary_layer: tuple[Layer, ...] = ("working memory",) if summary is not None else ()
-    fill_layers: tuple[Layer, ...] = ("verbatim fill",) * len(fill)
+    fill_layer: Layer = "verbatim fill"
+    fill_layers = (fill_layer,) * len(fill)
     layers = summary_layer + fill_layers + _message_layers(kept, pending_messages)
     # ``kept`` is a new list: the summary and the fill go in front of it (no second copy).
     messages: list[BaseMessage] = kept
