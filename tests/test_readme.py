@@ -157,6 +157,10 @@ PRINTS: dict[str, tuple[list[str], list[str]]] = {
         ],
         [],
     ),
+    '"thread_id": "restart"': (
+        [r"^[1-9]\d* notes in the WM$", r"^\['archive_001'"],
+        [],
+    ),
     '"async-1"': (
         [r"^## Session Title\nNote 1 deploy window is 1 PM", r"^\['archive_001', 'archive_002'"],
         [],

@@ -62,6 +62,7 @@ from wm_langgraph.storage.archives import (
     message_signature,
     thread_id_from_config,
 )
+from wm_langgraph.storage.beside import checkpointer_beside
 from wm_langgraph.storage.keys import NoStoreError
 
 __all__ = ["Session"]
@@ -195,7 +196,7 @@ class Session:
         (``checkpointer``: the graph's, for config-only reads before any hook ran;
         ``forget_cached``: drops what the memory cached of a memory key's archive records,
         called when a turn starts a lineage without archives)."""
-        self._checkpoints = CheckpointTimelines(checkpointer, self.place)
+        self._checkpoints = CheckpointTimelines(checkpointer, self.place, self._beside)
         self._forget_cached = forget_cached
         self._pointer = TimelinePointer(archives, self._checkpoints)
         self._archives = archives
@@ -212,6 +213,10 @@ class Session:
     def use_checkpointer(self, checkpointer: BaseCheckpointSaver[Any]) -> None:
         """The checkpointer for threads no hook has run for yet (when none was given)."""
         self._checkpoints.use_default(checkpointer)
+
+    def _beside(self, thread_id: str) -> BaseCheckpointSaver[Any] | None:
+        """The checkpoints kept beside the store of ``thread_id`` (``storage.beside``)."""
+        return checkpointer_beside(self._archives.store_for(thread_id))
 
     def place(self, thread_id: str) -> Place:
         """Where the memory ``thread_id`` lives in this context (its store, its key)."""
@@ -300,8 +305,9 @@ class Session:
         return self._pointer.read(thread_id, config)
 
     def checkpointer_of(self, thread_id: str) -> BaseCheckpointSaver[Any] | None:
-        """The checkpointer the thread's hooks last ran with (else the one given), or None."""
-        return self._checkpoints.saver(thread_id)
+        """The checkpointer the thread's hooks last ran with (else the one given, else the
+        checkpoints kept beside the store), or None."""
+        return self._checkpoints.reader(thread_id)
 
     def checkpoint_state(
         self, thread_id: str, config: RunnableConfig | None = None
@@ -551,6 +557,7 @@ class Session:
             confirmed=confirmed,
             resume=resume,
             checkpointed=thread_checkpointer(config) is not None,
+            beside=self._checkpoints.kept_beside(turn.thread_id, config),
         )
         return update
 
@@ -563,6 +570,7 @@ class Session:
         resume: bool = True,
         confirmed: list[str] | None = None,
         checkpointed: bool = False,
+        beside: bool | None = None,
     ) -> None:
         pointer = archives if confirmed is None else confirmed
         place = self.place(thread_id)
@@ -572,7 +580,11 @@ class Session:
                 self._touched.clear()  # a later first touch only re-checks for pending work
             self._touched.add(place)
         self._pointer.write(
-            thread_id, pointer, behind=pointer != archives, checkpointed=checkpointed
+            thread_id,
+            pointer,
+            behind=pointer != archives,
+            checkpointed=checkpointed,
+            beside=beside,
         )
         # ``resume`` is False when the caller schedules Phase 2 itself (a commit): the job it
         # schedules folds these archives too, so scheduling here as well would run it twice.
