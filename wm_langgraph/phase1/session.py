@@ -363,11 +363,6 @@ class Session:
             # one whose records another process removed): its archives will reuse the ids of
             # records this process may have cached.
             self._forget_cached(thread_id)
-        if meta["archives"]:
-            marker = self._archives.get_meta(thread_id, RESET_META)
-            dropped = {str(a) for a in (marker or {}).get("archives") or []}
-            if dropped.intersection(meta["archives"]):
-                meta, reset = clamp_meta(None, keep), True  # a fresh start: recount it all
         if meta["keep_recent_count"] != keep:  # the setting changed: recount from scratch
             meta = {
                 **meta,
@@ -378,14 +373,29 @@ class Session:
                 "last_counted_index": -1,
             }
         messages, assigned = self._messages_for(state, meta)
+        # A meta read from the store in a subgraph (whose state may last one parent step) cannot
+        # vouch for the messages before its last accounted one: the parent re-sends archived ones.
+        everything = not in_state and _in_subgraph(config)
+        signatures: dict[str, str] = {}
+        if meta["archives"]:
+            # The reset marker and the new messages' archive index entries: one round trip.
+            marker, signatures = self._archives.meta_and_signatures(
+                thread_id,
+                RESET_META,
+                [str(m.id) for m in self._fresh(messages, meta, everything=everything)],
+                meta["archives"],
+            )
+            dropped = {str(a) for a in (marker or {}).get("archives") or []}
+            if dropped.intersection(meta["archives"]):
+                meta, reset = clamp_meta(None, keep), True  # a fresh start: recount it all
+                messages, assigned = self._messages_for(state, meta)
         removals: list[str] = []
         if stored.get("removed_ids"):  # a commit whose removal never reached the checkpoint
             present = {m.id for m in messages}
             removals = [i for i in stored["removed_ids"] if i in present]
-        # A meta read from the store in a subgraph (whose state may last one parent step) cannot
-        # vouch for the messages before its last accounted one: the parent re-sends archived ones.
-        everything = not in_state and _in_subgraph(config)
-        resent, reused = self.resends(thread_id, messages, meta, everything=everything)
+        resent, reused = self.resends(
+            thread_id, messages, meta, everything=everything, signatures=signatures
+        )
         if reused:
             messages = _renamed(messages, reused)
             assigned = True  # the update replaces the messages: the new ids reach the state
@@ -412,6 +422,7 @@ class Session:
         meta: WorkingMemoryMeta,
         *,
         everything: bool = False,
+        signatures: Mapping[str, str] | None = None,
     ) -> tuple[set[str], set[str]]:
         """Messages new since the meta's last accounting whose id an archive of the meta's
         timeline already holds, in two kinds:
@@ -423,18 +434,19 @@ class Session:
           at ``u1``). It is a new message: kept, shown, and given an id of its own.
 
         Same or not is decided by :func:`~wm_langgraph.storage.archives.message_signature`.
-        O(new messages): one batched store read, none when nothing is new.
+        O(new messages): one batched store read, none when nothing is new (or none at all
+        when the caller read them already: ``signatures``, as :meth:`_load` does).
 
         Returns:
             The re-sent ids and the reused ids.
         """
         if not meta["archives"]:
             return set(), set()
-        start = None if everything else new_messages_start(meta, messages)
-        fresh = [m for m in (messages if start is None else messages[start:]) if m.id]
-        signatures = self._archives.archived_signatures(
-            thread_id, [str(m.id) for m in fresh], meta["archives"]
-        )
+        fresh = self._fresh(messages, meta, everything=everything)
+        if signatures is None:
+            signatures = self._archives.archived_signatures(
+                thread_id, [str(m.id) for m in fresh], meta["archives"]
+            )
         resent: set[str] = set()
         reused: set[str] = set()
         for message in fresh:
@@ -446,6 +458,14 @@ class Session:
             else:
                 resent.add(str(message.id))
         return resent, reused
+
+    @staticmethod
+    def _fresh(
+        messages: Sequence[BaseMessage], meta: WorkingMemoryMeta, *, everything: bool
+    ) -> list[BaseMessage]:
+        """The messages new since the meta's last accounting (all with ``everything``)."""
+        start = None if everything else new_messages_start(meta, messages)
+        return [m for m in (messages if start is None else messages[start:]) if m.id]
 
     def _account(
         self, thread_id: str, meta: WorkingMemoryMeta, messages: list[BaseMessage]

@@ -627,9 +627,33 @@ class ArchiveStore:
         ids = list(dict.fromkeys(str(i) for i in message_ids))
         if not ids or not timeline:
             return {}
-        on_timeline = set(timeline)
         ns = self.namespace(thread_id, "ids")
         found = self._io(thread_id).batch([GetOp(ns, i) for i in ids])
+        return self._signatures(thread_id, ids, found, timeline)
+
+    def meta_and_signatures(
+        self, thread_id: str, key: str, message_ids: Sequence[str], timeline: Sequence[str]
+    ) -> tuple[dict[str, Any] | None, dict[str, str]]:
+        """:meth:`get_meta` of ``key`` and :meth:`archived_signatures`, in one store round trip
+        (every hook call reads both: one round trip fewer per call)."""
+        ids = list(dict.fromkeys(str(i) for i in message_ids)) if timeline else []
+        ops = [GetOp(self.namespace(thread_id, "meta"), key)]
+        ops += [GetOp(self.namespace(thread_id, "ids"), i) for i in ids]
+        found = self._io(thread_id).batch(ops)
+        item = found[0]
+        meta = dict(item.value) if isinstance(item, Item) else None
+        signatures = self._signatures(thread_id, ids, found[1:], timeline) if ids else {}
+        return meta, signatures
+
+    def _signatures(
+        self,
+        thread_id: str,
+        ids: Sequence[str],
+        found: Sequence[Any],
+        timeline: Sequence[str],
+    ) -> dict[str, str]:
+        """:meth:`archived_signatures` from the index entries ``found`` for ``ids``."""
+        on_timeline = set(timeline)
         out: dict[str, str] = {}
         unsigned: dict[str, str] = {}  # message id -> the archive to read it from
         for message_id, item in zip(ids, found, strict=True):
