@@ -188,3 +188,27 @@ def test_the_command_line_reads_a_thread_a_stategraph_process_wrote(
     assert done.returncode == 0, done.stderr[-3000:]
     shown = out.read_text(encoding="utf-8") if command == "report" else done.stdout
     assert "FACT-1" in shown
+
+
+def test_an_async_process_reads_a_live_thread_through_aopen_sqlite(tmp_path: Path) -> None:
+    """``aopen_sqlite``'s store knows its checkpointer too: the async reads of a new process
+    read the live thread, and nothing of the deleted one."""
+    import asyncio
+
+    from wm_langgraph import aopen_sqlite
+
+    where = str(tmp_path / "agent.sqlite")
+    shown = _first_process("stategraph", "open_sqlite", where)
+
+    async def read() -> tuple[str, str, list[str]]:
+        async with aopen_sqlite(where) as (_, store):
+            memory = WorkingMemory(store=store)
+            live = await memory.aget_working_memory(LIVE)
+            gone = await memory.aget_working_memory(GONE)
+            ids = [a.id for a in await memory.alist_archives(LIVE)]
+            return live, gone, ids
+
+    live, gone, ids = asyncio.run(read())
+    assert live == shown["wm"]
+    assert gone == ""
+    assert ids == shown["archives"]
