@@ -33,10 +33,7 @@ def _input() -> list:
 
 def test_each_message_of_an_input_gets_its_layer_and_its_count():
     messages = _input()
-    entries = split_layers(
-        messages, live_ids={"l1", "l2", "l3"}, pending_ids={"p1"}, count=message_tokens
-    )
-    assert [e.layer for e in entries] == [
+    layers = [
         "system",
         "working memory",
         "verbatim fill",
@@ -47,6 +44,8 @@ def test_each_message_of_an_input_gets_its_layer_and_its_count():
         "live messages",
         "live messages",
     ]
+    entries = split_layers(messages, layers, count=message_tokens)
+    assert [e.layer for e in entries] == layers
     assert [e.tokens for e in entries] == [message_tokens(m) for m in messages]
     view = ModelInputView(tuple(entries), compute_budgets(4_000, 0, 8_000), 4_000, label="call 3")
     assert view.tokens == sum(message_tokens(m) for m in messages)
@@ -61,10 +60,7 @@ def test_each_message_of_an_input_gets_its_layer_and_its_count():
 
 def test_an_input_over_usable_says_so():
     entries = split_layers(
-        [HumanMessage("x " * 400, id="l1")],
-        live_ids={"l1"},
-        pending_ids=set(),
-        count=message_tokens,
+        [HumanMessage("x " * 400, id="l1")], ["live messages"], count=message_tokens
     )
     view = ModelInputView(tuple(entries), compute_budgets(100, 0, 8_000), 100)
     assert "over usable" in parse(view._repr_html_()).text

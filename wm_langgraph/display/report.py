@@ -303,20 +303,8 @@ class ThreadReport:
         # Inside a run a state without the meta reads as an empty one (no archive yet).
         meta = dict(meta) if isinstance(meta, Mapping) else {"archives": []}
         context = rebuild(messages, {**start.state, META_KEY: meta}, start.at)
-        timeline = [str(a) for a in meta.get("archives") or []]
-        covered = self._covered_at(timeline, start.at)
-        pending_ids = {
-            str(m.id)
-            for r in self._records
-            if r.id in timeline and r.id not in covered
-            for m in r.messages
-            if m.id
-        }
         entries = split_layers(
-            context.all_messages,
-            live_ids={str(m.id) for m in messages if m.id},
-            pending_ids=pending_ids,
-            count=self._source.count_message,
+            context.all_messages, context.all_layers, count=self._source.count_message
         )
         return ModelInputView(
             entries=tuple(entries),
@@ -326,17 +314,6 @@ class ThreadReport:
             note=SYSTEM_NOTE,
             turn=start.turn,
         )
-
-    def _covered_at(self, timeline: Sequence[str], at: datetime | None) -> set[str]:
-        """The archives the Working Memory version current at ``at`` covers."""
-        best: tuple[str, ...] = ()
-        for version in self._versions:
-            written = parse_time(version.created_at)
-            if at is not None and written is not None and written > at:
-                continue
-            if list(version.covers) == list(timeline[: len(version.covers)]):
-                best = version.covers if len(version.covers) > len(best) else best
-        return set(best)
 
     # -- output --------------------------------------------------------------------------------
     def __repr__(self) -> str:
