@@ -148,7 +148,7 @@ class ModelInputView:
     @property
     def layers(self) -> dict[str, int]:
         """Tokens per layer (every layer of :data:`LAYERS`, 0 when absent)."""
-        sizes = dict.fromkeys(LAYERS, 0)
+        sizes: dict[str, int] = dict.fromkeys(LAYERS, 0)
         for entry in self.entries:
             sizes[entry.layer] += entry.tokens
         return sizes

@@ -40,6 +40,7 @@ from wm_langgraph.display.archive import ArchiveView, status_badge
 from wm_langgraph.display.chart import CallBar, calls_chart
 from wm_langgraph.display.commit import CommitView
 from wm_langgraph.display.history import CallStart, History, parse_time, read_history
+from wm_langgraph.display.marks import NO_MARKS, VersionRecord, marks_by_version
 from wm_langgraph.display.markup import (
     LAYER_CLASSES,
     badge,
@@ -206,6 +207,11 @@ def _searches(conversation: Sequence[BaseMessage]) -> list[SearchCall]:
     return out
 
 
+def _decisions(info: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    raw = info.get("decisions")
+    return [d for d in raw if isinstance(d, Mapping)] if isinstance(raw, list) else []
+
+
 def _when(value: datetime | None) -> str:
     return value.astimezone(UTC).strftime("%H:%M:%S") if value else ""
 
@@ -241,10 +247,18 @@ class ThreadReport:
         store = ArchiveStore(source.store)
         self._versions = _versions(store, source.key, timeline)
         moved = dict(store.moved_items(source.key, [v.key for v in self._versions]))
+        marks = marks_by_version(
+            [
+                VersionRecord(v.text, _decisions(v.info), len(moved.get(v.key, [])))
+                for v in self._versions
+            ]
+        )
         self.commits: list[CommitView] = []
         before: str = ""
         covered: tuple[str, ...] = ()
-        for number_, version in enumerate(self._versions, start=1):
+        for number_, (version, vouched) in enumerate(
+            zip(self._versions, marks, strict=True), start=1
+        ):
             self.commits.append(
                 CommitView(
                     number=number_,
@@ -258,6 +272,7 @@ class ThreadReport:
                         for i in moved.get(version.key, [])
                     ),
                     created_at=version.created_at,
+                    marks=vouched,
                 )
             )
             before, covered = version.text, version.covers
@@ -269,6 +284,7 @@ class ThreadReport:
             covers=current.covers if current else (),
             code_items=current.info.get("code_items") if current else None,
             title="Working Memory now",
+            marks=marks[-1] if marks else NO_MARKS,
         )
         self.archives: list[ArchiveView] = [ArchiveView(r) for r in self._records]
         self.searches: list[SearchCall] = _searches(source.conversation)
