@@ -56,6 +56,7 @@ from wm_langgraph.messages import content_text
 from wm_langgraph.recall.tools import ARCHIVE_EXPAND, ARCHIVE_SEARCH
 from wm_langgraph.state import META_KEY
 from wm_langgraph.storage.archives import LATEST_KEY, ArchiveRecord, ArchiveStore
+from wm_langgraph.storage.settings import SettingsRecord, settings_at
 
 __all__ = [
     "IN_SUBGRAPH",
@@ -67,9 +68,13 @@ __all__ = [
     "ThreadReport",
 ]
 
-Rebuild = Callable[[Sequence[BaseMessage], Mapping[str, Any], datetime | None], AssembledContext]
-"""``rebuild(messages, state, as_of)``: the model input the memory assembles for a call that
-started from ``state`` (its live ``messages``), with the store as it was at ``as_of``."""
+Rebuild = Callable[
+    [Sequence[BaseMessage], Mapping[str, Any], datetime | None, WorkingMemoryConfig],
+    AssembledContext,
+]
+"""``rebuild(messages, state, as_of, settings)``: the model input the memory assembles under
+``settings`` for a call that started from ``state`` (its live ``messages``), with the store as
+it was at ``as_of``."""
 
 SYSTEM_NOTE = (
     "Rebuilt from the checkpoint the call started from, with the memory's own code. The "
@@ -111,6 +116,9 @@ class ReportSource:
         rebuild: Assembles a call's input again (None: no per-call sizes).
         where: Where the thread is kept (shown in the heading), e.g. the database.
         no_calls: Why the turns and the calls are not shown, when there is no checkpointer.
+        settings: The settings records of the thread, oldest first (``storage.settings``).
+        assumed: The settings of the calls no record covers (None: those are not rebuilt).
+        assumed_from: Where ``assumed`` comes from, as the report says it.
     """
 
     thread_id: str
@@ -125,6 +133,9 @@ class ReportSource:
     rebuild: Rebuild | None = None
     where: str = ""
     no_calls: str = NO_CHECKPOINTER
+    settings: Sequence[SettingsRecord] = ()
+    assumed: WorkingMemoryConfig | None = None
+    assumed_from: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +218,15 @@ def _searches(conversation: Sequence[BaseMessage]) -> list[SearchCall]:
     return out
 
 
+def _budget(config: WorkingMemoryConfig) -> str:
+    budgets = compute_budgets(config.tokens, config.reserve_tokens, config.archive_memory_tokens)
+    fill = "" if config.verbatim_fill else ", no verbatim fill"
+    return (
+        f"budget {config.tokens:,} tokens, usable {budgets.usable:,}, reply reserve "
+        f"{budgets.reserved:,}, Working Memory share {budgets.archive:,}{fill}"
+    )
+
+
 def _decisions(info: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     raw = info.get("decisions")
     return [d for d in raw if isinstance(d, Mapping)] if isinstance(raw, list) else []
@@ -238,10 +258,14 @@ class ThreadReport:
         """Read what ``source`` names (the per-call inputs are rebuilt on first use)."""
         self._source = source
         self.thread_id = source.thread_id
-        self.config = source.config
+        self.settings: list[SettingsRecord] = list(source.settings)
+        newest = self.settings[-1].config() if self.settings else None
+        self.settings_known = newest is not None
+        self.config = newest or source.assumed or source.config
         self.budgets: Budgets = compute_budgets(
-            source.config.tokens, source.config.reserve_tokens, source.config.archive_memory_tokens
+            self.config.tokens, self.config.reserve_tokens, self.config.archive_memory_tokens
         )
+        self.unknown_settings = 0
         self._records = list(source.archives)
         timeline = [r.id for r in self._records]
         store = ArchiveStore(source.store)
@@ -306,30 +330,47 @@ class ThreadReport:
             return []
         out: list[ModelInputView] = []
         for start in history.calls:
+            record = settings_at(self.settings, start.at)
+            settings = record.config() if record is not None else None
+            note = ""
+            if settings is None:
+                settings = self._source.assumed
+                if settings is None:
+                    self.unknown_settings += 1
+                    continue
+                note = f"Settings not recorded for this call: rebuilt with {self._assumed()}."
             try:
-                out.append(self._call(start, rebuild))
+                out.append(self._call(start, rebuild, settings, note))
             except Exception as exc:  # a report shows what it can
                 self.unreadable += 1
                 logger.info("wm_langgraph: call %d not rebuilt: %s", start.number, exc)
         return out
 
-    def _call(self, start: CallStart, rebuild: Rebuild) -> ModelInputView:
+    def _call(
+        self, start: CallStart, rebuild: Rebuild, settings: WorkingMemoryConfig, note: str
+    ) -> ModelInputView:
         messages = list(start.state.get("messages") or [])
         meta = start.state.get(META_KEY)
         # Inside a run a state without the meta reads as an empty one (no archive yet).
         meta = dict(meta) if isinstance(meta, Mapping) else {"archives": []}
-        context = rebuild(messages, {**start.state, META_KEY: meta}, start.at)
+        context = rebuild(messages, {**start.state, META_KEY: meta}, start.at, settings)
         entries = split_layers(
             context.all_messages, context.all_layers, count=self._source.count_message
         )
         return ModelInputView(
             entries=tuple(entries),
             budgets=context.budgets,
-            token_budget=self.config.tokens,
+            token_budget=settings.tokens,
             label=f"call {start.number} · turn {start.turn}",
-            note=SYSTEM_NOTE,
+            note=f"{note} {SYSTEM_NOTE}" if note else SYSTEM_NOTE,
             turn=start.turn,
         )
+
+    def _assumed(self) -> str:
+        assumed = self._source.assumed
+        if assumed is None:
+            return "nothing"
+        return f"{self._source.assumed_from or 'settings given to the report'} ({_budget(assumed)})"
 
     # -- output --------------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -359,10 +400,7 @@ class ThreadReport:
         where = f" · {text(source.where, 300)}" if source.where else ""
         head = (
             f"<h1>Thread {text(self.thread_id, 300)}</h1>"
-            f'<p class="sub">What the Working Memory did{where} · budget '
-            f"{number(self.config.tokens)} tokens, usable {number(self.budgets.usable)}, "
-            f"reply reserve {number(self.budgets.reserved)}, Working Memory share "
-            f"{number(self.budgets.archive)}</p>"
+            f'<p class="sub">What the Working Memory did{where}</p>{self._settings_note()}'
         )
         return (
             head
@@ -374,6 +412,29 @@ class ThreadReport:
             + self._commits_section()
             + self._archives_section()
             + self._searches_section()
+        )
+
+    def _settings_note(self) -> str:
+        """What the thread ran with, from its records, or that they are unknown."""
+        if self.settings_known:
+            changes = len(self.settings) - 1
+            more = (
+                f" Its settings changed {changes} time(s): each call is rebuilt with the ones it "
+                "ran with."
+                if changes
+                else ""
+            )
+            return f'<p class="sub">Ran with (recorded): {text(_budget(self.config))}.{more}</p>'
+        if self._source.assumed is None:
+            rebuilt = (
+                "The model calls are not rebuilt: pass the agent's settings (wm-langgraph report "
+                "--budget …, or memory.report from the memory it ran with)."
+            )
+        else:
+            rebuilt = f"The calls are rebuilt with {self._assumed()}, an assumption."
+        return (
+            '<p class="sub"><b>The settings this thread ran with are not recorded</b> (it ran '
+            f"before wm_langgraph recorded them). {text(rebuilt)}</p>"
         )
 
     def _cards(self) -> str:
@@ -524,7 +585,7 @@ class ThreadReport:
         if history is None or self._source.rebuild is None:
             return head + f'<p class="muted">{text(self._source.no_calls)}</p>'
         calls = self.calls
-        bars = [CallBar(c.label, c.layers) for c in calls]
+        bars = [CallBar(c.label, c.layers, c.budgets.usable) for c in calls]
         chart = calls_chart(bars, usable=self.budgets.usable, budget=self.config.tokens)
         key = (
             '<div class="key">'
@@ -537,13 +598,15 @@ class ThreadReport:
             + "</td>"
             + "".join(f'<td class="n">{number(c.layers[n])}</td>' for n in LAYERS)
             + f'<td class="n"><b>{number(c.tokens)}</b></td>'
-            + f'<td class="n">{c.tokens / max(1, self.budgets.usable):.0%}</td></tr>'
+            + f'<td class="n">{number(c.budgets.usable)}</td>'
+            + f'<td class="n">{c.tokens / max(1, c.budgets.usable):.0%}</td></tr>'
             for c in calls
         )
         table = (
             "<table><tr><th>call</th>"
             + "".join(f'<th class="n">{text(n)}</th>' for n in LAYERS)
-            + f'<th class="n">total</th><th class="n">of usable</th></tr>{rows}</table>'
+            + '<th class="n">total</th><th class="n">usable</th><th class="n">of usable</th>'
+            + f"</tr>{rows}</table>"
         )
         missing = (
             f'<p class="note">{history.not_rebuilt} answer(s) could not be rebuilt: the '
@@ -551,6 +614,11 @@ class ThreadReport:
             if history.not_rebuilt
             else ""
         )
+        if self.unknown_settings:
+            missing += (
+                f'<p class="note">{self.unknown_settings} call(s) are not rebuilt: the settings '
+                "they ran with are not recorded.</p>"
+            )
         if self.unreadable:
             missing += (
                 f'<p class="note">{self.unreadable} call(s) could not be assembled again from '
