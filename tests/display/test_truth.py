@@ -3,6 +3,7 @@ the layer of a message is where assemble put it (issue 48, SPEC §11)."""
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from typing import Any
@@ -76,6 +77,9 @@ def test_a_document_block_titled_as_the_summary_is_a_live_message_on_call_one():
     first = report.calls[0]
     assert [e.layer for e in first.entries if e.message.type == "human"] == ["live messages"]
     assert first.layers["working memory"] == 0  # nothing was folded: there is no summary
+    sent = json.dumps([m.content for m in session.prompts()[-1]], ensure_ascii=False)
+    assert "[Session History Summary]" not in sent  # the model sees the header quoted
+    assert "[quoted text: Session History Summary] the real history" in sent
 
 
 def test_tag_characters_never_reach_the_document_and_show_as_code_points():

@@ -159,7 +159,7 @@ STYLE = """
 .wmv{font:13px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
  color:#1f2937;background:#fff;padding:12px 14px;border:1px solid #e5e7eb;border-radius:8px;
  max-width:1100px;box-sizing:border-box;text-align:left}
-.wmv *{box-sizing:border-box}
+.wmv *{box-sizing:border-box;overflow-wrap:anywhere}
 .wmv h1{font-size:20px;margin:0 0 6px}
 .wmv h2{font-size:16px;margin:22px 0 8px;padding-bottom:4px;border-bottom:1px solid #e5e7eb}
 .wmv h3{font-size:14px;margin:14px 0 6px}
@@ -177,7 +177,7 @@ STYLE = """
 .wmv details{margin:4px 0}
 .wmv summary{cursor:pointer;color:#374151}
 .wmv .b{display:inline-block;font-size:11px;line-height:16px;padding:0 6px;border-radius:8px;
- background:#e5e7eb;color:#374151;margin-right:4px;white-space:nowrap;vertical-align:1px}
+ background:#e5e7eb;color:#374151;margin-right:4px;vertical-align:1px;max-width:100%}
 .wmv .b-done{background:#d1fae5;color:#065f46}
 .wmv .b-pending{background:#fef3c7;color:#92400e}
 .wmv .b-failed{background:#fee2e2;color:#991b1b}
@@ -212,6 +212,7 @@ STYLE = """
 .wmv .l-fill{background:#38bdf8;fill:#38bdf8}.wmv .l-pend{background:#f59e0b;fill:#f59e0b}
 .wmv .l-live{background:#10b981;fill:#10b981}.wmv .l-free{background:#f3f4f6;fill:#f3f4f6}
 .wmv .l-res{background:#d1d5db;fill:#d1d5db}
+.wmv svg,.wmv svg *{overflow-wrap:normal}
 .wmv .key{display:flex;flex-wrap:wrap;gap:12px;font-size:12px;color:#374151;margin:4px 0}
 .wmv .key i,.wmv td i{display:inline-block;width:10px;height:10px;border-radius:2px;
  margin-right:4px;vertical-align:-1px}
