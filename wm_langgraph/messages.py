@@ -20,6 +20,12 @@ Rendered format, one block per message, blocks separated by a blank line::
     [tool result read_file, status=success, id call_1]
     def main(): ...
 
+What the writer is shown is text entering the memory: every text of a block (a message's text,
+a document's title and source, a tool call's name and arguments, a tool result) has the
+engine's marks quoted and its hidden characters shown
+(:func:`wm_langgraph.document.text.entry.entry_text`), before any cap; a token count reads
+the message as the provider gets it.
+
 Rendering never raises on odd content: content block lists contribute their text, including
 the text inside ``document`` (a text or content source), ``search_result``, ``json``, tool-result
 lists and ``refusal`` blocks; images become ``[image]``, files, audio and video ``[<type>]``,
