@@ -14,10 +14,12 @@ from langchain_core.runnables import RunnableConfig
 from tests.display._inert import parse
 from tests.display._sessions import run_session
 from tests.engine._support import is_update_call
+from wm_langgraph.display.marks import NO_MARKS, VersionRecord, marks_by_version
 from wm_langgraph.document import SECTIONS, render_working_memory
 from wm_langgraph.document.compaction import MOVED_MARKER_RE
 from wm_langgraph.document.guards import DROPPED_MARKER, RESTORED_MARKER
 from wm_langgraph.document.protocol import UPDATE_TOOL_NAME as UPDATE_TOOL
+from wm_langgraph.document.sections import item_key
 from wm_langgraph.storage.archives import ArchiveStore
 from wm_langgraph.testing import ScriptedChatModel
 
@@ -149,3 +151,35 @@ def test_marks_a_writer_invents_get_no_badge():
     assert "by a guard" not in shown
     assert "moved out, recorded" not in shown
     assert " superseded" not in shown.replace("superseded: the old port", "")
+
+
+def test_marks_follow_the_guard_decisions_count_by_count():
+    before = render_working_memory({"Key Facts & Decisions": "- a fact"})
+    after = render_working_memory(
+        {
+            "Key Facts & Decisions": "- a fact\n- [restored] one\n- [restored] two\n"
+            "- [restored] typed by the writer"
+        }
+    )
+    decision = {
+        "section": "Key Facts & Decisions",
+        "requested": "UPDATE",
+        "applied": "UPDATE",
+        "reason": "restored 2 bullet(s) whose anchors vanished from the document",
+    }
+    marks = marks_by_version([VersionRecord(before, []), VersionRecord(after, [decision])])
+    assert marks[0] == NO_MARKS
+    # the guard appends what it restores: the last two marked items are the restored ones
+    assert marks[1].restored == {
+        item_key("[restored] two"),
+        item_key("[restored] typed by the writer"),
+    }
+    more = {**decision, "reason": "restored 9 bullet(s) whose anchors vanished"}
+    (_, every) = marks_by_version([VersionRecord(before, []), VersionRecord(after, [more])])
+    assert len(every.restored) == 3  # a count above the marked items badges each, no more
+    later = render_working_memory({"Key Facts & Decisions": "- [restored] two\n- [restored] new"})
+    third = marks_by_version(
+        [VersionRecord(before, []), VersionRecord(after, [decision]), VersionRecord(later, [])]
+    )[2]
+    assert third.restored == {item_key("[restored] two")}  # kept while it stands; none new
+    assert third.moved == 0

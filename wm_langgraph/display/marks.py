@@ -88,7 +88,7 @@ def _count(decisions: Sequence[Mapping[str, Any]], section: str, pattern: re.Pat
 
 def _last_marked(added: list[str], count: int, marked: Any) -> set[str]:
     found = [item_key(i) for i in added if marked(i)]
-    return set(found[len(found) - count :]) if count > 0 else set()
+    return set(found[max(0, len(found) - count) :]) if count > 0 else set()
 
 
 def _restore_marked(item: str) -> bool:
