@@ -8,7 +8,9 @@ it on the turn's path. It shows:
   Memory versions that fold them and the user turns, then every event in time order;
 - the model input of every call split into its layers against the budget (a chart, then a
   table), rebuilt from the checkpoint each call started from (:mod:`.history` says how and what
-  cannot be known);
+  cannot be known), under the settings the thread recorded for that moment
+  (:mod:`wm_langgraph.storage.settings`; where none is recorded the report says so and uses only
+  settings its caller names);
 - the current Working Memory (:class:`~.working_memory.WorkingMemoryView`);
 - every Working Memory version with its diff and guard decisions (:class:`~.commit.CommitView`);
 - every archive with its messages and abstract (:class:`~.archive.ArchiveView`);
@@ -241,8 +243,14 @@ class ThreadReport:
 
     Attributes:
         thread_id: The thread.
-        config: The memory's settings the report reads the budgets from.
-        budgets: The budgets of every model input.
+        config: The settings the thread ran with last, as it recorded them (else the
+            assumed ones, else the memory's): the heading's budgets and the limits shown.
+        budgets: The budgets of ``config``.
+        settings: The thread's settings records, oldest first: each call is rebuilt with the
+            one in force when it started.
+        settings_known: The thread recorded its settings.
+        unknown_settings: Calls not rebuilt because no record covers them and no settings
+            were assumed (counted once :attr:`calls` is read).
         working_memory: The current Working Memory.
         commits: Every Working Memory version on the thread's timeline, oldest first.
         archives: Every archive of the timeline, in order.
@@ -303,7 +311,7 @@ class ThreadReport:
         current = self._versions[-1] if self._versions else None
         self.working_memory: WorkingMemoryView = working_memory_view(
             current.text if current else "",
-            config=source.config,
+            config=self.config,
             count=source.count_text,
             covers=current.covers if current else (),
             code_items=current.info.get("code_items") if current else None,
