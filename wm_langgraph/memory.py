@@ -310,8 +310,11 @@ class WorkingMemory:
 
         def run(state: Mapping[str, Any], config: RunnableConfig | None) -> Any:
             self.config.tokens  # noqa: B018 - raises ValueError saying how to resolve it
+            update = hook(state, config)
+            # After the hook: input it refuses writes nothing; still before the checkpoint
+            # the next model call starts from.
             self._settings.note(thread_id_from_config(config))
-            return hook(state, config)
+            return update
 
         return run
 
@@ -483,8 +486,8 @@ class WorkingMemory:
     def _overflow_update(
         self, state: Mapping[str, Any], config: RunnableConfig | None
     ) -> dict[str, Any] | None:
-        self._settings.note(thread_id_from_config(config))
         update, _, _ = self._session.overflow(state, config)
+        self._settings.note(thread_id_from_config(config))
         return update
 
     def build_context(
@@ -505,7 +508,6 @@ class WorkingMemory:
             messages = list(messages)
         with self._scoper.serving(config):
             thread_id = self._scoper.enter(config, state)
-            self._settings.note(thread_id)
             view = self._views.view(thread_id, messages)
             reject_foreign_summaries(view.marked)
             if state is not None:
@@ -513,7 +515,9 @@ class WorkingMemory:
             else:
                 timeline = self._session.timeline_for_thread(thread_id, config)
             requested = _removal_requests(state) | view.removals
-            return self._build(view, thread_id, timeline, system_message, requested)
+            context = self._build(view, thread_id, timeline, system_message, requested)
+            self._settings.note(thread_id)
+            return context
 
     def _build(
         self,
