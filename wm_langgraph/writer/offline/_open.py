@@ -51,8 +51,9 @@ TODO_RE = re.compile(
 )
 RESOLVED_RE = re.compile(
     r"\b(done|fixed|resolved|answered|completed|implemented|added|passes|passing|pass|"
-    r"works now|no longer|settled|decided|finished|closed)\b"
-    r"|已解决|解决了|完成|搞定|修复了|已修复|通过了|已通过|确定了",
+    r"works now|no longer|settled|decided|finished|closed|confirmed|confirms|verified|"
+    r"clarified|turns out|turned out|it's settled)\b"
+    r"|已解决|解决了|完成|搞定|修复了|已修复|通过了|已通过|确定了|确认了|已确认",
     _I,
 )
 # A promised follow-up: a future action tied to a later time.

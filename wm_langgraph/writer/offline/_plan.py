@@ -178,10 +178,10 @@ def _goals_op(
     goals = list(found.goals)
     if (
         not old_items
-        and found.first_request
-        and not any(similar(found.first_request, g) for g in goals)
+        and found.opening_goal
+        and not any(similar(found.opening_goal, g) for g in goals)
     ):
-        goals.insert(0, found.first_request)
+        goals.insert(0, found.opening_goal)
     new = _fresh(goals, old_items, threshold=0.6)
     if warned and len(old_items) > 3:
         covered = extract_anchors(elsewhere, include_markers=False) if elsewhere else set()
