@@ -354,6 +354,8 @@ def _written(
         return not missing_errors([candidate.text], sections[ERRORS])
     if statement_key(candidate.text) in _item_keys(text):
         return True  # the same item, whatever its markers, speaker or acknowledgement
+    if item_present(candidate.text, _items(text)):
+        return True  # said whole inside one item ("Owen: A; B; C" holds B)
     if candidate.anchors:
         return _held_by_a_clause(candidate, _document_clauses(text), framing)
     items = _items(text)
@@ -559,7 +561,8 @@ def _askable(check: _Check, units: list[int], dismissed: Collection[str]) -> lis
     dismissed in an earlier round ends ``dismissed`` without a question."""
     cands = check.candidates
     for n in units:
-        if not cands[n].anchors and cands[n].kind not in ASKED_WITHOUT_ANCHOR:
+        cand = cands[n]
+        if not cand.anchors and not cand.explicit and cand.kind not in ASKED_WITHOUT_ANCHOR:
             check.settle(n, "skipped", "no anchor")
     askable = [n for n in units if n not in check.fates]
     earlier = set(dismissed)

@@ -49,6 +49,7 @@ __all__ = [
     "extract_units",
     "format_date",
     "is_chat",
+    "is_small_talk",
     "parse_session_date",
     "pasted_lines",
     "reads_as_instruction",
@@ -57,6 +58,7 @@ __all__ = [
     "shorten_whole",
     "split_sentences",
     "statement_key",
+    "statement_kind",
     "without_ack",
 ]
 
@@ -379,7 +381,7 @@ _SPEAKER_PREFIX_RE = re.compile(
     r"^\s*(?:(?i:user|assistant|human|ai|me|you)|用户|助手|[A-Z][a-z]{1,20}(?: [A-Z][a-z]{1,20})?)"
     r"\s*[:：]\s*"
 )
-_MARKERS_RE = re.compile(r"^\s*(?:[-*+•]\s+)?(?:\[[^\]\n]{0,40}\]\s*)+")
+_MARKERS_RE = re.compile(r"^\s*(?:[-*+•]\s+)?(?:\[[^\]\n]{0,40}\]\s*)*")
 _KEY_TRIM = " \t.;,:!?*_`'\"“”‘’…。！？；，："
 
 
@@ -432,8 +434,9 @@ PASTE_LINES = 20
 few long lines, not dozens."""
 _FENCE_RE = re.compile(r"^\s*(?:```|~~~)")
 _CODE_LINE_RE = re.compile(
-    r"^(?:\t| {2,})\S|[{};]\s*$|^\s*[}\])]|=>|==|!=|\)\s*\{|^\s*(?:def|class|import|from \S+ import|return|"
-    r"function|const|var|public|private|#include|SELECT|INSERT|CREATE TABLE)\b|^\s*[<#@$>]\S"
+    r"^(?:\t| {2,})\S|[{};]\s*$|^\s*[}\])]|=>|==|!=|\)\s*\{"
+    r"|^\s*(?:def|class|import|from \S+ import|return|function|const|var|public|private|"
+    r"#include|SELECT|INSERT|CREATE TABLE)\b|^\s*[<#@$>]\S"
 )
 _LOG_LINE_RE = re.compile(
     r"^\s*(?:\[?\d{4}-\d{2}-\d{2}|\[?\d{1,2}:\d{2}:\d{2}|\d{5,}|(?:DEBUG|INFO|WARN(?:ING)?|ERROR|"
@@ -574,7 +577,10 @@ _CONSTRAINT_RE = re.compile(
 _CODING_PREFERENCE_RE = re.compile(r"\b(?:prefer|prefers|preferred|preference)\b|偏好|更喜欢", _I)
 _TODO_RE = re.compile(
     r"\bTODO\b|\b(?:still|also) need(?:s)? to\b|\bfollow[- ]up\b|\bremind me\b|\bdon't forget\b"
-    r"|\bnext step\b|待办|还需要|别忘了|记得",
+    r"|\bnext step\b|待办|还需要|别忘了|记得"
+    r"|\b(?:will|'ll|’ll|to|must|need to|needs to|has to|have to)\s+(?:double-)?"
+    r"(?:check|confirm|verify|find out|look into)\b|\bto be (?:confirmed|decided|determined)\b"
+    r"|\btb[cd]\b|\bnot sure (?:yet )?(?:whether|if)\b|\bunclear whether\b",
     _I,
 )
 _CORRECTION_RE = re.compile(
@@ -752,6 +758,31 @@ def _chit_chat(sentence: str) -> bool:
     return bool(_CHITCHAT_RE.match(sentence) or _EMPTY_PRAISE_RE.match(sentence))
 
 
+def is_small_talk(text: str) -> bool:
+    """Whether ``text`` (an item or a sentence, markers and speakers aside) is an
+    acknowledgement, a greeting or a reaction: nothing to keep ("ok, next point (3)",
+    "Thanks!", "That's great")."""
+    core = statement_key(text)
+    if not core:  # nothing but acknowledgements ("Noted: Got it.")
+        return any(ch.isalnum() for ch in text)
+    return _chit_chat(core) or _ACK_ONLY_RE.match(core) is not None
+
+
+_ACK_ONLY_RE = re.compile(
+    r"^(?:ok(?:ay)?|sure|thanks?|thank you|got it|noted|cool|great|fine|yes|yep|no problem|"
+    r"next|go on|continue|bye|好的|收到|谢谢|继续)\b[^.!?。！？]{0,30}$",
+    _I,
+)
+
+
+def statement_kind(text: str, role: str = "user") -> str:
+    """The kind a unit of ``text`` would have (``error``, ``todo``, ``decision``…), markers,
+    speakers and acknowledgements aside; ``""`` when it states nothing salient."""
+    core = _MARKERS_RE.sub("", text).strip()
+    units = extract_units([(role, core)])
+    return units[0].kind if units else ""
+
+
 _KIND_WEIGHT = {
     "correction": 6,
     "fix": 4,
@@ -889,13 +920,14 @@ def extract_units(
             dated, text = date_line(line)
             when = dated or when
             for sentence in split_sentences(text):
-                if role == "assistant":
-                    if echoes(sentence, said):
-                        continue  # "Noted: <what the user said>" is the user's statement
-                    sentence = without_ack(sentence)
-                else:
+                if role == "assistant" and echoes(sentence, said):
+                    continue  # "Noted: <what the user said>" is the user's statement
+                if role != "assistant":
                     said.add(statement_key(sentence))
-                unit = _unit(sentence, index, role, when=when, correction=correction, ignore=ignore)
+                statement = without_ack(sentence) if role == "assistant" else sentence
+                unit = _unit(
+                    statement, index, role, when=when, correction=correction, ignore=ignore
+                )
                 if unit is None or statement_key(unit.text) in seen:
                     continue
                 seen.add(statement_key(unit.text))

@@ -45,7 +45,6 @@ from wm_langgraph.writer.offline._lang import (
     has_cjk,
     repeats,
     sentences,
-    similar,
 )
 from wm_langgraph.writer.offline._open import (
     QUESTION_RE,
@@ -162,9 +161,18 @@ def _strip_openers(sentence: str) -> str:
     return text[:1].upper() + text[1:] if text else sentence.strip()
 
 
+_GREETING_RE = re.compile(
+    r"^\s*(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening)|morning|你好|您好)"
+    r"(?:\s+\w+)?[\s!.,，。！]*$",
+    _I,
+)
+
+
 def _title_from(request: str, language: Language) -> str:
-    """A 5-10 word title from the first request: polite openers dropped, capitalised."""
-    text = _strip_openers(first_sentence(request))
+    """A 5-10 word title from the first request: polite openers dropped, capitalised; a bare
+    greeting ("Hi!") is not the request."""
+    said = [s for s in sentences(request) if not _GREETING_RE.match(s)]
+    text = _strip_openers(said[0] if said else first_sentence(request))
     if language == "zh":
         clause = re.split(r"[，,。！？：:；]", text)[0].strip() or text
         if len(clause) <= 30:
@@ -195,20 +203,31 @@ _IMPERATIVE_RE = re.compile(
     _I,
 )
 _ASKS_RE = re.compile(
-    r"\b(?:I|we) (?:want|need|would like|'d like)(?: you)? to\b|\b(?:the|our|my) (?:goal|task|aim)\b"
-    r"|\bgoal\s*:|\bhelp me\b",
+    r"\b(?:I|we) (?:want|need|would like|'d like)(?: you)? to\b"
+    r"|\b(?:the|our|my) (?:goal|task|aim)\b|\bgoal\s*:|\bhelp me\b",
     _I,
 )
 
 
 def _asks_for_work(sentence: str) -> bool:
-    """Whether an English sentence asks for work: a request ("Please add…", "Can you…"), an
-    imperative ("Add retries…") or a stated goal ("We need to…", "The goal: …"). A statement
-    of what is ("We decided…", "The deploy fails…") or a decision ("Let's cap…") is not."""
+    """Whether a sentence asks for work: a request ("Please add…", "Can you…", "请…"), an
+    imperative ("Add retries…", "实现…") or a stated goal ("We need to…", "The goal: …"). A
+    statement of what is ("We decided…", "The deploy fails…", "脚本报错…") or a decision
+    ("Let's cap…") is not."""
+    if has_cjk(sentence):
+        if _ZH_ASKS_RE.match(sentence):
+            return True
+        units = extract_units([("user", sentence)])
+        return bool(_GOAL_RE.search(sentence)) and not any(u.kind in _STATED for u in units)
     if _ASKS_RE.search(sentence):
         return True
     rest = _strip_openers(sentence)
     return bool(_IMPERATIVE_RE.match(rest)) and not re.match(r"\s*let(?:'|’)?s\b", sentence, _I)
+
+
+_ZH_ASKS_RE = re.compile(r"^\s*(?:请|帮我|帮忙|麻烦|能不能|能否|我想|我希望|希望|我们需要|目标是)")
+_STATED = frozenset({"decision", "error", "fix", "todo", "correction", "constraint"})
+"""What a sentence of these kinds says is a fact, a problem or a follow-up, not a goal."""
 
 
 def _goal_of(text: str) -> str:
@@ -220,7 +239,7 @@ def _goal_of(text: str) -> str:
             continue
         if re.match(r"(fyi|note|btw)\b|顺便|备注", sentence, _I):
             continue  # information, not a request
-        if not has_cjk(sentence) and not _asks_for_work(sentence):
+        if not _asks_for_work(sentence):
             continue
         if _GOAL_RE.search(sentence) and not _ACK_RE.match(sentence):
             goal = _strip_openers(sentence)
@@ -349,18 +368,23 @@ def _without_echoes(turns: list[Turn]) -> list[Turn]:
     said: set[str] = set()
     out: list[Turn] = []
     for turn in turns:
+        kept = turn
         if turn.role == "user":
             said.update(statement_key(s) for s in sentences(turn.text))
         elif turn.role == "assistant" and turn.text.strip():
             parts = sentences(turn.text)
-            kept = [without_ack(p) for p in parts if not echoes(p, said)]
-            if kept != parts:
-                turn = replace(turn, text="\n".join(kept))
-        out.append(turn)
+            spoken = [without_ack(p) for p in parts if not echoes(p, said)]
+            if spoken != parts:
+                kept = replace(turn, text="\n".join(spoken))
+        out.append(kept)
     return out
 
 
-_FIX_LEAD_RE = re.compile(r"^\s*(?:fixed|resolved|solved)(?: it| this| that)?\s*[:,—–-]\s*", _I)
+_FIX_LEAD_RE = re.compile(
+    r"^\s*(?:(?:fixed|resolved|solved)(?: it| this| that)?\s*[:,—–-]"
+    r"|(?:已修复|已解决|修复了)\s*[:：，,])\s*",
+    _I,
+)
 _FACT_KINDS_ALWAYS = frozenset({"decision", "constraint", "correction", "todo"})
 """Unit kinds a careful note-taker keeps even without an anchor (as the capture check does)."""
 

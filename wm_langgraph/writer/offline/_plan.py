@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from wm_langgraph.document.guards import OVERSIZE_TOKENS, SectionLimits, SectionOp, guard_section
@@ -431,7 +432,11 @@ def _chat_ops(
         ops["Session Title"] = {"op": "UPDATE", "content": chat_title(found.context, found.units)}
     ops["Current State"] = {"op": "UPDATE", "content": state}
     plans = [u for u in found.units if u.kind == "plan"]
-    rest = [u for u in found.units if u.kind != "plan"]
+    todos = [u for u in found.units if u.kind == "todo" and not u.pasted]
+    rest = [u for u in found.units if u.kind not in {"plan", "todo"}]
+    # a follow-up is an open issue, and a later statement that settles one closes it
+    follow_ups = replace(found, open_items=[u.text for u in todos], open_failures=[])
+    ops["Open Issues"] = _open_op(body["Open Issues"], follow_ups, "Open Issues" in warned)[0]
     for name, units, room in (
         ("Key Facts & Decisions", rest, round_room),
         ("Task & Goals", plans, round_room // 2),
