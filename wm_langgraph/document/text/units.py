@@ -687,10 +687,12 @@ _PERSON_VERBS = frozenset(
     re.findall(
         r"\S+",
         "owns wants said says asked asks told thinks agreed confirmed decided leads manages "
-        "prefers needs handles approved approves reviews reviewed joined left runs ran owes "
-        "will is was has had can cannot can't won't lives moved works worked started signed "
-        "called emailed wrote suggested proposed promised insisted knows",
+        "prefers approved approves reviews reviewed owes emailed suggested proposed promised "
+        "insisted lives",
     )
+)
+_NOT_PERSONS = frozenset(
+    re.findall(r"\S+", "everyone everybody someone somebody nobody anyone anybody no one none")
 )
 """Verbs that make a capitalised first word a person ("Maria owns the migration plan")."""
 
@@ -704,7 +706,11 @@ def _names(sentence: str) -> tuple[str, ...]:
         first = name.split()[0].casefold()
         at_start = not sentence[: match.start()].strip(" \"'([")
         after = sentence[match.end() :].split(maxsplit=1)
-        person = bool(after) and after[0].casefold().strip(",;:") in _PERSON_VERBS
+        person = (
+            bool(after)
+            and after[0].casefold().strip(",;:") in _PERSON_VERBS
+            and first not in _NOT_PERSONS
+        )
         if first in _SENTENCE_START_WORDS or (at_start and " " not in name and not person):
             continue
         if first in _WEEKDAYS or first in _MONTHS or name.casefold() in _MONTHS:
