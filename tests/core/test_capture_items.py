@@ -140,3 +140,32 @@ def test_dense_prose_is_never_a_paste(facts: list[str], lines: int) -> None:
     assert pasted_lines("\n".join(rows[:3])) == frozenset()
     units = extract_units([("user", "\n".join(rows[:3]))])
     assert not any(u.pasted for u in units)
+
+
+def test_the_same_plan_told_of_someone_else_is_not_written() -> None:
+    from langchain_core.messages import HumanMessage
+
+    from wm_langgraph.phase2.capture import unit_candidates
+
+    plan = "So, Aiko decided to learn Norwegian because the family reunion is in Bergen."
+    document = _document(
+        FACTS, "Owen decided to learn Norwegian because the family reunion is in Bergen"
+    )
+    result = run_capture(document, unit_candidates([HumanMessage(plan)]), ask=None)
+    assert [f.fate for f in result.fates] == ["added_by_code"]
+    # a bullet about Aiko that says it after her name holds it
+    about = "Aiko (12 May): had a quiet week; learns Norwegian because the reunion is in Bergen"
+    again = run_capture(_document(FACTS, about), unit_candidates([HumanMessage(plan)]), ask=None)
+    assert [f.fate for f in again.fates] == ["written"]
+
+
+def test_a_correction_without_a_value_is_kept_in_errors_and_corrections() -> None:
+    from langchain_core.messages import HumanMessage
+
+    from wm_langgraph.phase2.capture import unit_candidates
+
+    said = "That is wrong: invoices round half to even."
+    (candidate,) = unit_candidates([HumanMessage(said)])
+    assert candidate.kind == "correction"
+    result = run_capture(_document(FACTS, "Deploys go out on Fridays"), [candidate], ask=None)
+    assert said in parse_working_memory(result.text)["Errors & Corrections"]

@@ -75,7 +75,7 @@ from wm_langgraph.document.text import (
     paths_listed,
     restates,
 )
-from wm_langgraph.document.text.match import join_texts, terms_in_texts
+from wm_langgraph.document.text.match import join_texts, term_in, terms_in_texts
 from wm_langgraph.document.text.provenance import reads_as_instruction
 from wm_langgraph.document.text.shorten import shorten
 from wm_langgraph.document.text.units import Unit, chat_kinds, extract_units, statement_key
@@ -196,6 +196,8 @@ class Candidate:
         pasted: From pasted data (a log, code, a listing, told by its shape): code adds at
             most the round's bound of such units, the most salient first.
         explicit: The speaker asked for it to be remembered: always kept.
+        names: The people and places it names (canonical form): an item that holds its other
+            anchors but names someone else does not hold it.
     """
 
     kind: str
@@ -208,6 +210,7 @@ class Candidate:
     message: int = -1
     pasted: bool = False
     explicit: bool = False
+    names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,17 +320,21 @@ def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
             if first and first.group(1).casefold() not in named | own
             else ""
         )
+        anchors = tuple(a for a in unit.anchors if a not in _WEEKDAY_NAMES and a != start)
         out.append(
             Candidate(
                 kind=unit.kind,
                 text=_bounded(unit.text),
                 section=KIND_SECTIONS.get(unit.kind, FACTS),
-                anchors=tuple(a for a in unit.anchors if a not in _WEEKDAY_NAMES and a != start),
+                anchors=anchors,
                 source=unit.role,
                 salience=unit.salience,
                 message=unit.index,
                 pasted=unit.pasted,
                 explicit=unit.explicit,
+                names=tuple(
+                    n.casefold() for n in unit.names if " " not in n and n.casefold() in anchors
+                ),
             )
         )
     return out
@@ -372,20 +379,28 @@ class _Clauses:
     texts: tuple[str, ...]
     starts: list[int]
     joined: str
+    bullets: tuple[str, ...] = ()
+    """Each clause's whole item (who a bullet is about may stand only at its start)."""
 
     @classmethod
     def of(cls, items: Sequence[str]) -> _Clauses:
         """The clauses of ``items``."""
         words: list[frozenset[str]] = []
         texts: list[str] = []
+        bullets: list[str] = []
         for item in items:
             parts = clauses(item) or [item]
             for n, part in enumerate(parts):
                 words.append(key_words(part))
                 own = n == 0 or _anchors_of(part)  # a clause with anchors is its own subject
                 texts.append(part if own else f"{parts[0]} {part}")
+                bullets.append(item)
         starts, joined = join_texts(texts)
-        return cls(tuple(words), tuple(texts), starts, joined)
+        return cls(tuple(words), tuple(texts), starts, joined, tuple(bullets))
+
+    def names_all(self, i: int, names: Sequence[str]) -> bool:
+        """Whether clause ``i``'s item names everyone of ``names``."""
+        return all(term_in(name, self.bullets[i]) for name in names)
 
     def holding(self, anchor: str) -> set[int]:
         """The clauses whose text (subject included) holds ``anchor``."""
@@ -434,6 +449,7 @@ def _held_by_a_clause(
             held[i] = held.get(i, 0) + 1
     return any(
         got >= need
+        and found.names_all(i, candidate.names)  # not the same plan told of someone else
         and negation_kept(candidate.text, found.texts[i])
         and (
             (codes and all(i in code for code in codes))

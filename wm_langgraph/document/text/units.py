@@ -584,7 +584,7 @@ _TODO_RE = re.compile(
     _I,
 )
 _CORRECTION_RE = re.compile(
-    r"^\s*(?:no\b|nope\b|actually\b|that's (?:wrong|not right|incorrect)|wrong\b|"
+    r"^\s*(?:no\b|nope\b|actually\b|that(?:'s| is) (?:wrong|not right|incorrect)|wrong\b|"
     r"not quite\b|i said\b|correction\b|scratch that\b|i meant\b|sorry,? i meant\b|"
     r"i was wrong\b|update\s*:|change of plans?\b)|^\s*(?:不对|不是|错了|其实|搞错|更正)",
     _I,
@@ -740,7 +740,7 @@ def _chat_kind(sentence: str) -> str:
 
 
 def _coding_kind(sentence: str, role: str, correction: bool) -> str:
-    if correction and _CORRECTED_VALUE_RE.search(sentence):
+    if correction and (_CORRECTED_VALUE_RE.search(sentence) or _CORRECTION_RE.match(sentence)):
         return "correction"
     technical = _TECH_RE.search(sentence) is not None
     if technical and _FIX_RE.search(sentence):
