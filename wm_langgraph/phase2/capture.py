@@ -7,10 +7,13 @@ units of the folded user and assistant messages
 constraints, preferences, TODOs, corrections, anchored facts; in chats events, plans, people,
 places), the paths the conversation acted on (the artifact trail) and the errors tool results
 reported (the error trail) — and looks each up in the merged document with the guards' own
-matchers: a unit is *written* when one item of the document holds its anchors together
+matchers, in the sections that keep what they hold (Current State keeps nothing): a unit is
+*written* when an item is the same item (``statement_key``: markers, speakers and
+acknowledgements aside) or holds its whole text, or when one item holds its anchors together
 (both of one or two anchors, two thirds of more, a bare number beside a stronger anchor not
 needed) and, when the anchors that item holds are all common in the document (a speaker's name
-in every bullet), restates it too; anchors scattered over several bullets hold no fact. Without
+in every bullet), restates it too and names its people; anchors scattered over several bullets
+hold no fact. Without
 anchors,
 when one item holds its whole text (:func:`~wm_langgraph.document.text.item_present`) or
 restates it (:func:`~wm_langgraph.document.text.restates`: more than half of its content words,
@@ -22,7 +25,8 @@ Errors & Corrections holds its message (:func:`~wm_langgraph.phase2.trails.missi
 What is missing:
 
 1. anchored units, and unanchored ones of the kinds a session commits to
-   (:data:`ASKED_WITHOUT_ANCHOR`: TODOs, decisions, constraints, corrections), go back to the
+   (:data:`ASKED_WITHOUT_ANCHOR`: TODOs, decisions, constraints, corrections, errors, fixes),
+   and explicit ones ("please remember"), go back to the
    writer **once**, the most salient first, in one bounded follow-up call
    (:func:`~wm_langgraph.writer.capture.request_capture`: at most ``SectionLimits.asked``
    statements — :data:`MAX_ASKED` at the seed's size, half the round's units when more —
@@ -31,14 +35,14 @@ What is missing:
    No call when nothing askable is missing. A failed, empty or unreadable reply only means
    nothing was added on follow-up.
 2. what the writer still leaves out — and neither added nor dismissed when asked — and carries
-   an anchor or, in a working session (not a chat), is of a kind a session commits to is added
-   by code as its extractive
-   text in its kind's section (:data:`KIND_SECTIONS`), at most the memory's bound per round
-   (``SectionLimits.code_units``: :data:`MAX_CODE_UNITS` at the seed's size; half the round's
-   units when that is more),
-   never a statement that reads as an instruction, never an error or a path written in prose
-   (the writer's to record); the trails' paths and errors are added by code directly (their
-   extractive item is all there is to write), within the trails' own bounds.
+   an anchor, or was asked to be remembered, or, in a working session (not a chat), is of a
+   kind a session commits to is added by code as its extractive text in its kind's section
+   (:data:`KIND_SECTIONS`): every statement of the session (no count cuts a dense round), of
+   pasted data (told by its shape, ``units.pasted_lines``) at most the memory's bound per round
+   (``SectionLimits.code_units``: :data:`MAX_CODE_UNITS` at the seed's size); never a statement
+   that reads as an instruction, never a path an assistant only mentions; the trails' paths and
+   errors are added by code directly (their extractive item is all there is to write), within
+   the trails' own bounds.
 
 Every candidate ends with a *fate* (:class:`Fate`): ``written``, ``added_on_followup``,
 ``added_by_code``, ``dismissed`` (with the writer's reason) or ``skipped`` (with why: no anchor,
@@ -125,7 +129,8 @@ a memory's own bound is ``SectionLimits.asked``, raised for a dense round."""
 MAX_STATEMENT_CHARS = 300
 """The longest statement quoted to the writer."""
 ASKED_WITHOUT_ANCHOR = frozenset({"todo", "decision", "constraint", "correction", "error", "fix"})
-"""Kinds asked about even without an anchor (work a session commits to), and in a working
+"""Kinds asked about even without an anchor (work a session commits to, errors and their
+fixes), and in a working
 session added by code too: a writer that leaves one out and says nothing when asked would lose
 it for good; one it dismisses stays out. In a chat they say how someone feels: code adds them
 only with an anchor."""
@@ -134,9 +139,8 @@ MAX_CODE_ITEM_WORDS = 20
 MAX_CODE_ITEM_CHARS = 160
 """The longest item code adds (characters)."""
 MAX_CODE_UNITS = SEED_CODE_UNITS
-"""The most units (not paths or errors: the trails have their own bounds) code adds per round
-at the seed's size; a memory's own bound is ``SectionLimits.code_units``, raised for a dense
-round."""
+"""The most units of pasted data code adds per round at the seed's size (a memory's own bound
+is ``SectionLimits.code_units``); a statement of the session is never bounded."""
 MAX_DISMISSED = 256
 """The most dismissal keys a WM version keeps (the newest)."""
 EARLIER = "dismissed in an earlier round"
