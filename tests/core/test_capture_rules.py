@@ -248,12 +248,18 @@ def test_paths_and_errors_are_cases_of_the_check_added_by_code_without_asking() 
     assert [f.fate for f in again.fates] == ["written", "written"]
 
 
-def test_an_error_told_in_words_is_added_by_code_to_errors_and_corrections() -> None:
-    unit = Candidate("error", "ValueError: bad quarter", "Errors & Corrections", ("valueerror",))
+def test_an_error_the_user_tells_in_words_is_added_by_code_to_errors_and_corrections() -> None:
+    said = "The deploy script ops/deploy.sh fails on the ARM runners with 'exec format error'."
+    unit = Candidate("error", said, "Errors & Corrections", ("ops/deploy.sh",))
     result = run_capture(DOC, [unit], ask=Asker(None))
     assert [f.fate for f in result.fates] == ["added_by_code"]
-    errors = parse_working_memory(result.text)["Errors & Corrections"]
-    assert "ValueError: bad quarter" in errors
+    assert said in parse_working_memory(result.text)["Errors & Corrections"]
+
+
+def test_an_exception_name_in_prose_is_asked_about_but_never_added_by_code() -> None:
+    unit = Candidate("error", "ValueError: bad quarter", "Errors & Corrections", ("valueerror",))
+    result = run_capture(DOC, [unit], ask=Asker(None))
+    assert [(f.fate, f.reason) for f in result.fates] == [("skipped", "prose error or path")]
 
 
 def test_a_path_an_assistant_only_mentions_is_never_added_by_code() -> None:

@@ -82,7 +82,13 @@ from wm_langgraph.document.text import (
 from wm_langgraph.document.text.match import join_texts, term_in, terms_in_texts
 from wm_langgraph.document.text.provenance import reads_as_instruction
 from wm_langgraph.document.text.shorten import shorten
-from wm_langgraph.document.text.units import Unit, chat_kinds, extract_units, statement_key
+from wm_langgraph.document.text.units import (
+    Unit,
+    chat_kinds,
+    extract_units,
+    statement_key,
+    tells_failure,
+)
 from wm_langgraph.messages import content_text
 from wm_langgraph.phase2.trails import missing_errors, tool_result_lines, without_relayed_lines
 from wm_langgraph.writer.capture import CaptureAnswer, CaptureQuestion
@@ -622,8 +628,9 @@ def _follow_up(check: _Check, asked_ids: list[int], ask: Ask) -> dict[int, str]:
 def _code_refusal(check: _Check, n: int, added: list[str]) -> str:
     """Why code does not add unit ``n`` ("" when it may): no anchor (and neither asked to be
     remembered nor, in a working session, of a kind a session commits to), already held by an
-    item code adds this round, reads as an instruction, or a path an assistant only mentions
-    (the artifact trail lists what the session acted on)."""
+    item code adds this round, reads as an instruction, a path an assistant only mentions (the
+    artifact trail lists what the session acted on), or an error that is not a failure the user
+    tells in words."""
     cand = check.candidates[n]
     if (
         not cand.anchors
@@ -639,6 +646,10 @@ def _code_refusal(check: _Check, n: int, added: list[str]) -> str:
     if reads_as_instruction(cand.text):  # text is data, whoever wrote it
         return "reads as an instruction"
     if cand.kind == "path" and cand.source != "user":
+        return "prose error or path"
+    if cand.kind in {"error", "fix"} and (cand.source != "user" or not tells_failure(cand.text)):
+        # an error the user tells in words is the session's; an exception name in prose, or
+        # an assistant's, is the writer's to record (code takes those from the error trail)
         return "prose error or path"
     return ""
 

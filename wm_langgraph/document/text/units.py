@@ -59,6 +59,7 @@ __all__ = [
     "split_sentences",
     "statement_key",
     "statement_kind",
+    "tells_failure",
     "without_ack",
 ]
 
@@ -758,6 +759,15 @@ def _coding_kind(sentence: str, role: str, correction: bool) -> str:
     if extract_paths(sentence):
         return "path"
     return ""
+
+
+def tells_failure(text: str) -> bool:
+    """Whether ``text`` tells a failure or its fix in words about something technical ("the
+    deploy fails with 'exec format error'", "Fixed it: rebuilt the image"), rather than only
+    naming an exception class ("AssertionError is fine")."""
+    if _TECH_RE.search(text) is None:
+        return False
+    return _PROSE_ERROR_RE.search(text) is not None or _FIX_RE.search(text) is not None
 
 
 def _chit_chat(sentence: str) -> bool:
