@@ -83,16 +83,26 @@ from langchain_core.messages import (
 from wm_langgraph.config import reply_reserve
 from wm_langgraph.context.fit import fit_document
 from wm_langgraph.context.live import LiveView
+from wm_langgraph.context.recalled import (
+    QUOTED_RECALL_HEADER,
+    RECALL_HEADER,
+    RecallCandidate,
+    Recalled,
+    pack_recalled,
+)
 from wm_langgraph.document.tokens import longest_fitting
 from wm_langgraph.messages import content_text
 
 __all__ = [
     "FILL_HEADER",
     "LAYERS",
+    "RECALL_HEADER",
     "SUMMARY_HEADER",
     "AssembledContext",
     "Budgets",
     "Layer",
+    "RecallSource",
+    "Recalled",
     "assemble_context",
     "compute_budgets",
     "fill_marker",
@@ -106,40 +116,47 @@ QUOTEDSUMMARY_HEADER = "[quoted text: Session History Summary]"
 """What a ``[Session History Summary]`` line that the engine did not write is shown as."""
 
 _HEADER_LINE_RE = re.compile(r"(?m)^(\s*)" + re.escape(SUMMARY_HEADER))
+_RECALL_LINE_RE = re.compile(r"(?m)^(\s*)" + re.escape(RECALL_HEADER))
 
 
-def neutralise_text(text: str) -> str:
+def neutralise_text(text: str, *, recall: bool = False) -> str:
     """``text`` with every line that starts with the summary header (after any blank space)
-    shown as quoted text instead."""
-    if SUMMARY_HEADER not in text:
-        return text
-    return _HEADER_LINE_RE.sub(lambda m: m.group(1) + QUOTEDSUMMARY_HEADER, text)
+    shown as quoted text instead; with ``recall`` (the recalled layer is on), the recall
+    header too."""
+    if SUMMARY_HEADER in text:
+        text = _HEADER_LINE_RE.sub(lambda m: m.group(1) + QUOTEDSUMMARY_HEADER, text)
+    if recall and RECALL_HEADER in text:
+        text = _RECALL_LINE_RE.sub(lambda m: m.group(1) + QUOTED_RECALL_HEADER, text)
+    return text
 
 
-def _neutral_content(content: Any) -> Any:
+def _neutral_content(content: Any, recall: bool) -> Any:
     if isinstance(content, str):
-        return neutralise_text(content)
+        return neutralise_text(content, recall=recall)
     if isinstance(content, list):
         out: list[Any] = []
         for block in content:
             if isinstance(block, str):
-                out.append(neutralise_text(block))
+                out.append(neutralise_text(block, recall=recall))
             elif isinstance(block, dict) and isinstance(block.get("text"), str):
-                out.append({**block, "text": neutralise_text(block["text"])})
+                out.append({**block, "text": neutralise_text(block["text"], recall=recall)})
             else:
                 out.append(block)
         return out
     return content
 
 
-def neutralise_summary_headers(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+def neutralise_summary_headers(
+    messages: Sequence[BaseMessage], *, recall: bool = False
+) -> list[BaseMessage]:
     """Only the engine writes the ``[Session History Summary]`` message, and the system-prompt
     addition tells the model to read it as the summary of earlier turns. A message of the
     conversation whose text starts a line with that header (a pasted or forged summary) is
-    shown with the header quoted (a copy; the state keeps the message verbatim)."""
+    shown with the header quoted (a copy; the state keeps the message verbatim). With
+    ``recall`` the ``[Recalled from the archive]`` header is quoted the same way."""
     out: list[BaseMessage] = []
     for message in messages:
-        content = _neutral_content(message.content)
+        content = _neutral_content(message.content, recall)
         out.append(
             message
             if content == message.content
@@ -252,6 +269,8 @@ class AssembledContext:
             assemble places the message, so a message whose text imitates the engine's headers
             is never taken for the Working Memory or the fill. In a whole-history input the
             archived messages a Working Memory covers are ``"verbatim fill"``.
+        recalled: The hits the recalled layer shows (one ``"recalled"`` message holds them),
+            in the order shown; ``()`` when it shows none.
     """
 
     system_message: SystemMessage | None
@@ -262,6 +281,7 @@ class AssembledContext:
     wm_omitted: int = 0
     whole_history: bool = False
     layers: tuple[Layer, ...] = ()
+    recalled: tuple[Recalled, ...] = ()
 
     @property
     def all_messages(self) -> list[BaseMessage]:
@@ -435,6 +455,11 @@ def _shrink_tool_outputs(
     return out
 
 
+RecallSource = Callable[[], Sequence[RecallCandidate]]
+"""Runs the recall for the user's newest message: the hits best first (assemble calls it only
+when the layer has room, so a call that shows the whole history or no fill searches nothing)."""
+
+
 def assemble_context(
     *,
     system_message: SystemMessage | None,
@@ -451,8 +476,11 @@ def assemble_context(
     live_view: LiveView | None = None,
     whole_history: bool = False,
     verbatim_fill: bool = True,
+    recall: RecallSource | None = None,
+    recall_tokens: int = 0,
+    memory_tokens: int | None = None,
 ) -> AssembledContext:
-    """Build the model input from the three layers, inside the budget (see the module docstring).
+    """Build the model input from the layers, inside the budget (see the module docstring).
 
     Args:
         system_message: The thread's own system message, if any.
@@ -472,13 +500,21 @@ def assemble_context(
             other layers leave (see the module docstring).
         folded_sizes: Their token counts (``None``: counted with ``count``).
         live_view: The :class:`~wm_langgraph.context.live.LiveView` of ``live_messages`` built
-            with ``count`` (kept per thread, so a call after one new message looks at that
-            message only); ``None`` builds it here.
+            with ``count`` and :func:`neutraliser` (kept per thread, so a call after one new
+            message looks at that message only); ``None`` builds it here.
         whole_history: ``folded_messages`` and ``pending_messages`` are every archived message
             of the thread's timeline (none left unread): when they and the live messages fit
             ``usable``, that history is the input, without the Working Memory.
         verbatim_fill: Whether ``folded_messages`` fill the room the layers leave once the
             history outgrows ``usable`` (``False``: they serve only the whole-history check).
+        recall: The recalled layer is on: runs the recall (see :data:`RecallSource`); ``None``
+            switches the layer off (and the recall header is then not quoted: the input is
+            what it was without the layer).
+        recall_tokens: The most the recalled layer may count; its room comes out of the
+            verbatim fill's.
+        memory_tokens: The most the Working Memory message may count once the history
+            outgrows ``usable`` (at least the WM layer's share ``budgets.archive``); ``None``
+            shows it whole whenever the other layers leave room.
 
     Returns:
         The assembled context; the inputs are not modified.
@@ -487,20 +523,23 @@ def assemble_context(
         ValueError: A budget value is out of range.
     """
     budgets = compute_budgets(token_budget, reserve_tokens, archive_memory_tokens)
-    live = live_view or LiveView.build(live_messages, count, neutralise_message)
+    shown = neutraliser(recall is not None)
+    live = live_view or LiveView.build(live_messages, count, shown)
     if whole_history:
-        history = _whole_history(system_message, folded_messages, pending_messages, live, count)
+        history = _whole_history(
+            system_message, folded_messages, pending_messages, live, count, shown=shown
+        )
         if history.tokens <= budgets.usable:
             return replace(history, budgets=budgets, whole_history=True)
     head, tail = _joined(
-        LiveView.build(pending_messages, count, neutralise_message, pin_head=False), live, count
+        LiveView.build(pending_messages, count, shown, pin_head=False), live, count, shown
     )
     folded = _system_notes(head, tail)
     plain = _merge_system(system_message, folded, None)
     plain_size = count(plain) if plain is not None else 0
-    # Never more than trimming: the verbatim fill, which repeats turns the Working Memory
-    # already covers, stops where the input reaches what trimming this history to ``usable``
-    # sends (see :func:`_trimmed_size`).
+    # Never more than trimming: the verbatim fill (and the recalled layer, whose room is the
+    # fill's), which repeat turns the Working Memory already covers, stop where the input
+    # reaches what trimming this history to ``usable`` sends (see :func:`_trimmed_size`).
     trimmed = _trimmed_size(
         plain_size,
         folded=folded_messages,
@@ -511,8 +550,6 @@ def assemble_context(
         count=count,
     )
     above_trimming = 0 if trimmed is None else max(0, budgets.usable - trimmed)
-    fill_source, fill_sizes = (folded_messages, folded_sizes) if verbatim_fill else ((), None)
-    left_out = _left_out(head, tail)
     has_memory = bool(working_memory.strip()) or bool(pending_messages)
     if has_memory and system_addition is None:
         from wm_langgraph.writer.prompts import load_prompt
@@ -526,53 +563,13 @@ def assemble_context(
     whole_size = count(_summary_message(working_memory)) if working_memory.strip() else 0
     # The WM's guaranteed minimum: raw messages other than the newest turn never take it.
     floor = min(whole_size, budgets.archive)
-    kept: list[BaseMessage] = []
-    kept_size = 0
-    start = body.size
-    if body.size:
-        starts = body.starts()
-        newest_start = starts[-1]
-        newest = body.suffix(newest_start)
-        if floor + newest <= available:
-            # Whole turns, newest first, while they fit beside the floor: the oldest turn start
-            # whose suffix fits (the suffix only grows as the start moves back).
-            start = starts[
-                bisect.bisect_left(starts, True, key=lambda s: body.suffix(s) + floor <= available)
-            ]
-            kept = body.since(start)
-            kept_size = body.suffix(start)
-        elif newest <= available:
-            start = newest_start
-            kept = body.since(start)
-            kept_size = newest
-        else:
-            start = newest_start
-            kept = _shrink_tool_outputs(body.since(start), available, count)
-            kept_size = sum(count(m) for m in kept)
-    fill: list[BaseMessage] = []
-    fill_size = 0
-    room = available - whole_size - kept_size  # the WM is shown whole before any fill
-    fitted = None
-    if room <= 0 and whole_size:
-        # The WM does not fit whole: it takes what the raw messages leave, and the fill gets
-        # that room only when not even the WM's most reduced form fits there.
-        fitted = _fit_working_memory(working_memory, available - kept_size, count, whole_size)
-        if fitted[0] is None:
-            room = available - kept_size
-    if fill_source and start == 0 and room - above_trimming > 0:
-        sizes_in = list(fill_sizes) if fill_sizes is not None else None
-        answered = set(head.results | tail.results)
-        fill, fill_size = _verbatim_fill(
-            fill_source, sizes_in, answered, room - above_trimming, count
-        )
-    # Whatever the raw messages leave goes to the WM (at least its floor, see above).
-    summary, omitted, summary_size = (
-        fitted
-        if fitted is not None and not fill
-        else _fit_working_memory(
-            working_memory, available - kept_size - fill_size, count, whole_size
-        )
-    )
+    start, kept, kept_size = _kept_turns(body, floor, available, count)
+    # The WM takes what the raw messages leave, up to its cap; it is cut (whole items) only
+    # as far as that needs, and the room a cut frees goes to the recall and the fill.
+    wm_room = available - kept_size
+    if memory_tokens is not None:
+        wm_room = min(wm_room, max(memory_tokens, budgets.archive))
+    summary, omitted, summary_size = _fit_working_memory(working_memory, wm_room, count, whole_size)
     if summary is None and whole_size and system_addition:
         # The addition explains the summary: a Working Memory that found no room takes it
         # along, and the messages get its room (in a tight budget, what lets the newest turn
@@ -591,24 +588,143 @@ def assemble_context(
             folded_sizes=folded_sizes,
             live_view=live,
             verbatim_fill=verbatim_fill,
+            recall=recall,
+            recall_tokens=recall_tokens,
+            memory_tokens=memory_tokens,
         )
-    dropped = body.size - len(kept) + left_out
+    extra = _Extra()
+    room = available - kept_size - summary_size - above_trimming
+    if start == 0 and room > 0:
+        # every pending and live message is shown: the room left holds the recalled layer
+        # and the verbatim fill, both below trimming's size
+        extra = _recall_and_fill(
+            room,
+            fill=(folded_messages, folded_sizes) if verbatim_fill else ((), None),
+            answered=set(head.results | tail.results),
+            recall=recall if recall_tokens > 0 else None,
+            recall_room=min(recall_tokens, room),
+            shown_ids={m.id for m in kept if m.id is not None},
+            shown_text=content_text(summary.content) if summary is not None else "",
+            count=count,
+            shown=shown,
+        )
+    recalled_layer: tuple[Layer, ...] = ("recalled",) if extra.recalled is not None else ()
     summary_layer: tuple[Layer, ...] = ("working memory",) if summary is not None else ()
     fill_layer: Layer = "verbatim fill"
-    fill_layers = (fill_layer,) * len(fill)
-    layers = summary_layer + fill_layers + _message_layers(kept, pending_messages)
-    # ``kept`` is a new list: the summary and the fill go in front of it (no second copy).
+    layers = (
+        summary_layer
+        + recalled_layer
+        + (fill_layer,) * len(extra.fill)
+        + _message_layers(kept, pending_messages)
+    )
+    dropped = body.size - len(kept) + _left_out(head, tail)
+    # ``kept`` is a new list: the layers go in front of it (no second copy).
     messages: list[BaseMessage] = kept
-    messages[:0] = ([summary] if summary is not None else []) + fill
-    tokens = summary_size + fill_size + kept_size + system_size
+    messages[:0] = [
+        *([summary] if summary is not None else []),
+        *([extra.recalled] if extra.recalled is not None else []),
+        *extra.fill,
+    ]
     return AssembledContext(
         system_message=system,
         messages=messages,
-        tokens=tokens,
+        tokens=summary_size + extra.size + kept_size + system_size,
         dropped=dropped,
         budgets=budgets,
         wm_omitted=omitted if summary is not None else 0,
         layers=layers,
+        recalled=extra.records,
+    )
+
+
+def _kept_turns(
+    body: _Body, floor: int, available: int, count: MessageCounter
+) -> tuple[int, list[BaseMessage], int]:
+    """The pending and live messages shown: whole turns, newest first, while they fit beside
+    the WM's ``floor``; the newest turn always (its tool outputs cut when it alone is over).
+
+    Returns:
+        Where the shown messages start in ``body`` (``body.size`` when it is empty), the
+        messages, and their tokens.
+    """
+    if not body.size:
+        return body.size, [], 0
+    starts = body.starts()
+    newest_start = starts[-1]
+    newest = body.suffix(newest_start)
+    if floor + newest <= available:
+        # Whole turns, newest first, while they fit beside the floor: the oldest turn start
+        # whose suffix fits (the suffix only grows as the start moves back).
+        start = starts[
+            bisect.bisect_left(starts, True, key=lambda s: body.suffix(s) + floor <= available)
+        ]
+        return start, body.since(start), body.suffix(start)
+    if newest <= available:
+        return newest_start, body.since(newest_start), newest
+    kept = _shrink_tool_outputs(body.since(newest_start), available, count)
+    return newest_start, kept, sum(count(m) for m in kept)
+
+
+@dataclass(frozen=True)
+class _Extra:
+    """The layers placed in the room the others leave: the recalled layer and the fill."""
+
+    recalled: HumanMessage | None = None
+    records: tuple[Recalled, ...] = ()
+    fill: tuple[BaseMessage, ...] = ()
+    size: int = 0
+
+
+def _recall_and_fill(
+    room: int,
+    *,
+    fill: tuple[Sequence[BaseMessage], Sequence[int] | None],
+    answered: set[str],
+    recall: RecallSource | None,
+    recall_room: int,
+    shown_ids: set[str],
+    shown_text: str,
+    count: MessageCounter,
+    shown: Callable[[BaseMessage], BaseMessage],
+) -> _Extra:
+    """The recalled layer (at most ``recall_room``) and the verbatim fill in ``room``.
+
+    The fill takes what the recall leaves. A hit the fill shows is not recalled: the recall
+    is packed leaving out the fill's messages, the fill then takes the room the recall left,
+    and a hit that the grown fill shows after all is dropped from the recall (its room stays
+    empty; never shown twice, never over ``room``).
+    """
+    source, sizes = fill
+    sizes_in = list(sizes) if sizes is not None else None
+
+    def fill_in(space: int) -> tuple[list[BaseMessage], int]:
+        if not source:
+            return [], 0
+        return _verbatim_fill(source, sizes_in, set(answered), space, count, shown=shown)
+
+    candidates = list(recall()) if recall is not None and recall_room > 0 else []
+    if not candidates:
+        messages, size = fill_in(room)
+        return _Extra(fill=tuple(messages), size=size)
+    filled, _ = fill_in(room - recall_room)
+    excluded = shown_ids | {m.id for m in filled if m.id is not None}
+    recalled, records, recalled_size = pack_recalled(
+        candidates, recall_room, count, shown_ids=excluded, shown_text=shown_text
+    )
+    filled, fill_size = fill_in(room - recalled_size)
+    fill_ids = {m.id for m in filled if m.id is not None}
+    if any(r.message_id in fill_ids for r in records):
+        kept = [
+            c for c in candidates if c.record in records and c.record.message_id not in fill_ids
+        ]
+        recalled, records, recalled_size = pack_recalled(
+            kept, recalled_size, count, shown_text=shown_text
+        )
+    return _Extra(
+        recalled=recalled,
+        records=records,
+        fill=tuple(filled),
+        size=recalled_size + fill_size,
     )
 
 
@@ -677,14 +793,23 @@ def _trimmed_size(
     return None
 
 
-def _joined(head: LiveView, tail: LiveView, count: MessageCounter) -> tuple[LiveView, LiveView]:
+def _joined(
+    head: LiveView,
+    tail: LiveView,
+    count: MessageCounter,
+    shown: Callable[[BaseMessage], BaseMessage] | None = None,
+) -> tuple[LiveView, LiveView]:
     """The archived messages' view and the live one; one list when a live tool result answers
     a call among the archived messages (then ``head`` is empty)."""
     if not (head.body and tail.answers_any(head)):
         return head, tail
     rest = tail.source[1:] if tail.pinned is not None else tail.source
     joined = LiveView.build(
-        [*head.source, *rest], count, neutralise_message, pin_head=False, pinned=tail.pinned
+        [*head.source, *rest],
+        count,
+        shown or neutralise_message,
+        pin_head=False,
+        pinned=tail.pinned,
     )
     return LiveView(pin_head=False), joined
 
@@ -705,16 +830,18 @@ def _whole_history(
     pending: Sequence[BaseMessage],
     live: LiveView,
     count: MessageCounter,
+    *,
+    shown: Callable[[BaseMessage], BaseMessage] | None = None,
 ) -> AssembledContext:
     """The whole history as the input: the system message, every archived message, every live
     one, as the same agent without a memory sends them (no system-prompt addition, no summary,
     no marker). What is shaped the same way with or without the memory stays so: the newest
     later system note joins the leading system message, tool results without their call are
-    left out, forged summary headers are quoted. Its ``budgets`` are the caller's to set."""
+    left out, forged engine headers are quoted (``shown``). Its ``budgets`` are the caller's to
+    set."""
+    shown = shown or neutralise_message
     head, tail = _joined(
-        LiveView.build([*folded, *pending], count, neutralise_message, pin_head=False),
-        live,
-        count,
+        LiveView.build([*folded, *pending], count, shown, pin_head=False), live, count, shown
     )
     system = _merge_system(system_message, _system_notes(head, tail), None)
     tokens = (count(system) if system is not None else 0) + head.tokens + tail.tokens
@@ -732,6 +859,18 @@ def _whole_history(
 def neutralise_message(message: BaseMessage) -> BaseMessage:
     """``message`` as shown: a line starting with the summary header quoted (a copy)."""
     return neutralise_summary_headers([message])[0]
+
+
+def neutralise_with_recall(message: BaseMessage) -> BaseMessage:
+    """``message`` as shown while the recalled layer is on: a line starting with the summary
+    header or the recall header quoted (a copy)."""
+    return neutralise_summary_headers([message], recall=True)[0]
+
+
+def neutraliser(recall: bool) -> Callable[[BaseMessage], BaseMessage]:
+    """How a conversation message is shown: :func:`neutralise_with_recall` while the recalled
+    layer is on, else :func:`neutralise_message` (the input without it is what it was)."""
+    return neutralise_with_recall if recall else neutralise_message
 
 
 class _Body:
@@ -786,6 +925,8 @@ def _verbatim_fill(
     answered: set[str],
     room: int,
     count: MessageCounter,
+    *,
+    shown: Callable[[BaseMessage], BaseMessage] | None = None,
 ) -> tuple[list[BaseMessage], int]:
     """The newest whole turns of ``folded`` that fit ``room`` with the marker, oldest first.
 
@@ -819,7 +960,7 @@ def _verbatim_fill(
     texts: dict[int, BaseMessage] = {}
     for index in range(len(pairs) - 1, -1, -1):
         message, size = pairs[index]
-        shown_copy = neutralise_summary_headers([message])[0]
+        shown_copy = (shown or neutralise_message)(message)
         if shown_copy is not message:  # a quoted header counts a little more
             texts[index] = shown_copy
             size = count(shown_copy)

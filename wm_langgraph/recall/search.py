@@ -51,6 +51,7 @@ from wm_langgraph.document.text.ranking import (
     stem,
     term_counts,
 )
+from wm_langgraph.document.text.units import date_line, format_date
 from wm_langgraph.storage.search_index import (
     ABSTRACT_POSITION,
     AbstractIndex,
@@ -142,11 +143,13 @@ def store_corpus(
     hidden: set[str],
     moved: list[MovedItem],
     settled: set[str] | None = None,
+    write: bool = True,
 ) -> Corpus:
     """The corpus of memory ``key`` on ``timeline``, read through ``index`` (per-archive
     postings and abstracts from the process cache or the store; messages only for the
-    archives shown). ``settled``: the archives whose abstract can no longer appear."""
-    indexes = index.indexes(key, timeline)
+    archives shown). ``settled``: the archives whose abstract can no longer appear;
+    ``write=False``: an archive without an index record is indexed in memory only."""
+    indexes = index.indexes(key, timeline, write=write)
     digests = {i.archive_id: i.digest for i in indexes}
     on_timeline = [i.archive_id for i in indexes]
 
@@ -203,6 +206,14 @@ class Hit:
         section: For a moved item, its section; ``moved_key``: the WM version that moved it.
         abstract: The archive's abstract (``""`` when it has none). A hit whose ``role`` is
             ``"abstract"`` is the abstract itself (``text``; ``number`` 0).
+        message_id: The archived message's id (``""`` for an abstract or a moved item, or a
+            message without one).
+        score: The score the ranking gave it (BM25 with its neighbours' share; with a vector
+            index, the keyword score relative to the best plus the weighted similarity). A
+            literal match can rank above a higher score.
+        session_date: The date of the session the message belongs to (the newest leading
+            date line, ``[1:56 pm on 8 May, 2023] …``, at or before it in the conversation),
+            as ``8 May 2023``; ``""`` when none was found or dates were not asked for.
     """
 
     archive_id: str | None
@@ -219,6 +230,9 @@ class Hit:
     section: str = ""
     moved_key: str = ""
     abstract: str = ""
+    message_id: str = ""
+    score: float = 0.0
+    session_date: str = ""
 
 
 ABSTRACT_ROLE = "abstract"
@@ -251,9 +265,11 @@ class _Query:
 class _Texts:
     """Message texts loaded on demand (one load call per batch of archives)."""
 
-    def __init__(self, corpus: Corpus) -> None:
+    def __init__(self, corpus: Corpus, *, neighbours: bool = True, dates: bool = False) -> None:
         self._corpus = corpus
         self._messages: dict[str, list[BaseMessage]] = {}
+        self.neighbours = neighbours
+        self.dates = dates
 
     def need(self, archive_ids: Sequence[str]) -> None:
         missing = [a for a in dict.fromkeys(archive_ids) if a not in self._messages]
@@ -267,16 +283,27 @@ class _Texts:
         return self._messages[archive_id]
 
 
-def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
+def rank(
+    corpus: Corpus,
+    query: str,
+    limit: int,
+    *,
+    neighbours: bool = True,
+    dates: bool = False,
+) -> tuple[list[Hit], bool]:
     """The best ``limit`` hits for ``query`` and whether more matched.
 
     Args:
         corpus: What to search.
         query: The query (see the module docstring for how it is read).
         limit: At most this many hits.
+        neighbours: Read each hit's neighbouring messages (``before`` / ``after``); without
+            them only the hits' own archives are read.
+        dates: Find each message hit's session date (:attr:`Hit.session_date`), reading back
+            at most :data:`DATE_LOOKBACK_ARCHIVES` archives before the hit's.
     """
     parsed = _Query.parse(query)
-    texts = _Texts(corpus)
+    texts = _Texts(corpus, neighbours=neighbours, dates=dates)
     indexes = corpus.indexes
     hidden = corpus.hidden
     moved_counts = [term_counts(text) for _, _, text in corpus.moved]
@@ -308,7 +335,7 @@ def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
         offset = len(indexes) - len(recent)
         found = _literal_scan(parsed.text, recent, hidden, corpus.moved, texts)
         found = [(a + offset, p) if a >= 0 else (a, p) for a, p in found]
-        return _finish(corpus, parsed, texts, found, limit=limit, total=len(found))
+        return _finish(corpus, parsed, texts, found, limit=limit, total=len(found), scores={})
     top = heapq.nsmallest(max(limit + 1, _LITERAL_CHECKS), candidates, key=order)
     # the whole-query tier reorders the hits to be shown (their texts are read anyway)
     checked = list(top[: limit + 1]) if parsed.keywords and not parsed.identifier else []
@@ -319,6 +346,7 @@ def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
     pool = list(dict.fromkeys([*top, *tiers]))
     keyword = sorted(pool, key=lambda k: (*tiers.get(k, (0, 0)), *order(k)))
     total = len(set(candidates) | set(tiers))
+    fused: dict[DocKey, float] = {}
     if semantic:
         fused = _weighed(scores, keyword, semantic, eligible=set(candidates) | set(tiers))
         pool = list(fused)
@@ -331,7 +359,8 @@ def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
         k for k in keyword if k[1] == ABSTRACT_POSITION
     ]
     keyword = _spread(keyword, limit, literal=set(tiers), neighbours=question)
-    return _finish(corpus, parsed, texts, keyword, limit=limit, total=total)
+    shown_scores = fused if semantic else scores
+    return _finish(corpus, parsed, texts, keyword, limit=limit, total=total, scores=shown_scores)
 
 
 def _spread(
@@ -637,29 +666,54 @@ def _finish(
     *,
     limit: int,
     total: int,
+    scores: Mapping[DocKey, float],
 ) -> tuple[list[Hit], bool]:
     chosen = list(ranked[:limit])
-    return read_hits(corpus, parsed, texts, chosen), total > limit
+    return read_hits(corpus, parsed, texts, chosen, scores), total > limit
 
 
-def read_hits(corpus: Corpus, parsed: _Query, texts: _Texts, keys: Sequence[DocKey]) -> list[Hit]:
-    """The hits of ``keys``: each message with its neighbours, as the tools show them."""
+def read_hits(
+    corpus: Corpus,
+    parsed: _Query,
+    texts: _Texts,
+    keys: Sequence[DocKey],
+    scores: Mapping[DocKey, float] | None = None,
+) -> list[Hit]:
+    """The hits of ``keys``: each message with its neighbours (when ``texts`` reads them), as
+    the tools show them, with its score from ``scores``."""
     indexes = corpus.indexes
     wanted: list[str] = []
     for a, position in keys:
         if a >= 0 and position >= 0:
             wanted.append(indexes[a].archive_id)
+            if not texts.neighbours:
+                continue
             if position < NEIGHBOURS and a > 0:
                 wanted.append(indexes[a - 1].archive_id)
             if position >= len(indexes[a].ids) - NEIGHBOURS and a + 1 < len(indexes):
                 wanted.append(indexes[a + 1].archive_id)
     texts.need(wanted)
+    dates = _session_dates(corpus, texts, keys) if texts.dates else {}
+    scores = scores or {}
     hits: list[Hit] = []
     for a, position in keys:
         if a < 0:
             key, section, text = corpus.moved[position]
             start, length = _match_span(text, parsed)
-            hits.append(Hit(None, 0, 0, "", text, start, length, section=section, moved_key=key))
+            hits.append(
+                Hit(
+                    None,
+                    0,
+                    0,
+                    "",
+                    text,
+                    start,
+                    length,
+                    section=section,
+                    moved_key=key,
+                    score=scores.get((a, position), 0.0),
+                )
+            )
             continue
         index = indexes[a]
         found = corpus.abstracts.get(index.archive_id)
@@ -679,6 +733,7 @@ def read_hits(corpus: Corpus, parsed: _Query, texts: _Texts, keys: Sequence[DocK
                     created_at=index.created_at,
                     seq=index.seq,
                     abstract=abstract,
+                    score=scores.get((a, position), 0.0),
                 )
             )
             continue
@@ -698,14 +753,62 @@ def read_hits(corpus: Corpus, parsed: _Query, texts: _Texts, keys: Sequence[DocK
                 text=text,
                 start=start,
                 length=length,
-                before=_around(corpus, texts, a, number, -1),
-                after=_around(corpus, texts, a, number, 1),
+                before=_around(corpus, texts, a, number, -1) if texts.neighbours else (),
+                after=_around(corpus, texts, a, number, 1) if texts.neighbours else (),
                 created_at=index.created_at,
                 seq=index.seq,
                 abstract=abstract,
+                message_id=str(message.id or ""),
+                score=scores.get((a, position), 0.0),
+                session_date=dates.get((a, position), ""),
             )
         )
     return hits
+
+
+DATE_LOOKBACK_ARCHIVES = 2
+"""A hit's session date is looked for in its own archive and at most this many before it."""
+
+
+def _session_dates(corpus: Corpus, texts: _Texts, keys: Sequence[DocKey]) -> dict[DocKey, str]:
+    """The session date of each message hit of ``keys``: the newest leading date line at or
+    before it (its own archive first, then up to :data:`DATE_LOOKBACK_ARCHIVES` earlier ones,
+    read in one batch per step back)."""
+    indexes = corpus.indexes
+    out: dict[DocKey, str] = {}
+    open_keys = [(a, p) for a, p in keys if a >= 0 and p >= 0]
+    cursor = {key: (key[0], key[1]) for key in open_keys}  # (archive, last position to read)
+    for _ in range(DATE_LOOKBACK_ARCHIVES + 1):
+        if not open_keys:
+            break
+        texts.need([indexes[cursor[k][0]].archive_id for k in open_keys])
+        still: list[DocKey] = []
+        for key in open_keys:
+            a, last = cursor[key]
+            messages = texts.messages(indexes[a].archive_id)
+            found = _newest_date(messages, min(last, len(messages) - 1), corpus.hidden)
+            if found:
+                out[key] = found
+            elif a > 0:
+                cursor[key] = (a - 1, 1 << 30)
+                still.append(key)
+        open_keys = still
+    return out
+
+
+def _newest_date(messages: Sequence[BaseMessage], last: int, hidden: set[str]) -> str:
+    """The newest leading date of ``messages[: last + 1]`` as ``8 May 2023`` (``""``: none)."""
+    for position in range(last, -1, -1):
+        message = messages[position]
+        if hidden and str(message.id) in hidden:
+            continue
+        text = message.text if isinstance(message.content, str) else searchable_text(message)
+        if not text.lstrip().startswith("["):
+            continue
+        when, _ = date_line(text)
+        if when is not None:
+            return format_date(when)
+    return ""
 
 
 def _visible(messages: Sequence[BaseMessage], hidden: set[str]) -> list[tuple[int, BaseMessage]]:

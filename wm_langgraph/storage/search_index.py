@@ -385,12 +385,14 @@ class SearchIndex:
             )
 
     # -- reading ----------------------------------------------------------------------------
-    def indexes(self, key: str, timeline: Sequence[str]) -> list[ArchiveIndex]:
+    def indexes(
+        self, key: str, timeline: Sequence[str], *, write: bool = True
+    ) -> list[ArchiveIndex]:
         """The index of every archive of ``timeline`` that exists, in timeline order.
 
         Cached indexes are used as they are; the rest are read in one batch, and an archive
         without an index record (written before the index existed) is indexed now and its
-        record written.
+        record written (``write=False``: only cached, for a reader that writes nothing).
         """
         found: dict[str, ArchiveIndex] = {}
         missing: list[str] = []
@@ -414,7 +416,11 @@ class SearchIndex:
                 found[archive_id] = index
                 self._indexes.put((*prefix, archive_id), index)
             for record in self._archives.get_archives(key, unindexed):
-                found[record.id] = self.write(key, record)
+                if write:
+                    found[record.id] = self.write(key, record)
+                else:
+                    found[record.id] = index_of(record)
+                    self._indexes.put((*prefix, record.id), found[record.id])
         return [found[a] for a in timeline if a in found]
 
     def _abstract_prefix(self, key: str) -> tuple[int, tuple[str, ...]]:
