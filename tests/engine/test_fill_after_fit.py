@@ -4,8 +4,8 @@ Reported in conv-47 at 8k: one oversized Key Facts bullet made assemble leave th
 after the fill's room was computed with the whole document, so ~1,430 tokens of the input
 stayed empty. Over random histories (Working Memories with oversized items among them), once
 every pending and live message is shown the input counts at least what trimming the same
-history sends (``S``, at most ``usable``) minus one turn: the fill stops at a turn boundary,
-nothing else leaves room empty. Trimming itself sends at least ``usable`` minus one turn, so
+history sends (``S``, at most ``usable``) minus one turn (and the fill's marker): the fill stops
+at a turn boundary, nothing else leaves room empty. Trimming itself sends at least ``usable`` minus one turn, so
 the input is within two turns of ``min(history, usable)`` and within one of ``min(history, S)``.
 """
 
@@ -23,7 +23,7 @@ from tests.engine._support import (
     trimmed,
     turn_sizes,
 )
-from wm_langgraph.context.assemble import AssembledContext, assemble_context
+from wm_langgraph.context.assemble import AssembledContext, assemble_context, fill_marker
 
 
 def _assembled(case: dict[str, Any], system: SystemMessage | None) -> AssembledContext:
@@ -44,10 +44,12 @@ def _assembled(case: dict[str, Any], system: SystemMessage | None) -> AssembledC
 
 
 def _floor(case: dict[str, Any], system: SystemMessage | None, usable: int) -> int:
-    """``min(history, S)`` minus the largest turn."""
+    """``min(history, S)`` minus the largest turn (and the fill's marker: room too small for
+    the marker and a turn stays empty)."""
     history: list[BaseMessage] = ([system] if system is not None else []) + case["history"]
     trimming = quarter_total(trimmed(system, case["history"], usable))
-    return min(quarter_total(history), trimming) - max(turn_sizes(case["history"]))
+    turn = max(turn_sizes(case["history"])) + quarter_count(fill_marker())
+    return min(quarter_total(history), trimming) - turn
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

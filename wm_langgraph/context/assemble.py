@@ -66,6 +66,7 @@ messages leave; older records are never fetched or deserialised.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -455,6 +456,11 @@ def _shrink_tool_outputs(
     return out
 
 
+RECALL_BEFORE_MEMORY = True
+"""The recalled layer's room is kept before the Working Memory is shown whole: a large WM is
+cut (down to its share, ``budgets.archive``) rather than crowd the recall out (docs/budgets.md,
+"The split of the budget")."""
+
 RecallSource = Callable[[], Sequence[RecallCandidate]]
 """Runs the recall for the user's newest message: the hits best first (assemble calls it only
 when the layer has room, so a call that shows the whole history or no fill searches nothing)."""
@@ -524,6 +530,8 @@ def assemble_context(
     """
     budgets = compute_budgets(token_budget, reserve_tokens, archive_memory_tokens)
     shown = neutraliser(recall is not None)
+    if recall is not None:
+        recall = functools.cache(recall)
     live = live_view or LiveView.build(live_messages, count, shown)
     if whole_history:
         history = _whole_history(
@@ -564,9 +572,19 @@ def assemble_context(
     # The WM's guaranteed minimum: raw messages other than the newest turn never take it.
     floor = min(whole_size, budgets.archive)
     start, kept, kept_size = _kept_turns(body, floor, available, count)
-    # The WM takes what the raw messages leave, up to its cap; it is cut (whole items) only
-    # as far as that needs, and the room a cut frees goes to the recall and the fill.
-    wm_room = available - kept_size
+    # The recall runs when every pending and live message is shown and the WM's floor leaves
+    # room under trimming's size; its layer's room is kept from the WM (down to the floor).
+    candidates: Sequence[RecallCandidate] = ()
+    reserve = 0
+    free = available - kept_size - floor - above_trimming
+    if recall is not None and recall_tokens > 0 and start == 0 and free > 0:
+        candidates = recall()
+        if candidates and RECALL_BEFORE_MEMORY:
+            reserve = min(recall_tokens, free)
+    # The WM takes what the raw messages (and the recall) leave, up to its cap; it is cut
+    # (whole items) only as far as that needs, and the room a cut frees goes to the recall
+    # and the fill.
+    wm_room = available - kept_size - reserve
     if memory_tokens is not None:
         wm_room = min(wm_room, max(memory_tokens, budgets.archive))
     summary, omitted, summary_size = _fit_working_memory(working_memory, wm_room, count, whole_size)
@@ -588,7 +606,7 @@ def assemble_context(
             folded_sizes=folded_sizes,
             live_view=live,
             verbatim_fill=verbatim_fill,
-            recall=recall,
+            recall=recall,  # (cached: the search runs once)
             recall_tokens=recall_tokens,
             memory_tokens=memory_tokens,
         )
@@ -601,7 +619,7 @@ def assemble_context(
             room,
             fill=(folded_messages, folded_sizes) if verbatim_fill else ((), None),
             answered=set(head.results | tail.results),
-            recall=recall if recall_tokens > 0 else None,
+            candidates=candidates,
             recall_room=min(recall_tokens, room),
             shown_ids={m.id for m in kept if m.id is not None},
             shown_text=content_text(summary.content) if summary is not None else "",
@@ -680,7 +698,7 @@ def _recall_and_fill(
     *,
     fill: tuple[Sequence[BaseMessage], Sequence[int] | None],
     answered: set[str],
-    recall: RecallSource | None,
+    candidates: Sequence[RecallCandidate],
     recall_room: int,
     shown_ids: set[str],
     shown_text: str,
@@ -702,8 +720,7 @@ def _recall_and_fill(
             return [], 0
         return _verbatim_fill(source, sizes_in, set(answered), space, count, shown=shown)
 
-    candidates = list(recall()) if recall is not None and recall_room > 0 else []
-    if not candidates:
+    if not candidates or recall_room <= 0:
         messages, size = fill_in(room)
         return _Extra(fill=tuple(messages), size=size)
     filled, _ = fill_in(room - recall_room)
@@ -714,11 +731,14 @@ def _recall_and_fill(
     filled, fill_size = fill_in(room - recalled_size)
     fill_ids = {m.id for m in filled if m.id is not None}
     if any(r.message_id in fill_ids for r in records):
-        kept = [
-            c for c in candidates if c.record in records and c.record.message_id not in fill_ids
-        ]
+        # the fill grew over a recalled message: the recall is packed again in its own room
+        # without the fill's messages (it can only get smaller; the fill stays as it is)
         recalled, records, recalled_size = pack_recalled(
-            kept, recalled_size, count, shown_text=shown_text
+            candidates,
+            recalled_size,
+            count,
+            shown_ids=shown_ids | fill_ids,
+            shown_text=shown_text,
         )
     return _Extra(
         recalled=recalled,

@@ -142,6 +142,19 @@ def _squashed(text: str) -> str:
     return _SPACE_RE.sub(" ", text).strip().casefold()
 
 
+MIN_REPEAT_CHARS = 24
+"""A message hit whose text the Working Memory shows word for word (an item the memory kept
+verbatim) is not recalled when it is at least this long (a short reply like "ok" is in any
+document)."""
+
+
+def _in_memory(candidate: RecallCandidate, shown_wm: str) -> bool:
+    text = _squashed(candidate.text)
+    if candidate.kind == "message" and len(text) < MIN_REPEAT_CHARS:
+        return False
+    return bool(text) and text in shown_wm
+
+
 def pack_recalled(
     candidates: Sequence[RecallCandidate],
     room: int,
@@ -152,8 +165,9 @@ def pack_recalled(
 ) -> tuple[HumanMessage | None, tuple[Recalled, ...], int]:
     """The recalled layer's message: the best candidates (in their order) that fit ``room``
     with the note, leaving out what the input shows already — a message whose id is in
-    ``shown_ids``, an abstract or moved item whose text ``shown_text`` (the Working Memory
-    shown) holds — and a message seen twice.
+    ``shown_ids``; an abstract, a moved item or a message (of at least
+    :data:`MIN_REPEAT_CHARS`) whose text ``shown_text`` (the Working Memory shown) holds word
+    for word — and a hit seen twice.
 
     Returns:
         The message (``None`` when no candidate fits or is left), the records of the hits it
@@ -176,7 +190,7 @@ def pack_recalled(
             continue
         if record.message_id is not None and record.message_id in shown_ids:
             continue
-        if candidate.kind != "message" and _squashed(candidate.text) in shown_wm:
+        if _in_memory(candidate, shown_wm):
             continue
         cost = max(1, count(HumanMessage(content=_block(candidate))) - overhead) + 1
         if used + cost > room:

@@ -32,6 +32,7 @@ question-as-query recall (the measurements are in docs/budgets.md).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -52,6 +53,7 @@ from wm_langgraph.document.text.ranking import (
     term_counts,
 )
 from wm_langgraph.document.text.units import date_line, format_date
+from wm_langgraph.storage.archives import StoredMessages
 from wm_langgraph.storage.search_index import (
     ABSTRACT_POSITION,
     AbstractIndex,
@@ -153,7 +155,7 @@ def store_corpus(
     digests = {i.archive_id: i.digest for i in indexes}
     on_timeline = [i.archive_id for i in indexes]
 
-    def load(ids: Sequence[str]) -> dict[str, list[BaseMessage]]:
+    def load(ids: Sequence[str]) -> dict[str, Sequence[BaseMessage]]:
         loaded = index.messages(key, ids)
         for archive_id, (digest, _) in loaded.items():
             if digest != digests.get(archive_id, digest):
@@ -267,7 +269,7 @@ class _Texts:
 
     def __init__(self, corpus: Corpus, *, neighbours: bool = True, dates: bool = False) -> None:
         self._corpus = corpus
-        self._messages: dict[str, list[BaseMessage]] = {}
+        self._messages: dict[str, Sequence[BaseMessage]] = {}
         self.neighbours = neighbours
         self.dates = dates
 
@@ -276,9 +278,9 @@ class _Texts:
         if missing:
             loaded = self._corpus.load(missing)
             for archive_id in missing:
-                self._messages[archive_id] = list(loaded.get(archive_id) or [])
+                self._messages[archive_id] = loaded.get(archive_id) or []
 
-    def messages(self, archive_id: str) -> list[BaseMessage]:
+    def messages(self, archive_id: str) -> Sequence[BaseMessage]:
         self.need([archive_id])
         return self._messages[archive_id]
 
@@ -737,11 +739,12 @@ def read_hits(
                 )
             )
             continue
-        visible = _visible(texts.messages(index.archive_id), corpus.hidden)
-        number = next((n for n, (p, _) in enumerate(visible) if p == position), None)
+        messages = texts.messages(index.archive_id)
+        visible = _visible(messages, corpus.hidden)
+        number = _number(visible, position)
         if number is None:
             continue
-        message = visible[number][1]
+        message = messages[position]
         text = searchable_text(message)
         start, length = _match_span(text, parsed)
         hits.append(
@@ -799,10 +802,11 @@ def _session_dates(corpus: Corpus, texts: _Texts, keys: Sequence[DocKey]) -> dic
 def _newest_date(messages: Sequence[BaseMessage], last: int, hidden: set[str]) -> str:
     """The newest leading date of ``messages[: last + 1]`` as ``8 May 2023`` (``""``: none)."""
     for position in range(last, -1, -1):
-        message = messages[position]
-        if hidden and str(message.id) in hidden:
+        if hidden and _id_at(messages, position) in hidden:
             continue
-        text = message.text if isinstance(message.content, str) else searchable_text(message)
+        text = messages.text_start(position) if isinstance(messages, StoredMessages) else None
+        if text is None:
+            text = searchable_text(messages[position])
         if not text.lstrip().startswith("["):
             continue
         when, _ = date_line(text)
@@ -811,8 +815,23 @@ def _newest_date(messages: Sequence[BaseMessage], last: int, hidden: set[str]) -
     return ""
 
 
-def _visible(messages: Sequence[BaseMessage], hidden: set[str]) -> list[tuple[int, BaseMessage]]:
-    return [(p, m) for p, m in enumerate(messages) if not hidden or str(m.id) not in hidden]
+def _id_at(messages: Sequence[BaseMessage], position: int) -> str:
+    if isinstance(messages, StoredMessages):
+        return messages.id_at(position)
+    return str(messages[position].id)
+
+
+def _visible(messages: Sequence[BaseMessage], hidden: set[str]) -> list[int]:
+    """The positions of the messages not hidden (without making stored messages)."""
+    if not hidden:
+        return list(range(len(messages)))
+    return [p for p in range(len(messages)) if _id_at(messages, p) not in hidden]
+
+
+def _number(visible: Sequence[int], position: int) -> int | None:
+    """The 0-based number among the visible messages of the one at ``position``."""
+    at = bisect.bisect_left(visible, position)
+    return at if at < len(visible) and visible[at] == position else None
 
 
 def _around(corpus: Corpus, texts: _Texts, a: int, number: int, step: int) -> tuple[Neighbour, ...]:
@@ -821,18 +840,20 @@ def _around(corpus: Corpus, texts: _Texts, a: int, number: int, step: int) -> tu
     the timeline; oldest first."""
     indexes = corpus.indexes
     found: list[Neighbour] = []
-    visible = _visible(texts.messages(indexes[a].archive_id), corpus.hidden)
+    messages = texts.messages(indexes[a].archive_id)
+    visible = _visible(messages, corpus.hidden)
     while len(found) < NEIGHBOURS:
         number += step
         if not 0 <= number < len(visible):
             a += step
             if not 0 <= a < len(indexes):
                 break
-            visible = _visible(texts.messages(indexes[a].archive_id), corpus.hidden)
+            messages = texts.messages(indexes[a].archive_id)
+            visible = _visible(messages, corpus.hidden)
             if not visible:
                 break
             number = len(visible) - 1 if step < 0 else 0
-        message = visible[number][1]
+        message = messages[visible[number]]
         text = searchable_text(message)
         found.append(
             Neighbour(indexes[a].archive_id, number + 1, len(visible), role_label(message), text)

@@ -37,7 +37,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
 from wm_langgraph.document.text.ranking import term_counts
-from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, message_list
+from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, StoredMessages
 
 __all__ = [
     "ABSTRACT_POSITION",
@@ -461,16 +461,19 @@ class SearchIndex:
                     self._abstracts.put((*prefix, index.archive_id), _MISSING)
         return found
 
-    def messages(self, key: str, ids: Sequence[str]) -> dict[str, tuple[str, list[BaseMessage]]]:
+    def messages(
+        self, key: str, ids: Sequence[str]
+    ) -> dict[str, tuple[str, Sequence[BaseMessage]]]:
         """The digest and messages of the archives ``ids`` (read from the store, never cached:
-        only the few archives a result shows are read)."""
+        only the few archives a result shows are read; each message is made only when read,
+        :class:`~wm_langgraph.storage.archives.StoredMessages`)."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
         ns = self._archives.namespace(key, "archives")
         items = self._archives.io(key).batch([GetOp(ns, a) for a in wanted])
         return {
-            archive_id: (str(item.value.get("digest") or ""), message_list(item.value))
+            archive_id: (str(item.value.get("digest") or ""), StoredMessages(item.value))
             for archive_id, item in zip(wanted, items, strict=True)
             if isinstance(item, Item)
         }
