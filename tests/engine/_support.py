@@ -272,15 +272,12 @@ def turn_sizes(history: list[BaseMessage]) -> list[int]:
 
 
 @st.composite
-def histories(draw: Any, *, big_items: bool = False) -> dict[str, Any]:
+def histories(draw: Any) -> dict[str, Any]:
     """A random history (message sizes, parallel tool calls), cut into folded, pending and
-    live messages at archive boundaries, with a Working Memory (with ``big_items``, some of
-    its Key Facts items may be large: one oversized bullet, and the turns are often small
-    beside it), a system prompt and a budget."""
+    live messages at archive boundaries, with a Working Memory, a system prompt and a budget."""
     history: list[BaseMessage] = []
-    scale = draw(st.sampled_from([1, 5])) if big_items else 1  # messages 1/scale as long
-    for t in range(draw(st.integers(1, 14 * scale))):
-        history.append(HumanMessage("u " * (draw(st.integers(1, 300)) // scale + 1), id=f"u{t}"))
+    for t in range(draw(st.integers(1, 14))):
+        history.append(HumanMessage("u " * draw(st.integers(1, 300)), id=f"u{t}"))
         for step in range(draw(st.integers(0, 2))):
             ids = [f"c{t}_{step}_{k}" for k in range(draw(st.integers(1, 3)))]
             history.append(
@@ -291,27 +288,20 @@ def histories(draw: Any, *, big_items: bool = False) -> dict[str, Any]:
                 )
             )
             history.extend(
-                ToolMessage(
-                    "r " * (draw(st.integers(1, 400)) // scale + 1), tool_call_id=i, id=f"t{i}"
-                )
+                ToolMessage("r " * draw(st.integers(1, 400)), tool_call_id=i, id=f"t{i}")
                 for i in ids
             )
-        history.append(AIMessage("a " * (draw(st.integers(1, 200)) // scale + 1), id=f"f{t}"))
+        history.append(AIMessage("a " * draw(st.integers(1, 200)), id=f"f{t}"))
     # archive boundaries: never between a tool call and its results
     cuts = [i for i, m in enumerate(history) if not isinstance(m, ToolMessage)]
     folded_end = draw(st.sampled_from(cuts))
     pending_end = draw(st.sampled_from([c for c in cuts if c >= folded_end]))
-    if big_items:  # the fitted-down memory's case: archives, and few live turns
-        folded_end = draw(st.sampled_from(cuts[len(cuts) // 2 :]))
-        pending_end = draw(st.sampled_from([c for c in cuts if c >= folded_end][-3:]))
-    elif draw(st.booleans()):
+    if draw(st.booleans()):
         folded_end = pending_end = 0  # no archive yet
-    items = [f"- fact {k} " + "w " * 15 for k in range(draw(st.integers(0, 40)))]
-    if big_items:
-        for _ in range(draw(st.integers(0, 2))):
-            at = draw(st.integers(0, len(items)))
-            items.insert(at, f"- big fact {at} " + "v " * draw(st.integers(50, 3_000)))
-    wm = "# Working Memory\n\n## Session Title\nT\n\n## Key Facts & Decisions\n" + "\n".join(items)
+    items = draw(st.integers(0, 40))
+    wm = "# Working Memory\n\n## Session Title\nT\n\n## Key Facts & Decisions\n" + "\n".join(
+        f"- fact {k} " + "w " * 15 for k in range(items)
+    )
     return {
         "history": history,
         "folded": history[:folded_end],
