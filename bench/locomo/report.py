@@ -528,6 +528,9 @@ def _cost_section(
         *cost_lines(rows),
         COST_END,
         "",
+        "The recall step's latency (p50 / p95 at 100 and 1,000 archives) is a wall time: "
+        "[LOCOMO_TIMINGS.md](LOCOMO_TIMINGS.md), *The recall step*.",
+        "",
     ]
     full = {r["conv"]: r for r in results if r["system"] == "full"}
     notes = []
@@ -607,8 +610,40 @@ def write_timings(meta: dict[str, Any], results: list[dict[str, Any]], path: Pat
         ratio = f"{ms / full_ms:.2f}x" if full_ms else "-"
         rows.append([_label(*key), f"{total:,.0f}", f"{ms:.0f}", ratio])
     lines += _table(["system", "seconds", "ms per agent call", "vs full"], rows)
+    lines += _recall_step_section(meta.get("recall_step") or [])
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     return path
+
+
+def _recall_step_section(rows: list[dict[str, Any]]) -> list[str]:
+    """LOCOMO_TIMINGS.md's recall-step latency (bench/recall_step.py)."""
+    if not rows:
+        return []
+    step = rows[0]["step"]
+    return [
+        "## The recall step",
+        "",
+        f"`{step}` (bench/recall_step.py: `RECALL_STEP`) for one user message, timed on "
+        "threads of invented chat archives (10 messages each, abstracts and a Working Memory "
+        "as after Phase 2, the indexes in the process cache), invented LoCoMo-style "
+        "questions in turn; wall time and the process's CPU time per call (on a shared "
+        "machine the CPU time shows the work without the waits for a core).",
+        "",
+        *_table(
+            ["archives", "calls", "p50 (ms)", "p95 (ms)", "CPU p50 (ms)", "CPU p95 (ms)"],
+            [
+                [
+                    f"{r['archives']:,}",
+                    r["calls"],
+                    f"{r['p50']:.1f}",
+                    f"{r['p95']:.1f}",
+                    f"{r['cpu_p50']:.1f}",
+                    f"{r['cpu_p95']:.1f}",
+                ]
+                for r in rows
+            ],
+        ),
+    ]
 
 
 def results_section(locomo: Path, fingerprint: str) -> list[str]:

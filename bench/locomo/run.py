@@ -74,6 +74,9 @@ __all__ = [
 HERE = Path(__file__).resolve().parents[1]
 DEFAULT_BUDGETS = (4_000, 8_000, 16_000)
 QUICK_BUDGET = 1_500
+RECALL_ARCHIVES = (100, 1_000)
+"""The thread sizes the recall step is timed at (``--quick``: :data:`QUICK_ARCHIVES`)."""
+QUICK_ARCHIVES = (10, 100)
 TOP_HITS = 5
 
 RecallHook = Callable[[SystemRun, str], list[str] | None]
@@ -473,6 +476,7 @@ def locomo_main(args: Any, argv_text: str) -> int:
     every = run_locomo(samples, systems, budgets, jobs=args.jobs, options=options, tuning=tuning)
     results = [r for r in every if not r.get("tuning_only")]
     seconds = time.perf_counter() - started
+    recall_step = _recall_step(QUICK_ARCHIVES if args.quick else RECALL_ARCHIVES)
     settled = settled_fingerprint(fingerprint)
     stamp = Stamp(
         command=argv_text,
@@ -505,6 +509,7 @@ def locomo_main(args: Any, argv_text: str) -> int:
         "jobs": args.jobs,
         "seconds": seconds,
         "slice_tuning": _tuning_rows(every),
+        "recall_step": recall_step,
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "locomo_results.json").write_text(
@@ -519,6 +524,22 @@ def locomo_main(args: Any, argv_text: str) -> int:
     if out.resolve() == HERE and refresh_results(HERE / "RESULTS.md", path):
         print(f"refreshed the LoCoMo section of {HERE / 'RESULTS.md'}")
     return 0
+
+
+def _recall_step(sizes: Sequence[int]) -> list[dict[str, Any]]:
+    """The recall step's latency on threads of ``sizes`` archives (bench/recall_step.py)."""
+    from bench.recall_step import recall_step_latency
+
+    out = []
+    for archives in sizes:
+        figures = recall_step_latency(archives).figures()
+        print(
+            f"recall step ({figures['step']}) at {archives:,} archives: p50 "
+            f"{figures['p50']:.1f} ms, p95 {figures['p95']:.1f} ms (CPU p50 "
+            f"{figures['cpu_p50']:.1f}, p95 {figures['cpu_p95']:.1f})"
+        )
+        out.append(figures)
+    return out
 
 
 def _tuning_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -289,3 +289,43 @@ def test_the_slice_with_most_answerable_questions_wins_ties_by_coverage_then_sma
         run(8000, 0.50, [True, False], [True, False]),
     ]
     assert choose_slices(runs, [4000, 8000]) == {4000: 0.25, 8000: 0.25}
+
+
+# ------------------------------------------------------------------------------------------
+# the recall step's latency (bench/recall_step.py)
+
+
+def test_the_recall_step_is_timed_on_a_thread_of_that_many_archives():
+    from bench.recall_step import QUESTIONS, recall_step_latency
+
+    seen: list[tuple[int, str]] = []
+
+    def step(memory: Any, config: Any, query: str) -> object:
+        seen.append((len(memory.recall_corpus(config).indexes), query))
+        return None
+
+    timing = recall_step_latency(12, rounds=2, step=step)
+    assert {n for n, _ in seen} == {12}
+    assert [q for _, q in seen[len(QUESTIONS) :]] == [
+        QUESTIONS[(i + r) % len(QUESTIONS)] for r in range(2) for i in range(len(QUESTIONS))
+    ]
+    figures = timing.figures()
+    assert figures["calls"] == 2 * len(QUESTIONS) == len(timing.cpu_milliseconds)
+    assert figures["step"] == "step"
+    assert figures["p50"] <= figures["p95"]
+
+
+def test_the_default_recall_step_ranks_the_thread_s_archives():
+    from langgraph.store.memory import InMemoryStore
+
+    from bench.recall_step import keyword_rank, thread_of_archives
+    from wm_langgraph import WorkingMemory
+
+    memory = WorkingMemory(store=InMemoryStore())
+    config: Any = {"configurable": {"thread_id": "t"}}
+    thread_of_archives(memory, "t", 5, messages=4)
+    assert len(memory.list_archives(config)) == 5
+    hits = keyword_rank(memory, config, "lake camping")
+    assert isinstance(hits, list)
+    assert hits
+    assert all(h.archive_id is None or h.archive_id.startswith("archive_") for h in hits)

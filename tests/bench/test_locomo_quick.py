@@ -185,6 +185,8 @@ def test_report_is_written_with_every_table(quick):
     assert "| seconds" not in report  # wall times have their own file
     timings = (out / "LOCOMO_TIMINGS.md").read_text(encoding="utf-8")
     assert "## Replay time per system" in timings
+    assert "## The recall step" in timings
+    assert "| 10 | 80 |" in timings  # --quick: 10 and 100 archives, 8 questions x 10 rounds
     for text in (report, timings):
         stamp = read_stamp(text)
         assert stamp["fingerprint"] == code_fingerprint()
