@@ -598,6 +598,7 @@ class WorkingMemory:
                 timeline=timeline,
                 current=current,
                 hidden=hidden,
+                removed=removed,
                 config=config,
             ),
             recall_tokens=recall_room(budgets.usable, self.config.recall_tokens),
@@ -612,6 +613,7 @@ class WorkingMemory:
         timeline: Sequence[str],
         current: WorkingMemoryVersion | None,
         hidden: set[str],
+        removed: set[str] | frozenset[str],
         config: RunnableConfig | None,
     ) -> RecallSource | None:
         """The recall of this call for assemble: ``None`` when the setting is off; nothing to
@@ -622,35 +624,68 @@ class WorkingMemory:
         if not query or not timeline:
             return lambda: ()
         if not hidden:
-            hidden = self._archives.hidden_ids(thread_id)
+            hidden = self._archives.hidden_ids(thread_id) | set(removed)
 
         def search() -> list[RecallCandidate]:
-            for attempt in range(2):
-                corpus = store_corpus(
-                    SearchIndex(self._archives),
-                    thread_id,
-                    timeline,
-                    hidden=hidden,
-                    moved=self._moved_of(thread_id, current),
-                    settled=_settled(current),
-                    write=False,
-                )
-                try:
-                    return recall_candidates(
-                        corpus,
-                        query,
-                        limit=auto.RECALL_HITS,
-                        min_score=self.config.recall_min_score,
-                    )
-                except StaleIndexError:  # the records changed under the cache: read anew
-                    if attempt:
-                        raise
-            return []
+            return self._recall_search(thread_id, timeline, current, hidden, query)
 
         callbacks = internal_callbacks(
             (config or {}).get("callbacks"), thread_id=thread_id, scope=""
         )
         return lambda: traced_recall(search, query, thread_id=thread_id, callbacks=callbacks)
+
+    def _recall_search(
+        self,
+        thread_id: str,
+        timeline: Sequence[str],
+        current: WorkingMemoryVersion | None,
+        hidden: set[str],
+        query: str,
+    ) -> list[RecallCandidate]:
+        """The recall step: ``query`` searched in the memory's archives on ``timeline`` (read
+        only: an archive without an index record is indexed in memory)."""
+        for attempt in range(2):
+            corpus = store_corpus(
+                SearchIndex(self._archives),
+                thread_id,
+                timeline,
+                hidden=hidden,
+                moved=self._moved_of(thread_id, current),
+                settled=_settled(current),
+                write=False,
+            )
+            try:
+                return recall_candidates(
+                    corpus, query, limit=auto.RECALL_HITS, min_score=self.config.recall_min_score
+                )
+            except StaleIndexError:  # the records changed under the cache: read anew, once
+                if attempt:
+                    raise
+        return []
+
+    def recall_hits(
+        self, config: RunnableConfig | None, message: str | BaseMessage
+    ) -> list[RecallCandidate]:
+        """The recall step of a user's turn on its own (behaviour §7.4): what the search finds
+        for ``message`` (a user message or its text) in the config's thread, best first, as
+        the recalled layer's candidates — before assemble leaves out what the input shows
+        already and packs the best into the layer's room. Reads only; no traced run. For
+        measurements (the bench times it) and for tools that show the recall.
+
+        Returns:
+            The candidates (empty when the message is not a user message, or the thread has no
+            archive).
+        """
+        query = recall_query([message]) if isinstance(message, BaseMessage) else message.strip()
+        with self._scoper.serving(config):
+            thread_id = self._scoper.readable(config)
+            self._scoper.bind_for_read(thread_id, config)
+            timeline = self._session.timeline_for_thread(thread_id, config)
+            if not query or not timeline:
+                return []
+            current = self._archives.current_wm(thread_id, timeline)
+            hidden = self._archives.hidden_ids(thread_id)
+            return self._recall_search(thread_id, timeline, current, hidden, query)
 
     # -- reading -----------------------------------------------------------------------------
     def get_working_memory(self, config: RunnableConfig | None) -> str:

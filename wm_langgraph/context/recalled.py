@@ -85,6 +85,9 @@ class RecallCandidate:
         seq: Its archive's position in the timeline (the layer shows hits in that order).
         session_date: The date of the session it belongs to (``8 May 2023``), ``""``: unknown.
         section: The section a moved item left.
+        context: The messages shown with a message hit (the one before it, the reply after
+            it), each a candidate of its own kind ``"message"`` with the hit's score; left
+            out where the input shows them already.
     """
 
     record: Recalled
@@ -95,6 +98,7 @@ class RecallCandidate:
     seq: int = 0
     session_date: str = ""
     section: str = ""
+    context: tuple[RecallCandidate, ...] = ()
 
 
 def quote_lines(text: str) -> str:
@@ -183,21 +187,33 @@ def pack_recalled(
     chosen: list[RecallCandidate] = []
     seen: set[tuple[str | None, int, str | None]] = set()
     used = base
-    for candidate in candidates:
+
+    def new(candidate: RecallCandidate) -> bool:
         record = candidate.record
-        key = (record.archive_id, record.position, record.message_id)
-        if key in seen:
-            continue
+        if (record.archive_id, record.position, record.message_id) in seen:
+            return False
         if record.message_id is not None and record.message_id in shown_ids:
+            return False
+        return not _in_memory(candidate, shown_wm)
+
+    def cost(candidate: RecallCandidate) -> int:
+        return max(1, count(HumanMessage(content=_block(candidate))) - overhead) + 1
+
+    for candidate in candidates:
+        if not new(candidate):
             continue
-        if _in_memory(candidate, shown_wm):
-            continue
-        cost = max(1, count(HumanMessage(content=_block(candidate))) - overhead) + 1
-        if used + cost > room:
+        with_context = [candidate, *(c for c in candidate.context if new(c))]
+        units = with_context
+        price = sum(cost(c) for c in units)
+        if used + price > room and len(units) > 1:
+            units = [candidate]  # the hit alone
+            price = cost(candidate)
+        if used + price > room:
             continue  # a shorter hit further down may still fit
-        chosen.append(candidate)
-        seen.add(key)
-        used += cost
+        for unit in units:
+            chosen.append(unit)
+            seen.add((unit.record.archive_id, unit.record.position, unit.record.message_id))
+        used += price
     while chosen:
         message = _render(chosen)
         size = count(message)

@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from wm_langgraph.context.recalled import RecallCandidate, Recalled
 from wm_langgraph.document.text.units import date_line
 from wm_langgraph.messages import content_text
-from wm_langgraph.recall.search import ABSTRACT_ROLE, Corpus, Hit, rank
+from wm_langgraph.recall.search import ABSTRACT_ROLE, Corpus, Hit, Neighbour, rank
 
 __all__ = [
     "MAX_HIT_CHARS",
@@ -42,6 +42,11 @@ RECALL_TAGS = ("wm_langgraph", "nostream")
 """Tags of the recall's run."""
 RECALL_HITS = 12
 """Hits asked of the search per user turn (the layer shows those that fit its room)."""
+CONTEXT_BEFORE = 0
+"""Messages before a message hit shown with it (where the input does not show them)."""
+CONTEXT_AFTER = 1
+"""Messages after a message hit shown with it: the reply that answers a question usually
+follows it (docs/budgets.md, "The recalled layer")."""
 MAX_QUERY_CHARS = 1_000
 """A longer user message is searched by its start and its end (half each): a paste is long,
 and the question about it is usually at one of its ends."""
@@ -94,6 +99,10 @@ def hit_candidate(hit: Hit, *, limit: int = MAX_HIT_CHARS) -> RecallCandidate:
             total=hit.total,
             seq=hit.seq,
         )
+    context = [
+        *(hit.before[len(hit.before) - CONTEXT_BEFORE :] if CONTEXT_BEFORE else ()),
+        *hit.after[:CONTEXT_AFTER],
+    ]
     return RecallCandidate(
         record=Recalled(hit.archive_id, hit.number, hit.message_id or None, hit.score),
         kind="message",
@@ -102,6 +111,21 @@ def hit_candidate(hit: Hit, *, limit: int = MAX_HIT_CHARS) -> RecallCandidate:
         total=hit.total,
         seq=hit.seq,
         session_date=hit.session_date,
+        context=tuple(_neighbour(n, hit, limit) for n in context),
+    )
+
+
+def _neighbour(neighbour: Neighbour, hit: Hit, limit: int) -> RecallCandidate:
+    return RecallCandidate(
+        record=Recalled(
+            neighbour.archive_id, neighbour.number, neighbour.message_id or None, hit.score
+        ),
+        kind="message",
+        text=_excerpt(neighbour.text, 0, 0, limit),
+        role=neighbour.role,
+        total=neighbour.total,
+        seq=neighbour.seq,
+        session_date=hit.session_date if neighbour.archive_id == hit.archive_id else "",
     )
 
 
@@ -122,7 +146,8 @@ def recall_candidates(
     """
     if not query.strip() or (not corpus.indexes and not corpus.moved):
         return []
-    hits, _ = rank(corpus, query, limit, neighbours=False, dates=True)
+    neighbours = bool(CONTEXT_BEFORE or CONTEXT_AFTER)
+    hits, _ = rank(corpus, query, limit, neighbours=neighbours, dates=True)
     return [hit_candidate(h) for h in hits if h.score >= min_score]
 
 

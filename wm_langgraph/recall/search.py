@@ -178,13 +178,16 @@ def store_corpus(
 
 @dataclass(frozen=True, slots=True)
 class Neighbour:
-    """A message next to a hit (the turn before or after it)."""
+    """A message next to a hit (the turn before or after it); ``seq``: its archive's position
+    in the timeline; ``message_id``: its id (``""`` without one)."""
 
     archive_id: str
     number: int
     total: int
     role: str
     text: str
+    seq: int = 0
+    message_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,7 +363,8 @@ def rank(
     keyword = [k for k in keyword if k[1] != ABSTRACT_POSITION] + [
         k for k in keyword if k[1] == ABSTRACT_POSITION
     ]
-    keyword = _spread(keyword, limit, literal=set(tiers), neighbours=question)
+    # a hit another one shows as its neighbour moves back (only where neighbours are shown)
+    keyword = _spread(keyword, limit, literal=set(tiers), neighbours=question and neighbours)
     shown_scores = fused if semantic else scores
     return _finish(corpus, parsed, texts, keyword, limit=limit, total=total, scores=shown_scores)
 
@@ -856,7 +860,15 @@ def _around(corpus: Corpus, texts: _Texts, a: int, number: int, step: int) -> tu
         message = messages[visible[number]]
         text = searchable_text(message)
         found.append(
-            Neighbour(indexes[a].archive_id, number + 1, len(visible), role_label(message), text)
+            Neighbour(
+                indexes[a].archive_id,
+                number + 1,
+                len(visible),
+                role_label(message),
+                text,
+                seq=indexes[a].seq,
+                message_id=str(message.id or ""),
+            )
         )
     return tuple(reversed(found)) if step < 0 else tuple(found)
 
