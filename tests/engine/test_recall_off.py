@@ -6,11 +6,12 @@ seeded: message sizes, parallel tool calls, system prompts and notes, Working Me
 size with an oversized item at times, archives folded or pending, budgets from 400 to 12,000),
 the input that ``assemble_context`` built at commit 6773ae6, before the recall: a digest of
 each message's layer, id, type and text (of all of them, and of those outside the verbatim
-fill), the token total and the items the Working Memory left out. The same histories through today's code with the recall off must give the same
-input, message for message — with one documented exception, the fix of the room a fitted-down
-Working Memory left empty (tests/engine/test_fill_after_fit.py): where the old input cut the
-Working Memory and showed no fill, today's may add the fill's turns in that room, and is then
-the old input plus those turns, larger.
+fill), the token total and the items the Working Memory left out. The same histories through
+today's code with the recall off must give the same input, message for message — with one
+documented exception, the fix of the room a fitted-down Working Memory left empty
+(tests/engine/test_fill_after_fit.py): where the old input cut the Working Memory and showed no
+fill, today's may add the fill's turns in that room, and is then the old input plus those
+turns, larger (1 of the 300).
 
 Regenerate (only when a change of assemble's output is intended, and say so in its commit)
 from a checkout of the code whose output is the reference::
