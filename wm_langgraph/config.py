@@ -15,11 +15,9 @@ __all__ = [
     "DEFAULT_RESERVE_TOKENS",
     "DEFAULT_WRITER_MAX_TOKENS",
     "MAX_KEEP_RECENT_COUNT",
-    "MEMORY_SHARE",
     "RECALL_SHARE",
     "BudgetFraction",
     "WorkingMemoryConfig",
-    "memory_room",
     "model_input_window",
     "recall_room",
     "reply_reserve",
@@ -54,27 +52,17 @@ def reply_reserve(token_budget: int, reserve_tokens: int) -> int:
 DEFAULT_RECALL_TOKENS = 2_000
 """Default cap of the recalled layer (docs/budgets.md, "The split of the budget")."""
 
-RECALL_SHARE = 0.4
+RECALL_SHARE = 0.3
 """The recalled layer is at most this share of the usable budget."""
 
-DEFAULT_RECALL_MIN_SCORE = 0.0
+DEFAULT_RECALL_MIN_SCORE = 2.0
 """Default lowest search score a recalled hit may have (docs/budgets.md)."""
-
-MEMORY_SHARE: float | None = None
-"""Once the history outgrows the usable budget, the Working Memory message is shown up to this
-share of it (at least the WM layer's share); None: whole whenever the other layers leave room."""
 
 
 def recall_room(usable: int, recall_tokens: int) -> int:
     """The most the recalled layer counts at ``usable``: ``recall_tokens``, at most
     :data:`RECALL_SHARE` of ``usable``."""
     return min(recall_tokens, int(RECALL_SHARE * usable))
-
-
-def memory_room(usable: int) -> int | None:
-    """The most the Working Memory message counts once the history outgrows ``usable``
-    (None: no cap; see :data:`MEMORY_SHARE`)."""
-    return None if MEMORY_SHARE is None else int(MEMORY_SHARE * usable)
 
 
 MAX_KEEP_RECENT_COUNT = 10_000

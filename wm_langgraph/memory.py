@@ -33,7 +33,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
-from wm_langgraph.config import WorkingMemoryConfig, memory_room, recall_room
+from wm_langgraph.config import WorkingMemoryConfig, recall_room
 from wm_langgraph.context.assemble import (
     AssembledContext,
     RecallSource,
@@ -602,7 +602,6 @@ class WorkingMemory:
                 config=config,
             ),
             recall_tokens=recall_room(budgets.usable, self.config.recall_tokens),
-            memory_tokens=memory_room(budgets.usable) if self.config.recall else None,
         )
 
     def _recall_source(

@@ -17,9 +17,16 @@ shows or what no summary holds yet).
 
 Output order: one leading ``SystemMessage`` (the system-prompt addition followed by the
 thread's own system text), then one ``[Session History Summary]`` user message holding the
-Working Memory, then the verbatim fill (an ``[Earlier messages, verbatim]`` user message and the
-newest messages of archives the WM already covers), then the messages of archives whose Phase 2
-is not done (pending), then the live messages.
+Working Memory, then on a user's turn the recalled layer (one ``[Recalled from the archive]``
+user message: the archived messages the search finds for the user's message, quoted; see
+:mod:`wm_langgraph.context.recalled`), then the verbatim fill (an ``[Earlier messages,
+verbatim]`` user message and the newest messages of archives the WM already covers), then the
+messages of archives whose Phase 2 is not done (pending), then the live messages.
+
+The recalled layer and the fill share one room: what the other layers leave under trimming's
+size. The room the recall takes is kept before the Working Memory is shown whole (a WM that
+does not fit beside it is cut, down to its share); the fill takes what the recall leaves; the
+room a cut WM frees goes to both (docs/budgets.md, "The split of the budget").
 
 Budgets: ``reserved = min(T, max(0.15·T, reserve_tokens if it applies else 0))`` is kept free
 for the reply (the default ``reserve_tokens`` applies from ``T >= 40,000`` on, one set
@@ -457,9 +464,9 @@ def _shrink_tool_outputs(
 
 
 RECALL_BEFORE_MEMORY = True
-"""The recalled layer's room is kept before the Working Memory is shown whole: a large WM is
-cut (down to its share, ``budgets.archive``) rather than crowd the recall out (docs/budgets.md,
-"The split of the budget")."""
+"""The room the recalled layer takes is kept before the Working Memory is shown whole: a WM
+that does not fit beside the recall is cut (down to its share, ``budgets.archive``) rather than
+crowd the recall out (docs/budgets.md, "The split of the budget")."""
 
 RecallSource = Callable[[], Sequence[RecallCandidate]]
 """Runs the recall for the user's newest message: the hits best first (assemble calls it only
@@ -484,7 +491,6 @@ def assemble_context(
     verbatim_fill: bool = True,
     recall: RecallSource | None = None,
     recall_tokens: int = 0,
-    memory_tokens: int | None = None,
 ) -> AssembledContext:
     """Build the model input from the layers, inside the budget (see the module docstring).
 
@@ -518,9 +524,6 @@ def assemble_context(
             what it was without the layer).
         recall_tokens: The most the recalled layer may count; its room comes out of the
             verbatim fill's.
-        memory_tokens: The most the Working Memory message may count once the history
-            outgrows ``usable`` (at least the WM layer's share ``budgets.archive``); ``None``
-            shows it whole whenever the other layers leave room.
 
     Returns:
         The assembled context; the inputs are not modified.
@@ -539,33 +542,20 @@ def assemble_context(
         )
         if history.tokens <= budgets.usable:
             return replace(history, budgets=budgets, whole_history=True)
-    head, tail = _joined(
-        LiveView.build(pending_messages, count, shown, pin_head=False), live, count, shown
-    )
-    folded = _system_notes(head, tail)
-    plain = _merge_system(system_message, folded, None)
-    plain_size = count(plain) if plain is not None else 0
-    # Never more than trimming: the verbatim fill (and the recalled layer, whose room is the
-    # fill's), which repeat turns the Working Memory already covers, stop where the input
-    # reaches what trimming this history to ``usable`` sends (see :func:`_trimmed_size`).
-    trimmed = _trimmed_size(
-        plain_size,
-        folded=folded_messages,
-        folded_sizes=folded_sizes,
-        head=head,
-        tail=tail,
+    frame = _frame(
+        system_message,
+        working_memory,
+        pending_messages,
+        live,
+        folded=(folded_messages, folded_sizes),
         usable=budgets.usable,
         count=count,
+        shown=shown,
+        system_addition=system_addition,
     )
-    above_trimming = 0 if trimmed is None else max(0, budgets.usable - trimmed)
-    has_memory = bool(working_memory.strip()) or bool(pending_messages)
-    if has_memory and system_addition is None:
-        from wm_langgraph.writer.prompts import load_prompt
-
-        system_addition = load_prompt("system")
-    system = _merge_system(system_message, folded, system_addition if has_memory else None)
-    system_size = count(system) if system is not None else 0
-    available = budgets.usable - system_size
+    head, tail, system_addition = frame.head, frame.tail, frame.addition
+    available = budgets.usable - frame.system_size
+    above_trimming = frame.above_trimming
 
     body = _Body(head, tail)
     whole_size = count(_summary_message(working_memory)) if working_memory.strip() else 0
@@ -574,19 +564,13 @@ def assemble_context(
     start, kept, kept_size = _kept_turns(body, floor, available, count)
     # The recall runs when every pending and live message is shown and the WM's floor leaves
     # room under trimming's size; its layer's room is kept from the WM (down to the floor).
-    candidates: Sequence[RecallCandidate] = ()
-    reserve = 0
     free = available - kept_size - floor - above_trimming
-    if recall is not None and recall_tokens > 0 and start == 0 and free > 0:
-        candidates = recall()
-        if candidates and RECALL_BEFORE_MEMORY:
-            reserve = min(recall_tokens, free)
-    # The WM takes what the raw messages (and the recall) leave, up to its cap; it is cut
-    # (whole items) only as far as that needs, and the room a cut frees goes to the recall
-    # and the fill.
+    candidates, reserve = _recall_reserve(
+        recall if start == 0 else None, min(recall_tokens, free), kept, count
+    )
+    # The WM takes what the raw messages (and the recall) leave; it is cut (whole items) only
+    # as far as that needs, and the room a cut frees goes to the recall and the fill.
     wm_room = available - kept_size - reserve
-    if memory_tokens is not None:
-        wm_room = min(wm_room, max(memory_tokens, budgets.archive))
     summary, omitted, summary_size = _fit_working_memory(working_memory, wm_room, count, whole_size)
     if summary is None and whole_size and system_addition:
         # The addition explains the summary: a Working Memory that found no room takes it
@@ -608,7 +592,6 @@ def assemble_context(
             verbatim_fill=verbatim_fill,
             recall=recall,  # (cached: the search runs once)
             recall_tokens=recall_tokens,
-            memory_tokens=memory_tokens,
         )
     extra = _Extra()
     room = available - kept_size - summary_size - above_trimming
@@ -626,30 +609,127 @@ def assemble_context(
             count=count,
             shown=shown,
         )
+    return _composed(
+        frame,
+        summary=(summary, omitted, summary_size),
+        extra=extra,
+        kept=(kept, kept_size),
+        pending=pending_messages,
+        dropped=body.size - len(kept) + _left_out(head, tail),
+        budgets=budgets,
+    )
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """What every layout of an outgrown history starts from."""
+
+    head: LiveView
+    tail: LiveView
+    system: SystemMessage | None
+    system_size: int
+    above_trimming: int
+    addition: str | None
+
+
+def _frame(
+    system_message: SystemMessage | None,
+    working_memory: str,
+    pending: Sequence[BaseMessage],
+    live: LiveView,
+    *,
+    folded: tuple[Sequence[BaseMessage], Sequence[int] | None],
+    usable: int,
+    count: MessageCounter,
+    shown: Callable[[BaseMessage], BaseMessage],
+    system_addition: str | None,
+) -> _Frame:
+    """The pending and live views, the leading system message (with the addition while a WM
+    or pending archive exists) and how far ``usable`` is above trimming's size."""
+    head, tail = _joined(LiveView.build(pending, count, shown, pin_head=False), live, count, shown)
+    notes = _system_notes(head, tail)
+    plain = _merge_system(system_message, notes, None)
+    plain_size = count(plain) if plain is not None else 0
+    # Never more than trimming: the verbatim fill (and the recalled layer, whose room is the
+    # fill's), which repeat turns the Working Memory already covers, stop where the input
+    # reaches what trimming this history to ``usable`` sends (see :func:`_trimmed_size`).
+    trimmed = _trimmed_size(
+        plain_size,
+        folded=folded[0],
+        folded_sizes=folded[1],
+        head=head,
+        tail=tail,
+        usable=usable,
+        count=count,
+    )
+    has_memory = bool(working_memory.strip()) or bool(pending)
+    if has_memory and system_addition is None:
+        from wm_langgraph.writer.prompts import load_prompt
+
+        system_addition = load_prompt("system")
+    system = _merge_system(system_message, notes, system_addition if has_memory else None)
+    return _Frame(
+        head=head,
+        tail=tail,
+        system=system,
+        system_size=count(system) if system is not None else 0,
+        above_trimming=0 if trimmed is None else max(0, usable - trimmed),
+        addition=system_addition,
+    )
+
+
+def _recall_reserve(
+    recall: RecallSource | None, room: int, kept: Sequence[BaseMessage], count: MessageCounter
+) -> tuple[Sequence[RecallCandidate], int]:
+    """The recall's candidates (the search runs only when the layer has ``room``) and the room
+    its layer takes, kept from the WM when :data:`RECALL_BEFORE_MEMORY` (before the fill and
+    the WM's text leave out theirs)."""
+    if recall is None or room <= 0:
+        return (), 0
+    candidates = recall()
+    if not candidates or not RECALL_BEFORE_MEMORY:
+        return candidates, 0
+    shown_ids = {m.id for m in kept if m.id is not None}
+    _, _, reserve = pack_recalled(candidates, room, count, shown_ids=shown_ids)
+    return candidates, reserve
+
+
+def _composed(
+    frame: _Frame,
+    *,
+    summary: tuple[HumanMessage | None, int, int],
+    extra: _Extra,
+    kept: tuple[list[BaseMessage], int],
+    pending: Sequence[BaseMessage],
+    dropped: int,
+    budgets: Budgets,
+) -> AssembledContext:
+    """The input in the layers' order, each message's layer recorded."""
+    message, omitted, summary_size = summary
+    shown, kept_size = kept
     recalled_layer: tuple[Layer, ...] = ("recalled",) if extra.recalled is not None else ()
-    summary_layer: tuple[Layer, ...] = ("working memory",) if summary is not None else ()
+    summary_layer: tuple[Layer, ...] = ("working memory",) if message is not None else ()
     fill_layer: Layer = "verbatim fill"
     layers = (
         summary_layer
         + recalled_layer
         + (fill_layer,) * len(extra.fill)
-        + _message_layers(kept, pending_messages)
+        + _message_layers(shown, pending)
     )
-    dropped = body.size - len(kept) + _left_out(head, tail)
-    # ``kept`` is a new list: the layers go in front of it (no second copy).
-    messages: list[BaseMessage] = kept
+    # ``shown`` is a new list: the layers go in front of it (no second copy).
+    messages: list[BaseMessage] = shown
     messages[:0] = [
-        *([summary] if summary is not None else []),
+        *([message] if message is not None else []),
         *([extra.recalled] if extra.recalled is not None else []),
         *extra.fill,
     ]
     return AssembledContext(
-        system_message=system,
+        system_message=frame.system,
         messages=messages,
-        tokens=summary_size + extra.size + kept_size + system_size,
+        tokens=summary_size + extra.size + kept_size + frame.system_size,
         dropped=dropped,
         budgets=budgets,
-        wm_omitted=omitted if summary is not None else 0,
+        wm_omitted=omitted if message is not None else 0,
         layers=layers,
         recalled=extra.records,
     )
@@ -683,6 +763,10 @@ def _kept_turns(
     return newest_start, kept, sum(count(m) for m in kept)
 
 
+_SETTLE_ROUNDS = 4
+"""Rounds in which the fill and the recall settle who shows a message (see _recall_and_fill)."""
+
+
 @dataclass(frozen=True)
 class _Extra:
     """The layers placed in the room the others leave: the recalled layer and the fill."""
@@ -709,8 +793,10 @@ def _recall_and_fill(
 
     The fill takes what the recall leaves. A hit the fill shows is not recalled: the recall
     is packed leaving out the fill's messages, the fill then takes the room the recall left,
-    and a hit that the grown fill shows after all is dropped from the recall (its room stays
-    empty; never shown twice, never over ``room``).
+    and while the grown fill shows a recalled hit after all, the recall is packed again without
+    the fill's messages and the fill takes the room that frees (at most
+    :data:`_SETTLE_ROUNDS` times; then the last fill that shows none of the recall's hits
+    stays, its room short of what the recall freed: never shown twice, never over ``room``).
     """
     source, sizes = fill
     sizes_in = list(sizes) if sizes is not None else None
@@ -728,11 +814,13 @@ def _recall_and_fill(
     recalled, records, recalled_size = pack_recalled(
         candidates, recall_room, count, shown_ids=excluded, shown_text=shown_text
     )
-    filled, fill_size = fill_in(room - recalled_size)
-    fill_ids = {m.id for m in filled if m.id is not None}
-    if any(r.message_id in fill_ids for r in records):
+    for _ in range(_SETTLE_ROUNDS):
+        filled, fill_size = fill_in(room - recalled_size)
+        fill_ids = {m.id for m in filled if m.id is not None}
+        if not any(r.message_id in fill_ids for r in records):
+            break
         # the fill grew over a recalled message: the recall is packed again in its own room
-        # without the fill's messages (it can only get smaller; the fill stays as it is)
+        # without the fill's messages (it only gets smaller), and the fill takes what it frees
         recalled, records, recalled_size = pack_recalled(
             candidates,
             recalled_size,

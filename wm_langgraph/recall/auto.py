@@ -40,13 +40,17 @@ RECALL_RUN_NAME = "wm.recall"
 """The traced run of the recall (its outputs name the hits)."""
 RECALL_TAGS = ("wm_langgraph", "nostream")
 """Tags of the recall's run."""
-RECALL_HITS = 12
+RECALL_HITS = 20
 """Hits asked of the search per user turn (the layer shows those that fit its room)."""
 CONTEXT_BEFORE = 0
 """Messages before a message hit shown with it (where the input does not show them)."""
-CONTEXT_AFTER = 1
-"""Messages after a message hit shown with it: the reply that answers a question usually
-follows it (docs/budgets.md, "The recalled layer")."""
+CONTEXT_AFTER = 0
+"""Messages after a message hit shown with it (the reply that answers a question follows it,
+but on the development conversations showing it cost more room than it gained: see
+docs/budgets.md, "The split of the budget")."""
+MIN_SIMILARITY = 0.5
+"""With a vector index, a hit whose keyword score is under the minimum is still recalled when
+the store's similarity (cosine) reaches this."""
 MAX_QUERY_CHARS = 1_000
 """A longer user message is searched by its start and its end (half each): a paste is long,
 and the question about it is usually at one of its ends."""
@@ -136,8 +140,9 @@ def recall_candidates(
     limit: int = RECALL_HITS,
     min_score: float = 0.0,
 ) -> list[RecallCandidate]:
-    """The recall step: the best ``limit`` hits for ``query`` in ``corpus`` whose score is at
-    least ``min_score``, best first, as candidates of the recalled layer (with their session
+    """The recall step: the best ``limit`` hits for ``query`` in ``corpus`` whose keyword score
+    is at least ``min_score`` (or, with a vector index, whose similarity is at least
+    :data:`MIN_SIMILARITY`), best first, as candidates of the recalled layer (with their session
     dates; without their neighbours, which the layer does not show).
 
     Raises:
@@ -148,7 +153,9 @@ def recall_candidates(
         return []
     neighbours = bool(CONTEXT_BEFORE or CONTEXT_AFTER)
     hits, _ = rank(corpus, query, limit, neighbours=neighbours, dates=True)
-    return [hit_candidate(h) for h in hits if h.score >= min_score]
+    return [
+        hit_candidate(h) for h in hits if h.score >= min_score or h.similarity >= MIN_SIMILARITY
+    ]
 
 
 def _record(candidate: RecallCandidate) -> dict[str, Any]:

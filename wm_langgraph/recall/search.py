@@ -36,7 +36,7 @@ import bisect
 import heapq
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from langchain_core.messages import BaseMessage
 
@@ -213,9 +213,11 @@ class Hit:
             ``"abstract"`` is the abstract itself (``text``; ``number`` 0).
         message_id: The archived message's id (``""`` for an abstract or a moved item, or a
             message without one).
-        score: The score the ranking gave it (BM25 with its neighbours' share; with a vector
-            index, the keyword score relative to the best plus the weighted similarity). A
-            literal match can rank above a higher score.
+        score: Its keyword score (BM25, for a question with its neighbours' share; 0 when
+            only the semantic search or a literal scan found it). A literal match, or with a
+            vector index the weighed similarity, can rank it above a higher score.
+        similarity: The store's semantic similarity of it to the query (0 without a vector
+            index, or when the semantic search did not return it).
         session_date: The date of the session the message belongs to (the newest leading
             date line, ``[1:56 pm on 8 May, 2023] …``, at or before it in the conversation),
             as ``8 May 2023``; ``""`` when none was found or dates were not asked for.
@@ -238,6 +240,7 @@ class Hit:
     message_id: str = ""
     score: float = 0.0
     session_date: str = ""
+    similarity: float = 0.0
 
 
 ABSTRACT_ROLE = "abstract"
@@ -318,11 +321,12 @@ def rank(
         for a, index in enumerate(indexes)
         if index.archive_id in corpus.abstracts
     ]
-    scores, matched = _keyword_scores(parsed.terms, indexes, hidden, moved_counts, summaries)
-    need = 1 if question else len(parsed.terms)
-    if question:
-        scores = _with_context(scores, indexes, hidden)
-    candidates = list(scores) if question else [k for k, n in matched.items() if n >= need]
+    if question:  # every document with a term, scored with its neighbours' share
+        scores = _question_scores(parsed.terms, indexes, hidden, moved_counts, summaries)
+        candidates = list(scores)
+    else:  # every term in the document
+        scores, matched = _keyword_scores(parsed.terms, indexes, hidden, moved_counts, summaries)
+        candidates = [k for k, n in matched.items() if n >= len(parsed.terms)]
     seqs = [index.seq for index in indexes]
 
     def order(key: DocKey) -> tuple[float, int, int]:
@@ -365,8 +369,10 @@ def rank(
     ]
     # a hit another one shows as its neighbour moves back (only where neighbours are shown)
     keyword = _spread(keyword, limit, literal=set(tiers), neighbours=question and neighbours)
-    shown_scores = fused if semantic else scores
-    return _finish(corpus, parsed, texts, keyword, limit=limit, total=total, scores=shown_scores)
+    hits, more = _finish(corpus, parsed, texts, keyword, limit=limit, total=total, scores=scores)
+    if semantic:  # the store's similarity beside the keyword score
+        hits = [_with_similarity(h, semantic, indexes) for h in hits]
+    return hits, more
 
 
 def _spread(
@@ -489,6 +495,98 @@ def _keyword_scores(
             scores[key] = scores.get(key, 0.0) + part
             matched[key] = matched.get(key, 0) + 1
     return scores, matched
+
+
+def _statistics(
+    indexes: Sequence[ArchiveIndex], hidden: set[str], moved: Sequence[Mapping[str, int]]
+) -> tuple[int, float]:
+    """How many documents (visible messages and moved items) and their mean length."""
+    documents = len(moved)
+    total = sum(sum(c.values()) for c in moved)
+    for index in indexes:
+        if hidden:
+            visible = [n for n, i in zip(index.lengths, index.ids, strict=True) if i not in hidden]
+            documents += len(visible)
+            total += sum(visible)
+        else:
+            documents += len(index.lengths)
+            total += sum(index.lengths)
+    return documents, total / documents if documents else 1.0
+
+
+def _question_scores(
+    terms: Sequence[str],
+    indexes: Sequence[ArchiveIndex],
+    hidden: set[str],
+    moved: Sequence[Mapping[str, int]],
+    abstracts: Sequence[tuple[int, AbstractIndex]] = (),
+) -> dict[DocKey, float]:
+    """:func:`_keyword_scores` followed by :func:`_with_context`, in one pass per archive (the
+    same scores: a question reads every posting of its terms, so this is the hot loop of a
+    recall; per-archive position maps keep it off tuple keys until the end)."""
+    if not terms:
+        return {}
+    documents, average = _statistics(indexes, hidden, moved)
+    k1, b = BM25_K1, BM25_B
+    scale = k1 * b / max(average, 1e-9)
+    base = k1 * (1.0 - b)
+    moved_lengths = [sum(c.values()) for c in moved]
+    abstract_mean = sum(x.length for _, x in abstracts) / len(abstracts) if abstracts else 1.0
+    abstract_scale = k1 * b / max(abstract_mean, 1e-9)
+    per: dict[int, dict[int, float]] = {}
+    extra: dict[DocKey, float] = {}  # moved items and abstracts
+    for term in terms:
+        lists = [(a, i, i.postings[term]) for a, i in enumerate(indexes) if term in i.postings]
+        moved_tf = [(m, counts[term]) for m, counts in enumerate(moved) if counts.get(term)]
+        abstract_tf = [(a, x.length, x.counts[term]) for a, x in abstracts if x.counts.get(term)]
+        frequency = sum(len(p) for _, _, p in lists) + len(moved_tf)
+        if hidden:
+            frequency -= sum(
+                1 for _, index, p in lists for position, _ in p if index.ids[position] in hidden
+            )
+        if frequency <= 0 and not abstract_tf:
+            continue
+        weight = idf(documents, max(0, frequency)) * (k1 + 1.0)
+        for a, index, postings in lists:
+            acc = per.get(a)
+            if acc is None:
+                acc = per[a] = {}
+            lengths = index.lengths
+            if hidden:
+                ids = index.ids
+                for position, tf in postings:
+                    if ids[position] not in hidden:
+                        part = weight * tf / (tf + base + scale * lengths[position])
+                        acc[position] = acc.get(position, 0.0) + part
+            else:
+                for position, tf in postings:
+                    part = weight * tf / (tf + base + scale * lengths[position])
+                    acc[position] = acc.get(position, 0.0) + part
+        for m, tf in moved_tf:
+            part = weight * tf / (tf + base + scale * moved_lengths[m])
+            extra[(-1, m)] = extra.get((-1, m), 0.0) + part
+        for a, length, tf in abstract_tf:
+            part = weight * tf / (tf + base + abstract_scale * length)
+            key = (a, ABSTRACT_POSITION)
+            extra[key] = extra.get(key, 0.0) + part
+    out: dict[DocKey, float] = {}
+    for a, acc in per.items():
+        ids = indexes[a].ids
+        size = len(ids)
+        shown = dict(acc)
+        for position, score in acc.items():
+            share = CONTEXT_WEIGHT * score
+            if hidden:
+                for q in _adjacent(ids, position, hidden):
+                    shown[q] = shown.get(q, 0.0) + share
+                continue
+            if position > 0:
+                shown[position - 1] = shown.get(position - 1, 0.0) + share
+            if position + 1 < size:
+                shown[position + 1] = shown.get(position + 1, 0.0) + share
+        out.update(((a, position), value) for position, value in shown.items())
+    out.update(extra)
+    return out
 
 
 NEIGHBOURS = 2
@@ -771,6 +869,23 @@ def read_hits(
             )
         )
     return hits
+
+
+def _with_similarity(
+    hit: Hit, semantic: Mapping[DocKey, float], indexes: Sequence[ArchiveIndex]
+) -> Hit:
+    if hit.archive_id is None:
+        return hit
+    where = next((a for a, i in enumerate(indexes) if i.archive_id == hit.archive_id), None)
+    if where is None:
+        return hit
+    position = ABSTRACT_POSITION if hit.role == ABSTRACT_ROLE else None
+    if position is None:
+        ids = indexes[where].ids
+        position = next((p for p, i in enumerate(ids) if i == hit.message_id), None)
+    if position is None:
+        return hit
+    return replace(hit, similarity=semantic.get((where, position), 0.0))
 
 
 DATE_LOOKBACK_ARCHIVES = 2
