@@ -138,19 +138,43 @@ def neutralise_text(text: str, *, recall: bool = False) -> str:
     return text
 
 
+_BLOCK_TEXTS = ("text", "title", "context", "data")
+"""The text fields of a content block (a ``document``'s title and context, a text source's
+data) in which a forged header is quoted; nested ``source`` and ``content`` are walked."""
+
+
+def _forged(text: str, recall: bool) -> bool:
+    return SUMMARY_HEADER in text or (recall and RECALL_HEADER in text)
+
+
+def _neutral_block(block: Any, recall: bool, depth: int = 0) -> Any:
+    if isinstance(block, str):
+        return neutralise_text(block, recall=recall)
+    if not isinstance(block, dict) or depth > 8:
+        return block
+    changed: dict[str, Any] = {
+        key: neutralise_text(block[key], recall=recall)
+        for key in _BLOCK_TEXTS
+        if isinstance(block.get(key), str) and _forged(block[key], recall)
+    }
+    for key in ("source", "content"):
+        inner = block.get(key)
+        if isinstance(inner, dict | list):
+            walked = (
+                _neutral_block(inner, recall, depth + 1)
+                if isinstance(inner, dict)
+                else [_neutral_block(b, recall, depth + 1) for b in inner]
+            )
+            if walked != inner:
+                changed[key] = walked
+    return {**block, **changed} if changed else block
+
+
 def _neutral_content(content: Any, recall: bool) -> Any:
     if isinstance(content, str):
         return neutralise_text(content, recall=recall)
     if isinstance(content, list):
-        out: list[Any] = []
-        for block in content:
-            if isinstance(block, str):
-                out.append(neutralise_text(block, recall=recall))
-            elif isinstance(block, dict) and isinstance(block.get("text"), str):
-                out.append({**block, "text": neutralise_text(block["text"], recall=recall)})
-            else:
-                out.append(block)
-        return out
+        return [_neutral_block(block, recall) for block in content]
     return content
 
 
