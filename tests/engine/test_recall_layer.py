@@ -249,3 +249,18 @@ def test_switched_off_there_is_no_recalled_layer_and_no_search() -> None:
     driver.invoke([HumanMessage(QUESTION, id="question")], {**cfg, "callbacks": [tracer]})
     assert not _recalled(driver.prompts()[-1])
     assert not tracer.named("wm.recall")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("recall", "yes", TypeError),
+        ("recall_tokens", -1, ValueError),
+        ("recall_tokens", 1.5, TypeError),
+        ("recall_min_score", float("nan"), ValueError),
+        ("recall_min_score", -0.5, ValueError),
+    ],
+)
+def test_the_recall_settings_are_validated(field: str, value: Any, error: type) -> None:
+    with pytest.raises(error, match=field):
+        WorkingMemoryConfig(**{field: value})
