@@ -556,6 +556,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="only the capture runs across session shapes (bench/capture_shapes.py): their "
         "table on standard output (200 turns a shape; 40 with --quick)",
     )
+    parser.add_argument(
+        "--load",
+        action="store_true",
+        help="only the load run (bench/load.py): N concurrent threads in this one process on "
+        "PostgreSQL, a writer with a fixed delay, background Phase 2 -> LOAD.md (with --quick: "
+        "a short correctness run, written to a temporary directory)",
+    )
+    parser.add_argument(
+        "--pg-url",
+        metavar="URL",
+        help="the PostgreSQL server for --load (default: $WM_TEST_POSTGRES_URL, which "
+        "`source .ci/postgres.sh` exports after starting a throw-away server)",
+    )
+    parser.add_argument("--threads", type=int, default=None, help="--load: threads (50)")
+    parser.add_argument("--load-turns", type=int, default=None, help="--load: turns each (30)")
+    parser.add_argument(
+        "--writer-delay", type=float, default=None, help="--load: seconds per writer call (2.5)"
+    )
+    parser.add_argument(
+        "--agent-delay", type=float, default=None, help="--load: seconds per agent call (1.0)"
+    )
+    parser.add_argument(
+        "--phase2-workers",
+        type=int,
+        default=None,
+        help="--load: the memory's phase2_workers (default: the config's default)",
+    )
     from bench.locomo.run import add_arguments
 
     add_arguments(parser)
@@ -572,6 +599,8 @@ def _dispatch(
 
         words = ["python -m bench", *(sys.argv[1:] if argv is None else argv)]
         return locomo_main(args, " ".join(words))
+    if args.load:
+        return _load(parser, args, argv)
     if args.real_model:
         from bench.realmodel import run_real_model
 
@@ -595,6 +624,31 @@ def _dispatch(
         )
     run_benchmark(opts)
     return 0
+
+
+def _load(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str] | None
+) -> int:
+    from bench import load
+
+    url = load.url_from(args.pg_url)
+    if url is None:
+        parser.error(f"--load needs a PostgreSQL server: {load.START_SERVER}")
+    words = ["python -m bench", *(sys.argv[1:] if argv is None else argv)]
+    command = " ".join(w for w in words if not w.startswith("postgresql://"))
+    opts = load.quick_options(url) if args.quick else load.LoadOptions(url=url)
+    given = {
+        "threads": args.threads,
+        "turns": args.load_turns,
+        "writer_delay_s": args.writer_delay,
+        "agent_delay_s": args.agent_delay,
+        "phase2_workers": args.phase2_workers,
+    }
+    opts = replace(opts, command=command, **{k: v for k, v in given.items() if v is not None})
+    out = args.out or (load.default_out() if args.quick else HERE)
+    if args.quick and out.resolve() == HERE:
+        parser.error("--quick never writes into bench/: its files are the full run's")
+    return load.load_main(opts, out)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from wm_langgraph.errors import (
     ContextLengthError,
     ContextOverflow,
     GenerationError,
+    NoCheckpointerError,
     NoStoreError,
     ToolCallingNotSupportedError,
     WorkingMemoryDeprecationWarning,
@@ -23,6 +24,7 @@ from wm_langgraph.errors import (
 
 BUILTIN_BASES = {
     NoStoreError: ValueError,
+    NoCheckpointerError: ValueError,
     ConflictingMiddlewareError: RuntimeError,
     ToolCallingNotSupportedError: TypeError,
     GenerationError: Exception,

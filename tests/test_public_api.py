@@ -21,6 +21,7 @@ EXPECTED = [
     "ArchiveRecord",
     "ConflictingMiddlewareError",
     "ModelInputMessages",
+    "NoCheckpointerError",
     "NoStoreError",
     "OfflineWorkingMemoryModel",
     "ThreadReport",

@@ -142,11 +142,11 @@ def test_each_snippet_imports_only_what_the_readme_install_provides_or_names_its
 PRINTS: dict[str, tuple[list[str], list[str]]] = {
     # a string only that snippet contains: (patterns its output must match, texts it must not hold)
     '"project-42"': (
-        [r"^## Key Facts & Decisions\n- User: Note 1: the build server", r"^\['archive_001'"],
+        [r"^## Key Facts & Decisions\n- Note 1: the build server", r"^\['archive_001'"],
         [],
     ),
     '"thread_id": "demo"': (
-        [r"- User: Note 1: server build-1\.example\.com", r"\('archive_001', 'done', \d+\)"],
+        [r"^- Note 1: server build-1\.example\.com", r"\('archive_001', 'done', \d+\)"],
         [],
     ),
     '"persistent"': (
@@ -155,6 +155,10 @@ PRINTS: dict[str, tuple[list[str], list[str]]] = {
             r"^second process \['archive_001', 'archive_002'",
             r"^1\d notes in the WM$",
         ],
+        [],
+    ),
+    '"thread_id": "restart"': (
+        [r"^[1-9]\d* notes in the WM$", r"^\['archive_001'"],
         [],
     ),
     '"async-1"': (

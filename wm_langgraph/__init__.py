@@ -28,7 +28,12 @@ from typing import Any
 from wm_langgraph import _moved
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.display.report import ThreadReport
-from wm_langgraph.errors import ConflictingMiddlewareError, NoStoreError, WorkingMemoryError
+from wm_langgraph.errors import (
+    ConflictingMiddlewareError,
+    NoCheckpointerError,
+    NoStoreError,
+    WorkingMemoryError,
+)
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.middleware import WorkingMemoryAgentState, WorkingMemoryMiddleware
 from wm_langgraph.state import (
@@ -47,6 +52,7 @@ __all__ = [
     "ArchiveRecord",
     "ConflictingMiddlewareError",
     "ModelInputMessages",
+    "NoCheckpointerError",
     "NoStoreError",
     "OfflineWorkingMemoryModel",
     "ThreadReport",

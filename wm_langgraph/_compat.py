@@ -193,11 +193,13 @@ class BuildingAgent(NamedTuple):
         model: The agent's model (a chat model once ``create_agent`` resolved a model string).
         middleware: The agent's middleware, in the order given.
         checkpointer: The agent's ``checkpointer=`` argument (None when not given).
+        store: The agent's ``store=`` argument (None when not given).
     """
 
     model: object
     middleware: tuple[object, ...]
     checkpointer: object = None
+    store: object = None
 
 
 def building_agent() -> BuildingAgent | None:
@@ -208,12 +210,12 @@ def building_agent() -> BuildingAgent | None:
     Relies on ``create_agent`` (module ``langchain.agents.factory``) reading ``m.tools`` and
     ``m.state_schema`` of every middleware within a few frames of its own, after it has turned
     a model string into a chat model, with its arguments in the locals ``model`` and
-    ``middleware`` (and ``checkpointer``). Without that (a future release), this returns None
-    and the memory falls back to its checks at run time: a conflicting summary middleware is
-    refused when it appears, two memories in one agent at their first run, a fractional budget
-    with a message saying to pass ``agent_model=``, and the checkpointer is learned from the
-    thread's first run in the process (config-only reads before it read nothing of a
-    checkpointed thread unless ``checkpointer=`` was given).
+    ``middleware`` (and ``checkpointer``, ``store``). Without that (a future release), this
+    returns None and the memory falls back to its checks at run time: a conflicting summary
+    middleware is refused when it appears, two memories in one agent at their first run, a
+    fractional budget with a message saying to pass ``agent_model=``, and the checkpointer and
+    store are learned from the thread's first run in the process (a config-only read before it
+    needs ``checkpointer=`` and ``store=``, and says so).
     """
     frame: Any = sys._getframe(1)
     for _ in range(_MAX_FRAMES):
@@ -226,6 +228,11 @@ def building_agent() -> BuildingAgent | None:
             middleware = local.get("middleware")
             if not isinstance(middleware, list | tuple):
                 return None
-            return BuildingAgent(local.get("model"), tuple(middleware), local.get("checkpointer"))
+            return BuildingAgent(
+                local.get("model"),
+                tuple(middleware),
+                local.get("checkpointer"),
+                local.get("store"),
+            )
         frame = frame.f_back
     return None

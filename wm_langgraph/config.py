@@ -141,7 +141,10 @@ class WorkingMemoryConfig:
             each) that run at once across threads. Threads take turns round by round, and a
             round running longer than ``phase2_stall_seconds`` (a hung writer) stops counting,
             so a hung or backlogged thread cannot starve the others; at most
-            ``4 * phase2_workers`` rounds run at once in all.
+            ``4 * phase2_workers`` rounds run at once in all. The default, 8, lets one process
+            serving 50 threads with a 2.5 s writer drain its backlog in about half a minute
+            after the load ends (4 took about 75 s: ``bench/LOAD.md``); the calls wait on the
+            network, so more of them cost little CPU.
         phase2_stall_seconds: After this long a background round no longer holds one of the
             ``phase2_workers`` slots.
         model_timeout_seconds: Give up on one writer call after this long (default
@@ -176,7 +179,7 @@ class WorkingMemoryConfig:
     writer_max_tokens: int = DEFAULT_WRITER_MAX_TOKENS
     long_term_memory: bool = False
     long_term_namespace: tuple[str, ...] = ("wm_langgraph", "long_term")
-    phase2_workers: int = 4
+    phase2_workers: int = 8
     phase2_stall_seconds: float = 10.0
     model_timeout_seconds: float | None = DEFAULT_MODEL_TIMEOUT_SECONDS
     guards: bool = True

@@ -8,6 +8,8 @@ before this module existed (``NoStoreError`` is still a ``ValueError``,
 What reaches a user of an agent:
 
 - :class:`NoStoreError`: a run or a read has no store to keep the memory in.
+- :class:`NoCheckpointerError`: a read cannot tell a live thread from a deleted one (it knows
+  no checkpointer of a thread that runs under one); the message says what to pass.
 - :class:`ConflictingMiddlewareError`: another summariser rewrote the thread's messages.
 
 What stays inside Phase 2 (a failed commit keeps the previous Working Memory; the failure is
@@ -43,6 +45,7 @@ __all__ = [
     "ContextOverflow",
     "ErrorKindName",
     "GenerationError",
+    "NoCheckpointerError",
     "NoStoreError",
     "ToolCallingNotSupportedError",
     "WorkingMemoryDeprecationWarning",
@@ -60,6 +63,18 @@ class NoStoreError(WorkingMemoryError, ValueError):
     Raised by a hook run (or a read such as ``memory.get_working_memory(config)``) when neither
     ``store=`` was given to the memory nor the graph was compiled with a store. The message
     says how to fix it.
+    """
+
+
+class NoCheckpointerError(WorkingMemoryError, ValueError):
+    """A config-only read cannot tell a live thread from a deleted one.
+
+    Raised by a read outside a run (``get_working_memory(config)``, ``list_archives``,
+    ``transcript``, ``report``, ...) of a thread that has records and whose hooks ran under a
+    checkpointer the memory does not know: only the thread's checkpoints say whether it was
+    deleted (a deleted thread reads as nothing, behaviour §6.8), and an empty answer for a live
+    thread would look like lost data. The message says what to pass (``checkpointer=``, or the
+    async reads on an async checkpointer's own event loop).
     """
 
 

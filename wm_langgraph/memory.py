@@ -206,9 +206,11 @@ class WorkingMemory:
                 ``resume``) read the thread's timeline from its checkpoint, and nothing of a
                 thread the checkpointer deleted (behaviour §6.8); the hooks tell the engine
                 the checkpointer anyway (``create_agent`` tells the middleware when it builds
-                the agent), so this matters in a process that reads a thread before any of
-                its hooks ran: without it such a read returns nothing of a thread that runs
-                under a checkpointer.
+                the agent), and the checkpoints kept beside ``store`` (``open_sqlite``'s, or the
+                store's own SQLite file or PostgreSQL database) are found without it. It
+                matters in a process that reads a thread before any of its hooks ran, with the
+                checkpoints elsewhere: without it such a read of a thread with records raises
+                :class:`~wm_langgraph.errors.NoCheckpointerError`.
             agent_model: The agent's own chat model (optional): a ``token_budget`` given as
                 ``("fraction", f)`` is resolved against its ``profile["max_input_tokens"]``, and
                 a default writer from another provider is warned about. The middleware finds it
@@ -356,6 +358,18 @@ class WorkingMemory:
         if self._checkpointer is None:
             self._checkpointer = checkpointer
             self._session.use_checkpointer(checkpointer)
+
+    def use_store(self, store: BaseStore) -> None:
+        """Tell the memory the graph's store for config-only reads before any of its hooks ran
+        in this process (``WorkingMemoryMiddleware`` passes the agent's when ``create_agent``
+        builds it). A store given as ``store=`` is kept; a run still uses its own graph's.
+
+        Raises:
+            TypeError: Not a LangGraph store.
+        """
+        if not isinstance(store, BaseStore):
+            raise TypeError(f"store must be a langgraph BaseStore, got {type(store).__name__}")
+        self._archives.know(store)
 
     # -- store and scope ---------------------------------------------------------------------
     @property
@@ -588,6 +602,12 @@ class WorkingMemory:
         ran with in this process; a memory in a subgraph is named by ``checkpoint_ns`` (see
         :meth:`memory_key`). On an async store's own event loop use
         :meth:`aget_working_memory`.
+
+        Raises:
+            NoStoreError: No store is known outside a run (pass ``store=``).
+            NoCheckpointerError: The thread has records, ran under a checkpointer this memory
+                cannot read, and so may be live or deleted (pass ``checkpointer=``); every
+                config-only read raises it in that case rather than answer with nothing.
         """
         with self._scoper.serving(config):
             return self._get_working_memory(self._scoper.readable(config), config)

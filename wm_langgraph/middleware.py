@@ -184,15 +184,18 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
         """The archive recall tools. ``create_agent`` reads them while it builds the agent:
         the memory then checks the agent's other middleware (a conflicting one is refused
         before anything ran) and learns the agent's model (a fractional ``token_budget``) and
-        its checkpointer (config-only reads before the first run, deleted threads)."""
+        its checkpointer and store (config-only reads before the first run, deleted
+        threads)."""
         built = building_agent()
         if built is not None:
-            agent_model, middleware, checkpointer = built
+            agent_model, middleware, checkpointer, store = built
             _refuse_conflicting(middleware)
             if agent_model is not None:
                 self._memory.use_agent_model(agent_model)
             if isinstance(checkpointer, BaseCheckpointSaver):
                 self._memory.use_checkpointer(checkpointer)
+            if isinstance(store, BaseStore):
+                self._memory.use_store(store)
         return self._tools
 
     @property

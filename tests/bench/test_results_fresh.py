@@ -37,6 +37,7 @@ MEASURED_ELSEWHERE = {
         "a model server",
         "python scripts/realmodel_server.py run -- python -m bench --real-model",
     ),
+    "LOAD.md": ("a PostgreSQL server", "source .ci/postgres.sh && python -m bench --load"),
 }
 """Results that need what the repository does not hold: (what, the command)."""
 

@@ -189,7 +189,7 @@ def test_a_follow_up_that_adds_text_without_the_anchors_does_not_count() -> None
     assert "2024-03-15" in result.text
 
 
-def test_bounds_on_the_follow_up_and_on_code_items() -> None:
+def test_the_follow_up_is_bounded_and_code_adds_every_statement_left_out() -> None:
     units = [
         _fact(f"Service {i} listens on port {7000 + i}.", f"port {7000 + i}", salience=i)
         for i in range(MAX_ASKED + 5)
@@ -200,12 +200,33 @@ def test_bounds_on_the_follow_up_and_on_code_items() -> None:
     assert len(questions) == MAX_ASKED
     # the most salient are asked about first
     assert questions[0].text == units[-1].text
-    counts = result.counts()
-    # the seed's 6, or half of the round's units when that is more (a dense round)
-    bound = max(MAX_CODE_UNITS, -(-len(units) // 2))
-    assert counts["added_by_code"] == bound
-    assert counts["skipped"] == len(units) - bound
-    assert all(f.reason == "over the bound" for f in result.fates if f.fate == "skipped")
+    # a statement of the session is never lost to a count (issue 46)
+    assert result.counts() == {"added_by_code": len(units)}
+    for i in range(len(units)):
+        assert f"port {7000 + i}" in result.text
+
+
+def test_pasted_data_is_added_by_code_up_to_the_bound_the_most_salient_first() -> None:
+    pasted = [
+        Candidate(
+            "fact",
+            f"{i:06d} GET /api/orders/{i} 200",
+            "Key Facts & Decisions",
+            (f"{i:06d}",),
+            "user",
+            i,
+            pasted=True,
+        )
+        for i in range(MAX_CODE_UNITS + 7)
+    ]
+    said = _fact("Deploys go out on 2024-03-15.", "2024-03-15")
+    result = run_capture(DOC, [*pasted, said], ask=Asker(None))
+    fates = [f.fate for f in result.fates]
+    assert fates.count("added_by_code") == MAX_CODE_UNITS + 1
+    assert fates[-1] == "added_by_code"  # the statement, whatever the paste
+    skipped = [f.reason for f in result.fates if f.fate == "skipped"]
+    assert skipped == ["over the bound"] * 7
+    assert f"{MAX_CODE_UNITS + 6:06d}" in result.text  # the most salient
 
 
 def test_statements_are_quoted_as_data_one_line_each() -> None:
@@ -227,8 +248,24 @@ def test_paths_and_errors_are_cases_of_the_check_added_by_code_without_asking() 
     assert [f.fate for f in again.fates] == ["written", "written"]
 
 
-def test_prose_errors_and_paths_are_asked_about_but_never_added_by_code() -> None:
+def test_an_error_the_user_tells_in_words_is_added_by_code_to_errors_and_corrections() -> None:
+    said = "The deploy script ops/deploy.sh fails on the ARM runners with 'exec format error'."
+    unit = Candidate("error", said, "Errors & Corrections", ("ops/deploy.sh",))
+    result = run_capture(DOC, [unit], ask=Asker(None))
+    assert [f.fate for f in result.fates] == ["added_by_code"]
+    assert said in parse_working_memory(result.text)["Errors & Corrections"]
+
+
+def test_an_exception_name_in_prose_is_asked_about_but_never_added_by_code() -> None:
     unit = Candidate("error", "ValueError: bad quarter", "Errors & Corrections", ("valueerror",))
+    result = run_capture(DOC, [unit], ask=Asker(None))
+    assert [(f.fate, f.reason) for f in result.fates] == [("skipped", "prose error or path")]
+
+
+def test_a_path_an_assistant_only_mentions_is_never_added_by_code() -> None:
+    unit = Candidate(
+        "path", "I looked at src/app.py", "Files & Context", ("src/app.py",), "assistant"
+    )
     result = run_capture(DOC, [unit], ask=Asker(None))
     assert [(f.fate, f.reason) for f in result.fates] == [("skipped", "prose error or path")]
 
@@ -312,8 +349,8 @@ def test_every_anchored_unit_ends_in_the_document_or_with_a_recorded_fate(
             assert not reads_as_instruction(fate.text)
             # code adds what an anchor pins down, or work the session committed to
             assert unit.anchors or unit.kind in ASKED_WITHOUT_ANCHOR
-    added = result.counts().get("added_by_code", 0)
-    assert added <= max(MAX_CODE_UNITS, -(-len(units) // 2))
+    pasted = [f for u, f in zip(units, result.fates, strict=True) if u.pasted]
+    assert sum(1 for f in pasted if f.fate == "added_by_code") <= MAX_CODE_UNITS
 
 
 def test_the_capture_prompt_ships_with_its_placeholders_and_quotes_hostile_values() -> None:

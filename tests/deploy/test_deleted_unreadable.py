@@ -28,7 +28,12 @@ from tests.deploy._agents import EVERY_TURN, PATHS, Hooks, agent_with, build, me
 from tests.deploy.test_purge import _Seen
 from tests.engine._support import is_capture_call, is_update_call
 from tests.integrations.helpers import wm_model
-from wm_langgraph import WorkingMemory, WorkingMemoryConfig, WorkingMemoryMiddleware
+from wm_langgraph import (
+    NoCheckpointerError,
+    WorkingMemory,
+    WorkingMemoryConfig,
+    WorkingMemoryMiddleware,
+)
 from wm_langgraph.document import render_working_memory
 from wm_langgraph.document.sections import SECTIONS
 from wm_langgraph.storage.archives import thread_label
@@ -198,13 +203,12 @@ def test_a_fresh_process_that_built_create_agent_knows_its_checkpointer(tmp_path
         assert SSN not in _every_read(hooks.memory, thread_config("gone"))
 
 
-def test_a_process_that_never_saw_the_checkpointer_reads_no_checkpointed_thread(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+def test_a_process_given_only_the_store_tells_deleted_from_live_by_the_checkpoints_beside_it(
+    tmp_path: Path,
 ) -> None:
-    """A memory that knows no checkpointer for a thread whose timeline the hooks confirmed by
-    checkpoints cannot tell a deleted thread from a live one: it reads nothing of it, and says
-    once how to read it (give it the checkpointer)."""
-    db = tmp_path / "unknown.sqlite"
+    """A memory given only ``open_sqlite``'s store reads the checkpoints kept beside it: the
+    live thread reads as before, the deleted one reads nothing (SPEC §11)."""
+    db = tmp_path / "beside.sqlite"
     with open_sqlite(db) as (saver, store):
         agent, _ = build("create_react_agent", EVERY_TURN, saver=saver, store=store)
         for n in range(1, 5):
@@ -212,13 +216,39 @@ def test_a_process_that_never_saw_the_checkpointer_reads_no_checkpointed_thread(
             agent.invoke(_say(10 + n), thread_config("alive"))
         saver.delete_thread("deleted")
     with open_sqlite(db) as (saver, store):
+        only_store = WorkingMemory(store=store, config=EVERY_TURN)
+        assert SSN not in _every_read(only_store, thread_config("deleted"))
+        assert "FACT-11" in only_store.get_working_memory(thread_config("alive"))
+
+
+def test_a_process_that_cannot_tell_deleted_from_live_raises_saying_what_to_pass(
+    tmp_path: Path,
+) -> None:
+    """The checkpoints are not beside the store (another file): a memory that knows no
+    checkpointer cannot tell a deleted thread from a live one, so every read of a thread with
+    records raises, naming ``checkpointer=`` (never a silent empty answer, SPEC §11)."""
+    with (
+        open_sqlite(tmp_path / "checkpoints.sqlite") as (saver, _),
+        open_sqlite(tmp_path / "records.sqlite") as (_, store),
+    ):
+        agent, _ = build("create_react_agent", EVERY_TURN, saver=saver, store=store)
+        for n in range(1, 5):
+            agent.invoke(_say(n), thread_config("deleted"))
+            agent.invoke(_say(10 + n), thread_config("alive"))
+        saver.delete_thread("deleted")
+    with (
+        open_sqlite(tmp_path / "checkpoints.sqlite") as (saver, _),
+        open_sqlite(tmp_path / "records.sqlite") as (_, store),
+    ):
         blind = WorkingMemory(store=store, config=EVERY_TURN)
-        with caplog.at_level("WARNING", logger="wm_langgraph"):
-            assert SSN not in _every_read(blind, thread_config("deleted"))
-            assert blind.get_working_memory(thread_config("alive")) == ""
-        assert "checkpointer=" in caplog.text
+        for thread in ("deleted", "alive"):
+            with pytest.raises(NoCheckpointerError, match=r"checkpointer="):
+                blind.get_working_memory(thread_config(thread))
+            with pytest.raises(NoCheckpointerError):
+                _every_read(blind, thread_config(thread))
         told = WorkingMemory(store=store, config=EVERY_TURN, checkpointer=saver)
         assert "FACT-11" in told.get_working_memory(thread_config("alive"))
+        assert SSN not in _every_read(told, thread_config("deleted"))
 
 
 def test_hooks_driven_without_a_graph_read_from_the_store_until_purged() -> None:

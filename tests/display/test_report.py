@@ -20,7 +20,12 @@ from tests.display._inert import assert_inert, parse
 from tests.display._sessions import REPORT_HEADINGS, SMALL, run_session
 from tests.engine._paths import PATHS, make
 from tests.engine._support import WMWriter, agent_model, is_capture_call, is_update_call
-from wm_langgraph import ThreadReport, WorkingMemoryConfig, WorkingMemoryMiddleware
+from wm_langgraph import (
+    NoCheckpointerError,
+    ThreadReport,
+    WorkingMemoryConfig,
+    WorkingMemoryMiddleware,
+)
 from wm_langgraph.context.assemble import SUMMARY_HEADER
 from wm_langgraph.display.history import AsOfStore
 from wm_langgraph.document import SECTIONS, render_working_memory
@@ -146,22 +151,19 @@ def test_the_agents_searches_are_listed_with_what_they_returned():
     assert "query='build-3.example.com'" in parse(report.html).text
 
 
-def test_a_report_without_a_checkpointer_shows_nothing_of_the_thread_and_says_why():
-    """Without the thread's checkpointer the memory cannot tell a deleted thread from a live
-    one, so it shows nothing of it (behaviour §6.8); given it, the report is whole."""
+def test_a_report_without_a_checkpointer_raises_saying_what_to_pass():
+    """Without the thread's checkpointer (an in-memory saver: nothing beside the store) the
+    memory cannot tell a deleted thread from a live one: the report raises naming
+    ``checkpointer=`` instead of showing an empty thread (SPEC §11); given it, it is whole."""
     session = run_session(TURNS)
     store = session.memory.store
     fresh = WorkingMemory(config=SMALL, store=store)  # a new process: no hook ran, no saver
-    report = fresh.report(session.config)
-    assert report.history is None
-    assert report.calls == []
-    assert report.commits == []
-    text = assert_inert(report.html).text
-    assert "No checkpointer was given" in text
-    assert "FACT-001" not in text
+    with pytest.raises(NoCheckpointerError, match=r"checkpointer="):
+        fresh.report(session.config)
     given = fresh.report(session.config, checkpointer=session.checkpointer)
     assert len(given.calls) == len(session.prompts())
     assert given.commits
+    assert "FACT-001" in assert_inert(given.html).text
 
 
 def test_a_call_made_while_the_background_writer_ran_is_rebuilt_without_its_version():

@@ -387,4 +387,4 @@ def test_chinese_update_answers_the_open_question_and_supersedes_the_wrong_port(
     assert "[resolved] 迁移目标端口是多少？" in new["Open Issues"]
     assert "目标端口是 5433" not in new["Key Facts & Decisions"]
     assert "端口应该是 5432" in new["Key Facts & Decisions"]
-    assert "已被更正：用户：目标端口是 5433。" in new["Errors & Corrections"]
+    assert "已被更正：目标端口是 5433。" in new["Errors & Corrections"]

@@ -96,6 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _add_demo(commands)
+    _add_replay(commands)
+    _add_inspect(commands)
+    _add_report(commands)
+    return parser
+
+
+def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``demo`` subcommand."""
     demo = commands.add_parser(
         "demo",
         help="play a recorded coding-agent session through an agent with the middleware",
@@ -137,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="seed of the --careless damage (default: %(default)s)",
     )
 
+
+def _add_replay(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``replay`` subcommand."""
     replay = commands.add_parser(
         "replay",
         help="run a JSONL chat transcript through the engine and print the final WM",
@@ -186,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _timeout_option(replay)
 
+
+def _add_inspect(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``inspect`` subcommand."""
     inspect = commands.add_parser(
         "inspect",
         help="show threads, their WM, archives and pending state in a SQLite database",
@@ -196,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--thread", metavar="ID", help="show this thread in detail")
     inspect.add_argument("--json", action="store_true", help="print JSON instead of text")
 
+
+def _add_report(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The ``report`` subcommand."""
     report = commands.add_parser(
         "report",
         help="write one thread as a self-contained HTML report",
@@ -241,7 +259,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="the agent ran with verbatim_fill=False (for calls whose settings the thread did "
         "not record)",
     )
-    return parser
 
 
 def _model(choice: str, timeout: float | None = None) -> BaseChatModel:

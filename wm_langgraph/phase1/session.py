@@ -62,6 +62,7 @@ from wm_langgraph.storage.archives import (
     message_signature,
     thread_id_from_config,
 )
+from wm_langgraph.storage.beside import checkpointer_beside
 from wm_langgraph.storage.keys import NoStoreError
 
 __all__ = ["Session"]
@@ -195,7 +196,7 @@ class Session:
         (``checkpointer``: the graph's, for config-only reads before any hook ran;
         ``forget_cached``: drops what the memory cached of a memory key's archive records,
         called when a turn starts a lineage without archives)."""
-        self._checkpoints = CheckpointTimelines(checkpointer, self.place)
+        self._checkpoints = CheckpointTimelines(checkpointer, self.place, self._beside)
         self._forget_cached = forget_cached
         self._pointer = TimelinePointer(archives, self._checkpoints)
         self._archives = archives
@@ -212,6 +213,10 @@ class Session:
     def use_checkpointer(self, checkpointer: BaseCheckpointSaver[Any]) -> None:
         """The checkpointer for threads no hook has run for yet (when none was given)."""
         self._checkpoints.use_default(checkpointer)
+
+    def _beside(self, thread_id: str) -> BaseCheckpointSaver[Any] | None:
+        """The checkpoints kept beside the store of ``thread_id`` (``storage.beside``)."""
+        return checkpointer_beside(self._archives.store_for(thread_id))
 
     def place(self, thread_id: str) -> Place:
         """Where the memory ``thread_id`` lives in this context (its store, its key)."""
@@ -300,8 +305,9 @@ class Session:
         return self._pointer.read(thread_id, config)
 
     def checkpointer_of(self, thread_id: str) -> BaseCheckpointSaver[Any] | None:
-        """The checkpointer the thread's hooks last ran with (else the one given), or None."""
-        return self._checkpoints.saver(thread_id)
+        """The checkpointer the thread's hooks last ran with (else the one given, else the
+        checkpoints kept beside the store), or None."""
+        return self._checkpoints.reader(thread_id)
 
     def checkpoint_state(
         self, thread_id: str, config: RunnableConfig | None = None
@@ -357,11 +363,6 @@ class Session:
             # one whose records another process removed): its archives will reuse the ids of
             # records this process may have cached.
             self._forget_cached(thread_id)
-        if meta["archives"]:
-            marker = self._archives.get_meta(thread_id, RESET_META)
-            dropped = {str(a) for a in (marker or {}).get("archives") or []}
-            if dropped.intersection(meta["archives"]):
-                meta, reset = clamp_meta(None, keep), True  # a fresh start: recount it all
         if meta["keep_recent_count"] != keep:  # the setting changed: recount from scratch
             meta = {
                 **meta,
@@ -372,14 +373,29 @@ class Session:
                 "last_counted_index": -1,
             }
         messages, assigned = self._messages_for(state, meta)
+        # A meta read from the store in a subgraph (whose state may last one parent step) cannot
+        # vouch for the messages before its last accounted one: the parent re-sends archived ones.
+        everything = not in_state and _in_subgraph(config)
+        signatures: dict[str, str] = {}
+        if meta["archives"]:
+            # The reset marker and the new messages' archive index entries: one round trip.
+            marker, signatures = self._archives.meta_and_signatures(
+                thread_id,
+                RESET_META,
+                [str(m.id) for m in self._fresh(messages, meta, everything=everything)],
+                meta["archives"],
+            )
+            dropped = {str(a) for a in (marker or {}).get("archives") or []}
+            if dropped.intersection(meta["archives"]):
+                meta, reset = clamp_meta(None, keep), True  # a fresh start: recount it all
+                messages, assigned = self._messages_for(state, meta)
         removals: list[str] = []
         if stored.get("removed_ids"):  # a commit whose removal never reached the checkpoint
             present = {m.id for m in messages}
             removals = [i for i in stored["removed_ids"] if i in present]
-        # A meta read from the store in a subgraph (whose state may last one parent step) cannot
-        # vouch for the messages before its last accounted one: the parent re-sends archived ones.
-        everything = not in_state and _in_subgraph(config)
-        resent, reused = self.resends(thread_id, messages, meta, everything=everything)
+        resent, reused = self.resends(
+            thread_id, messages, meta, everything=everything, signatures=signatures
+        )
         if reused:
             messages = _renamed(messages, reused)
             assigned = True  # the update replaces the messages: the new ids reach the state
@@ -406,6 +422,7 @@ class Session:
         meta: WorkingMemoryMeta,
         *,
         everything: bool = False,
+        signatures: Mapping[str, str] | None = None,
     ) -> tuple[set[str], set[str]]:
         """Messages new since the meta's last accounting whose id an archive of the meta's
         timeline already holds, in two kinds:
@@ -417,18 +434,19 @@ class Session:
           at ``u1``). It is a new message: kept, shown, and given an id of its own.
 
         Same or not is decided by :func:`~wm_langgraph.storage.archives.message_signature`.
-        O(new messages): one batched store read, none when nothing is new.
+        O(new messages): one batched store read, none when nothing is new (or none at all
+        when the caller read them already: ``signatures``, as :meth:`_load` does).
 
         Returns:
             The re-sent ids and the reused ids.
         """
         if not meta["archives"]:
             return set(), set()
-        start = None if everything else new_messages_start(meta, messages)
-        fresh = [m for m in (messages if start is None else messages[start:]) if m.id]
-        signatures = self._archives.archived_signatures(
-            thread_id, [str(m.id) for m in fresh], meta["archives"]
-        )
+        fresh = self._fresh(messages, meta, everything=everything)
+        if signatures is None:
+            signatures = self._archives.archived_signatures(
+                thread_id, [str(m.id) for m in fresh], meta["archives"]
+            )
         resent: set[str] = set()
         reused: set[str] = set()
         for message in fresh:
@@ -440,6 +458,14 @@ class Session:
             else:
                 resent.add(str(message.id))
         return resent, reused
+
+    @staticmethod
+    def _fresh(
+        messages: Sequence[BaseMessage], meta: WorkingMemoryMeta, *, everything: bool
+    ) -> list[BaseMessage]:
+        """The messages new since the meta's last accounting (all with ``everything``)."""
+        start = None if everything else new_messages_start(meta, messages)
+        return [m for m in (messages if start is None else messages[start:]) if m.id]
 
     def _account(
         self, thread_id: str, meta: WorkingMemoryMeta, messages: list[BaseMessage]
@@ -551,6 +577,7 @@ class Session:
             confirmed=confirmed,
             resume=resume,
             checkpointed=thread_checkpointer(config) is not None,
+            beside=self._checkpoints.kept_beside(turn.thread_id, config),
         )
         return update
 
@@ -563,6 +590,7 @@ class Session:
         resume: bool = True,
         confirmed: list[str] | None = None,
         checkpointed: bool = False,
+        beside: bool | None = None,
     ) -> None:
         pointer = archives if confirmed is None else confirmed
         place = self.place(thread_id)
@@ -572,7 +600,11 @@ class Session:
                 self._touched.clear()  # a later first touch only re-checks for pending work
             self._touched.add(place)
         self._pointer.write(
-            thread_id, pointer, behind=pointer != archives, checkpointed=checkpointed
+            thread_id,
+            pointer,
+            behind=pointer != archives,
+            checkpointed=checkpointed,
+            beside=beside,
         )
         # ``resume`` is False when the caller schedules Phase 2 itself (a commit): the job it
         # schedules folds these archives too, so scheduling here as well would run it twice.

@@ -20,9 +20,14 @@ deleted (``delete_thread``) has no timeline: every read returns nothing of it, w
 - hooks driven without a graph have no checkpointer and nothing to delete but the records: the
   store's pointer is their timeline (recorded as not checkpointed), and only ``purge`` ends it;
 - a memory that knows no checkpointer for a thread whose hooks ran under one (the pointer says
-  so) cannot tell a deleted thread from a live one: it reads nothing of it and says once at
-  WARNING how to read it (give the memory ``checkpointer=``). A pointer written before this rule
-  (no such flag) is read as before.
+  so) reads the checkpoints kept beside its store (``storage.beside``: the checkpointer
+  ``open_sqlite`` opened with the store, or the store's own SQLite file or PostgreSQL database):
+  a checkpoint of the thread there is its timeline; none there is a deleted thread when the
+  hooks recorded that the thread's checkpointer keeps them there. Where it still cannot tell a
+  deleted thread from a live one and the thread has records, the read raises
+  :class:`~wm_langgraph.errors.NoCheckpointerError` saying what to pass: never a silent empty
+  answer for a thread that may be live (SPEC §11). A pointer written before the flag is read as
+  before.
 
 Without a known checkpointer (another process that has not run a hook of the thread yet) the
 store's timeline pointer is used for threads driven without a graph; the hooks write it only with
@@ -33,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -45,8 +49,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.store.base import BaseStore
 
 from wm_langgraph._compat import NS_SEP, in_graph_run, run_checkpointer, run_reader
+from wm_langgraph.errors import NoCheckpointerError
 from wm_langgraph.state import META_KEY
 from wm_langgraph.storage.archives import ArchiveStore
+from wm_langgraph.storage.beside import reads_as
 from wm_langgraph.storage.keys import split_memory_key
 
 __all__ = [
@@ -58,8 +64,6 @@ __all__ = [
     "graph_meta",
     "thread_checkpointer",
 ]
-
-logger = logging.getLogger("wm_langgraph")
 
 MAX_THREADS = 10_000
 """Threads whose checkpointer, pointer or first sight a process remembers (the oldest go)."""
@@ -171,12 +175,17 @@ class CheckpointTimelines:
         self,
         default: BaseCheckpointSaver[Any] | None = None,
         place: Callable[[str], Place] | None = None,
+        beside: Callable[[str], BaseCheckpointSaver[Any] | None] | None = None,
     ) -> None:
         """``default``: a checkpointer to use for threads no hook has run for yet; ``place``:
-        a memory key's place in this context (default: the key alone)."""
+        a memory key's place in this context (default: the key alone); ``beside``: the
+        checkpoints kept beside a memory key's store (``storage.beside``), if any."""
         self._default = default
         self._place: Callable[[str], Place] = place or (lambda key: (0, key))
+        self._beside = beside or (lambda key: None)
         self._savers: OrderedDict[Place, BaseCheckpointSaver[Any]] = OrderedDict()
+        # (run's saver, reader beside the store) -> (same checkpoints?, the two, kept alive)
+        self._pairs: dict[tuple[int, int], tuple[bool, object, object]] = {}
         self._lock = threading.Lock()
 
     def use_default(self, saver: BaseCheckpointSaver[Any]) -> None:
@@ -210,6 +219,41 @@ class CheckpointTimelines:
         its hooks last ran with here, else the memory's own (None: none known)."""
         return thread_checkpointer(config) or self.saver(thread_id)
 
+    def beside(self, thread_id: str) -> BaseCheckpointSaver[Any] | None:
+        """The reader of the checkpoints kept beside ``thread_id``'s store (None: none)."""
+        try:
+            return self._beside(thread_id)
+        except Exception:  # no store known: nothing beside it
+            return None
+
+    def reader(self, thread_id: str) -> BaseCheckpointSaver[Any] | None:
+        """:meth:`saver`, else the checkpoints beside the store (what a report reads)."""
+        return self.saver(thread_id) or self.beside(thread_id)
+
+    def kept_beside(self, thread_id: str, config: RunnableConfig | None) -> bool | None:
+        """Inside a run: does the run's checkpointer keep the thread's checkpoints beside the
+        store (the reader there sees the same latest checkpoint)? None: cannot tell yet."""
+        saver = thread_checkpointer(config)
+        if saver is None:
+            return None
+        beside = self.beside(thread_id)
+        if beside is None:
+            return False
+        pair = (id(saver), id(beside))
+        with self._lock:
+            known = self._pairs.get(pair)
+        if known is not None:
+            return known[0]
+        if _on_own_loop(saver) or _on_own_loop(beside):
+            return None
+        same = reads_as(saver, beside, split_memory_key(thread_id)[0])
+        if same is not None:
+            with self._lock:
+                if len(self._pairs) >= MAX_THREADS:
+                    self._pairs.clear()
+                self._pairs[pair] = (same, saver, beside)
+        return same
+
     def state(self, thread_id: str, config: RunnableConfig | None) -> dict[str, Any] | None:
         """The live messages and the meta in the thread's checkpoint (as :meth:`timeline`
         finds it), or None when no checkpoint can be read."""
@@ -217,7 +261,7 @@ class CheckpointTimelines:
 
     async def astate(self, thread_id: str, config: RunnableConfig | None) -> dict[str, Any] | None:
         """:meth:`state` through the saver's async API (async-only savers included)."""
-        saver = self._saver(thread_id, config)
+        saver = self._saver(thread_id, config) or self.beside(thread_id)
         if saver is None or _subgraph_key(thread_id):
             return None
         wanted = _root(thread_id, ((config or {}).get("configurable") or {}).get("checkpoint_id"))
@@ -230,7 +274,7 @@ class CheckpointTimelines:
         return _state_values(found)
 
     def _tuple(self, thread_id: str, config: RunnableConfig | None) -> CheckpointTuple | None:
-        saver = self._saver(thread_id, config)
+        saver = self._saver(thread_id, config) or self.beside(thread_id)
         if saver is None or _subgraph_key(thread_id) or _on_own_loop(saver):
             return None  # an async saver's sync API cannot run on its own event loop
         wanted = _root(thread_id, ((config or {}).get("configurable") or {}).get("checkpoint_id"))
@@ -247,7 +291,27 @@ class CheckpointTimelines:
         thread has a checkpoint that names no timeline (a subgraph's memory, a checkpoint
         before any accounting). Inside a run the run's own checkpointer is read, and a run
         without a checkpoint yet gives its state's timeline."""
+        return self._timeline_in(self._saver(thread_id, config), thread_id, config)
+
+    def timeline_beside(
+        self, thread_id: str, config: RunnableConfig | None
+    ) -> list[str] | Absent | None:
+        """:meth:`timeline` as the checkpoints beside the store give it (:attr:`Absent.UNKNOWN`
+        when there are none): for a thread whose checkpointer the memory does not know."""
+        return self._timeline_in(self.beside(thread_id), thread_id, config)
+
+    def unreadable_saver(self, thread_id: str, config: RunnableConfig | None) -> bool:
+        """True when a checkpointer is known but its sync API cannot be used here (an async
+        saver on its own event loop)."""
         saver = self._saver(thread_id, config)
+        return saver is not None and _on_own_loop(saver)
+
+    def _timeline_in(
+        self,
+        saver: BaseCheckpointSaver[Any] | None,
+        thread_id: str,
+        config: RunnableConfig | None,
+    ) -> list[str] | Absent | None:
         if saver is None or _on_own_loop(saver):
             return Absent.UNKNOWN  # an async saver's sync API cannot run on its own event loop
         configurable = (config or {}).get("configurable") or {}
@@ -290,29 +354,40 @@ class TimelinePointer:
         """Write through ``archives``; read checkpoints through ``checkpoints``."""
         self._archives = archives
         self._checkpoints = checkpoints
-        self._written: dict[Place, tuple[list[str], bool | None]] = {}
+        self._written: dict[Place, tuple[list[str], bool | None, bool | None]] = {}
         # pointers behind a commit not checkpointed yet, with the store that holds them
         self._behind: dict[Place, tuple[str, BaseStore]] = {}
-        self._warned = False
         self._lock = threading.Lock()
 
     def write(
-        self, thread_id: str, timeline: list[str], *, behind: bool, checkpointed: bool
+        self,
+        thread_id: str,
+        timeline: list[str],
+        *,
+        behind: bool,
+        checkpointed: bool,
+        beside: bool | None = None,
     ) -> None:
         """Point the store at ``timeline`` (``behind``: a newer, unconfirmed one exists;
-        ``checkpointed``: the hooks ran under a checkpointer, whose checkpoints decide)."""
+        ``checkpointed``: the hooks ran under a checkpointer, whose checkpoints decide;
+        ``beside``: that checkpointer keeps them beside the store, None: as recorded)."""
         store = self._archives.store_for(thread_id)
         place = (id(store), thread_id)
         with self._lock:
             known = self._written.get(place)
         if known is None:
-            known = self._archives.timeline_pointer(thread_id)
-        if known != (timeline, checkpointed):
-            self._archives.set_timeline(thread_id, timeline, checkpointed=checkpointed)
+            known = self._archives.pointer_record(thread_id)
+        if beside is None or not checkpointed:
+            beside = known[2] if checkpointed else None
+        wanted = (list(timeline), checkpointed, beside)
+        if known != wanted:
+            self._archives.set_timeline(
+                thread_id, timeline, checkpointed=checkpointed, beside=beside
+            )
         with self._lock:
             if len(self._written) >= MAX_THREADS and place not in self._written:
                 self._written.pop(next(iter(self._written)))
-            self._written[place] = (list(timeline), checkpointed)
+            self._written[place] = wanted
             if behind:
                 self._behind[place] = (thread_id, store)
             else:
@@ -327,33 +402,55 @@ class TimelinePointer:
     def read(self, thread_id: str, config: RunnableConfig | None) -> list[str]:
         """The checkpoint's timeline when readable (the latest one then also confirms the
         pointer: it is durable); nothing of a deleted thread (module docstring); else the
-        pointer."""
+        pointer.
+
+        Raises:
+            NoCheckpointerError: The thread has records, its hooks ran under a checkpointer
+                this memory cannot read, and nothing tells a live thread from a deleted one.
+        """
         found = self._checkpoints.timeline(thread_id, config)
         if isinstance(found, list):
             if not ((config or {}).get("configurable") or {}).get("checkpoint_id"):
                 self.write(thread_id, found, behind=False, checkpointed=True)
             return found
-        pointer, checkpointed = self._archives.timeline_pointer(thread_id)
+        pointer, checkpointed, beside = self._archives.pointer_record(thread_id)
         if found is None or checkpointed is False:
             return pointer  # a live thread whose checkpoint names no timeline; hooks by hand
         if found is Absent.UNKNOWN and checkpointed is None:
             return pointer  # a pointer from before the rule: read as it was
-        if found is Absent.UNKNOWN and pointer:
-            self._warn_unknown()
-        return []
+        if found is Absent.THREAD:
+            return []  # the thread's checkpointer holds none of it: deleted
+        seen = self._checkpoints.timeline_beside(thread_id, config)
+        if isinstance(seen, list):
+            return seen
+        if seen is None:
+            return pointer  # a checkpoint of the thread beside the store, naming no timeline
+        if seen is Absent.THREAD and beside:
+            return []  # where the thread's checkpointer keeps them, none is left: deleted
+        if not self._archives.has_records(thread_id):
+            return []  # nothing to read, deleted or not
+        raise NoCheckpointerError(self._cannot_tell(thread_id, config))
 
-    def _warn_unknown(self) -> None:
-        with self._lock:
-            warned, self._warned = self._warned, True
-        if not warned:
-            logger.warning(
-                "wm_langgraph: a thread's timeline is kept in its checkpoints, and this memory "
-                "knows no checkpointer to read them with (no hook of the thread ran in this "
-                "process, or the async checkpointer's sync API was called on its own event "
-                "loop): it reads nothing of the thread, which may have been deleted. Pass "
-                "checkpointer=... to WorkingMemory / WorkingMemoryMiddleware, or use the async "
-                "reads (aget_working_memory, alist_archives, atranscript)"
+    def _cannot_tell(self, thread_id: str, config: RunnableConfig | None) -> str:
+        thread = split_memory_key(thread_id)[0]
+        if self._checkpoints.unreadable_saver(thread_id, config):
+            return (
+                f"thread {thread!r}: the memory's checkpointer is async and this sync read runs "
+                "on its own event loop, where its sync API cannot be used, so the read cannot "
+                "tell a live thread from a deleted one. Use the async reads: await "
+                "memory.aget_working_memory(config), alist_archives, atranscript, areport"
             )
+        return (
+            f"thread {thread!r} has Working Memory records written under a checkpointer this "
+            "memory does not know, so it cannot tell a live thread from a deleted one (a "
+            "deleted thread reads as nothing). Pass the graph's checkpointer: "
+            "WorkingMemory(..., checkpointer=checkpointer) or "
+            "WorkingMemoryMiddleware(..., checkpointer=checkpointer), or call "
+            "memory.use_checkpointer(checkpointer) before reading (create_agent(..., "
+            "checkpointer=...) tells the middleware when it builds the agent; a store from "
+            "open_sqlite, or a SqliteStore / PostgresStore in the checkpointer's own database, "
+            "finds the checkpoints itself)"
+        )
 
     def confirm_all(self) -> None:
         """Bring the pointer of every thread that is behind up to its latest checkpoint."""

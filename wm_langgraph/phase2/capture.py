@@ -7,10 +7,13 @@ units of the folded user and assistant messages
 constraints, preferences, TODOs, corrections, anchored facts; in chats events, plans, people,
 places), the paths the conversation acted on (the artifact trail) and the errors tool results
 reported (the error trail) — and looks each up in the merged document with the guards' own
-matchers: a unit is *written* when one item of the document holds its anchors together
+matchers, in the sections that keep what they hold (Current State keeps nothing): a unit is
+*written* when an item is the same item (``statement_key``: markers, speakers and
+acknowledgements aside) or holds its whole text, or when one item holds its anchors together
 (both of one or two anchors, two thirds of more, a bare number beside a stronger anchor not
 needed) and, when the anchors that item holds are all common in the document (a speaker's name
-in every bullet), restates it too; anchors scattered over several bullets hold no fact. Without
+in every bullet), restates it too and names its people; anchors scattered over several bullets
+hold no fact. Without
 anchors,
 when one item holds its whole text (:func:`~wm_langgraph.document.text.item_present`) or
 restates it (:func:`~wm_langgraph.document.text.restates`: more than half of its content words,
@@ -22,7 +25,8 @@ Errors & Corrections holds its message (:func:`~wm_langgraph.phase2.trails.missi
 What is missing:
 
 1. anchored units, and unanchored ones of the kinds a session commits to
-   (:data:`ASKED_WITHOUT_ANCHOR`: TODOs, decisions, constraints, corrections), go back to the
+   (:data:`ASKED_WITHOUT_ANCHOR`: TODOs, decisions, constraints, corrections, errors, fixes),
+   and explicit ones ("please remember"), go back to the
    writer **once**, the most salient first, in one bounded follow-up call
    (:func:`~wm_langgraph.writer.capture.request_capture`: at most ``SectionLimits.asked``
    statements — :data:`MAX_ASKED` at the seed's size, half the round's units when more —
@@ -31,14 +35,14 @@ What is missing:
    No call when nothing askable is missing. A failed, empty or unreadable reply only means
    nothing was added on follow-up.
 2. what the writer still leaves out — and neither added nor dismissed when asked — and carries
-   an anchor or, in a working session (not a chat), is of a kind a session commits to is added
-   by code as its extractive
-   text in its kind's section (:data:`KIND_SECTIONS`), at most the memory's bound per round
-   (``SectionLimits.code_units``: :data:`MAX_CODE_UNITS` at the seed's size; half the round's
-   units when that is more),
-   never a statement that reads as an instruction, never an error or a path written in prose
-   (the writer's to record); the trails' paths and errors are added by code directly (their
-   extractive item is all there is to write), within the trails' own bounds.
+   an anchor, or was asked to be remembered, or, in a working session (not a chat), is of a
+   kind a session commits to is added by code as its extractive text in its kind's section
+   (:data:`KIND_SECTIONS`): every statement of the session (no count cuts a dense round), of
+   pasted data (told by its shape, ``units.pasted_lines``) at most the memory's bound per round
+   (``SectionLimits.code_units``: :data:`MAX_CODE_UNITS` at the seed's size); never a statement
+   that reads as an instruction, never a path an assistant only mentions; the trails' paths and
+   errors are added by code directly (their extractive item is all there is to write), within
+   the trails' own bounds.
 
 Every candidate ends with a *fate* (:class:`Fate`): ``written``, ``added_on_followup``,
 ``added_by_code``, ``dismissed`` (with the writer's reason) or ``skipped`` (with why: no anchor,
@@ -66,7 +70,7 @@ from wm_langgraph.document.guards import SEED_LIMITS, SectionLimits
 from wm_langgraph.document.guards.key_facts import clauses
 from wm_langgraph.document.guards.sizes import SEED_ASKED, SEED_CODE_UNITS
 from wm_langgraph.document.merge import merge_working_memory
-from wm_langgraph.document.sections import parse_working_memory, section_items
+from wm_langgraph.document.sections import DURABLE_SECTIONS, parse_working_memory, section_items
 from wm_langgraph.document.text import (
     extract_anchors,
     item_present,
@@ -76,10 +80,16 @@ from wm_langgraph.document.text import (
     restates,
 )
 from wm_langgraph.document.text.entry import entry_text
-from wm_langgraph.document.text.match import join_texts, terms_in_texts
+from wm_langgraph.document.text.match import join_texts, term_in, terms_in_texts
 from wm_langgraph.document.text.provenance import reads_as_instruction
 from wm_langgraph.document.text.shorten import shorten
-from wm_langgraph.document.text.units import Unit, chat_kinds, extract_units
+from wm_langgraph.document.text.units import (
+    Unit,
+    chat_kinds,
+    extract_units,
+    statement_key,
+    tells_failure,
+)
 from wm_langgraph.messages import content_text
 from wm_langgraph.phase2.trails import missing_errors, tool_result_lines, without_relayed_lines
 from wm_langgraph.writer.capture import CaptureAnswer, CaptureQuestion
@@ -93,7 +103,6 @@ __all__ = [
     "MAX_CODE_UNITS",
     "MAX_DISMISSED",
     "MAX_STATEMENT_CHARS",
-    "MESSAGE_UNITS",
     "Candidate",
     "CaptureResult",
     "Fate",
@@ -115,6 +124,7 @@ OPEN = "Open Issues"
 KIND_SECTIONS: Mapping[str, str] = {
     "todo": OPEN,
     "error": ERRORS,
+    "fix": ERRORS,
     "correction": ERRORS,
     "path": FILES,
 }
@@ -125,9 +135,9 @@ MAX_ASKED = SEED_ASKED
 a memory's own bound is ``SectionLimits.asked``, raised for a dense round."""
 MAX_STATEMENT_CHARS = 300
 """The longest statement quoted to the writer."""
-_TRAIL_KINDS = frozenset({"error", "path"})
-ASKED_WITHOUT_ANCHOR = frozenset({"todo", "decision", "constraint", "correction"})
-"""Kinds asked about even without an anchor (work a session commits to), and in a working
+ASKED_WITHOUT_ANCHOR = frozenset({"todo", "decision", "constraint", "correction", "error", "fix"})
+"""Kinds asked about even without an anchor (work a session commits to, errors and their
+fixes), and in a working
 session added by code too: a writer that leaves one out and says nothing when asked would lose
 it for good; one it dismisses stays out. In a chat they say how someone feels: code adds them
 only with an anchor."""
@@ -136,11 +146,8 @@ MAX_CODE_ITEM_WORDS = 20
 MAX_CODE_ITEM_CHARS = 160
 """The longest item code adds (characters)."""
 MAX_CODE_UNITS = SEED_CODE_UNITS
-"""The most units (not paths or errors: the trails have their own bounds) code adds per round
-at the seed's size; a memory's own bound is ``SectionLimits.code_units``, raised for a dense
-round."""
-MESSAGE_UNITS = 4
-"""The most units one message counts for in a round's capture bounds (:func:`_established`)."""
+"""The most units of pasted data code adds per round at the seed's size (a memory's own bound
+is ``SectionLimits.code_units``); a statement of the session is never bounded."""
 MAX_DISMISSED = 256
 """The most dismissal keys a WM version keeps (the newest)."""
 EARLIER = "dismissed in an earlier round"
@@ -197,6 +204,11 @@ class Candidate:
         salience: How much a reader would lose without it (higher first).
         trail: A path or an error: added by code directly, never asked about.
         message: Index of the folded message it comes from (-1: not known).
+        pasted: From pasted data (a log, code, a listing, told by its shape): code adds at
+            most the round's bound of such units, the most salient first.
+        explicit: The speaker asked for it to be remembered: always kept.
+        names: The people and places it names (canonical form): an item that holds its other
+            anchors but names someone else does not hold it.
     """
 
     kind: str
@@ -207,6 +219,9 @@ class Candidate:
     salience: int = 0
     trail: bool = False
     message: int = -1
+    pasted: bool = False
+    explicit: bool = False
+    names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +287,8 @@ def _bounded(text: str) -> str:
 
 def _short(text: str) -> str:
     """A code item: the statement cut at :data:`MAX_CODE_ITEM_WORDS` words and
-    :data:`MAX_CODE_ITEM_CHARS` characters, never inside a parenthesis (a resolved date)."""
+    :data:`MAX_CODE_ITEM_CHARS` characters, never inside a parenthesis (a resolved date), and
+    never so that one of its anchors or identifiers is lost (then the statement whole)."""
     cut = text.endswith(" …")  # a unit the extraction shortened already: one ellipsis
     body = text[:-2] if cut else text
     out = shorten(
@@ -281,7 +297,15 @@ def _short(text: str) -> str:
         max_cjk=MAX_CODE_ITEM_CHARS - 1,
         max_chars=MAX_CODE_ITEM_CHARS - (2 if cut else 0),
     )
-    return f"{out} …" if cut and out == " ".join(body.split()) else out
+    out = f"{out} …" if cut and out == " ".join(body.split()) else out
+    lost = _plain_anchors(text) - _plain_anchors(out)
+    if lost or not set(_CODE_RE.findall(text)) <= set(_CODE_RE.findall(out)):
+        return " ".join(text.split())  # never cut so that a name, number or identifier is lost
+    return out
+
+
+def _plain_anchors(text: str) -> frozenset[str]:
+    return frozenset(extract_anchors(text, include_markers=False, include_phrases=False))
 
 
 def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
@@ -301,18 +325,27 @@ def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
         if reads_as_instruction(unit.text):
             continue
         first = _FIRST_WORD_RE.match(unit.text)
+        own = {n.casefold() for n in unit.names}
         start = (
-            first.group(1).casefold() if first and first.group(1).casefold() not in named else ""
+            first.group(1).casefold()
+            if first and first.group(1).casefold() not in named | own
+            else ""
         )
+        anchors = tuple(a for a in unit.anchors if a not in _WEEKDAY_NAMES and a != start)
         out.append(
             Candidate(
                 kind=unit.kind,
                 text=_bounded(unit.text),
                 section=KIND_SECTIONS.get(unit.kind, FACTS),
-                anchors=tuple(a for a in unit.anchors if a not in _WEEKDAY_NAMES and a != start),
+                anchors=anchors,
                 source=unit.role,
                 salience=unit.salience,
                 message=unit.index,
+                pasted=unit.pasted,
+                explicit=unit.explicit,
+                names=tuple(
+                    n.casefold() for n in unit.names if " " not in n and n.casefold() in anchors
+                ),
             )
         )
     return out
@@ -337,6 +370,10 @@ def _written(
         return paths_listed([candidate.text], sections[FILES])[0]
     if candidate.kind == "error" and candidate.trail:
         return not missing_errors([candidate.text], sections[ERRORS])
+    if statement_key(candidate.text) in _item_keys(text):
+        return True  # the same item, whatever its markers, speaker or acknowledgement
+    if item_present(candidate.text, _items(text)):
+        return True  # said whole inside one item ("Owen: A; B; C" holds B)
     if candidate.anchors:
         return _held_by_a_clause(candidate, _document_clauses(text), framing)
     items = _items(text)
@@ -353,20 +390,28 @@ class _Clauses:
     texts: tuple[str, ...]
     starts: list[int]
     joined: str
+    bullets: tuple[str, ...] = ()
+    """Each clause's whole item (who a bullet is about may stand only at its start)."""
 
     @classmethod
     def of(cls, items: Sequence[str]) -> _Clauses:
         """The clauses of ``items``."""
         words: list[frozenset[str]] = []
         texts: list[str] = []
+        bullets: list[str] = []
         for item in items:
             parts = clauses(item) or [item]
             for n, part in enumerate(parts):
                 words.append(key_words(part))
                 own = n == 0 or _anchors_of(part)  # a clause with anchors is its own subject
                 texts.append(part if own else f"{parts[0]} {part}")
+                bullets.append(item)
         starts, joined = join_texts(texts)
-        return cls(tuple(words), tuple(texts), starts, joined)
+        return cls(tuple(words), tuple(texts), starts, joined, tuple(bullets))
+
+    def names_all(self, i: int, names: Sequence[str]) -> bool:
+        """Whether clause ``i``'s item names everyone of ``names``."""
+        return all(term_in(name, self.bullets[i]) for name in names)
 
     def holding(self, anchor: str) -> set[int]:
         """The clauses whose text (subject included) holds ``anchor``."""
@@ -415,6 +460,7 @@ def _held_by_a_clause(
             held[i] = held.get(i, 0) + 1
     return any(
         got >= need
+        and found.names_all(i, candidate.names)  # not the same plan told of someone else
         and negation_kept(candidate.text, found.texts[i])
         and (
             (codes and all(i in code for code in codes))
@@ -426,8 +472,16 @@ def _held_by_a_clause(
 
 @lru_cache(maxsize=8)
 def _items(text: str) -> tuple[str, ...]:
-    """Every item of every section of ``text``."""
-    return tuple(i for body in parse_working_memory(text).values() for i in section_items(body))
+    """Every item of the sections of ``text`` that keep what they hold (``DURABLE_SECTIONS``):
+    Current State is rewritten every round and keeps nothing, so a statement that stands only
+    there is not written."""
+    sections = parse_working_memory(text)
+    return tuple(i for name in DURABLE_SECTIONS for i in section_items(sections[name]))
+
+
+@lru_cache(maxsize=8)
+def _item_keys(text: str) -> frozenset[str]:
+    return frozenset(statement_key(i) for i in _items(text))
 
 
 def _append(
@@ -534,7 +588,8 @@ def _askable(check: _Check, units: list[int], dismissed: Collection[str]) -> lis
     dismissed in an earlier round ends ``dismissed`` without a question."""
     cands = check.candidates
     for n in units:
-        if not cands[n].anchors and cands[n].kind not in ASKED_WITHOUT_ANCHOR:
+        cand = cands[n]
+        if not cand.anchors and not cand.explicit and cand.kind not in ASKED_WITHOUT_ANCHOR:
             check.settle(n, "skipped", "no anchor")
     askable = [n for n in units if n not in check.fates]
     earlier = set(dismissed)
@@ -572,30 +627,40 @@ def _follow_up(check: _Check, asked_ids: list[int], ask: Ask) -> dict[int, str]:
 
 
 def _code_refusal(check: _Check, n: int, added: list[str]) -> str:
-    """Why code does not add unit ``n`` ("" when it may): no anchor (and not of a kind a working
-    session commits to), already held by an item code adds this round, reads as an instruction,
-    or an error or path in prose."""
+    """Why code does not add unit ``n`` ("" when it may): no anchor (and neither asked to be
+    remembered nor, in a working session, of a kind a session commits to), already held by an
+    item code adds this round, reads as an instruction, a path an assistant only mentions (the
+    artifact trail lists what the session acted on), or an error that is not a failure the user
+    tells in words."""
     cand = check.candidates[n]
-    if not cand.anchors and (check.chat or cand.kind not in ASKED_WITHOUT_ANCHOR):
+    if (
+        not cand.anchors
+        and not cand.explicit
+        and (check.chat or cand.kind not in ASKED_WITHOUT_ANCHOR)
+    ):
         # small talk, and in a chat "always", "never", "because" say how someone feels
         return "no anchor"
     if added and _held_by_a_clause(cand, _Clauses.of(added), check.framing):
         return "duplicate"
+    if statement_key(cand.text) in {statement_key(a) for a in added}:
+        return "duplicate"
     if reads_as_instruction(cand.text):  # text is data, whoever wrote it
         return "reads as an instruction"
-    if cand.kind in _TRAIL_KINDS:
-        # Errors and paths in prose are the writer's to record; code takes them from what
-        # tools reported and what the conversation acted on (the trails) only.
+    if cand.kind == "path" and cand.source != "user":
+        return "prose error or path"
+    if cand.kind in {"error", "fix"} and (cand.source != "user" or not tells_failure(cand.text)):
+        # an error the user tells in words is the session's; an exception name in prose, or
+        # an assistant's, is the writer's to record (code takes those from the error trail)
         return "prose error or path"
     return ""
 
 
 def _code_units(
-    check: _Check, order: list[int], answered: Mapping[int, str], budget: int
+    check: _Check, order: list[int], answered: Mapping[int, str], pasted_bound: int
 ) -> dict[str, list[str]]:
     """Settle every unit still open in ``order``: held after the follow-up, or added by code
-    as its shortened text (at most ``budget``), or skipped with why. Returns section -> the
-    items code adds."""
+    as its text (a statement of the session always; of pasted data at most ``pasted_bound``),
+    or skipped with why. Returns section -> the items code adds."""
     code: dict[str, list[str]] = {}
     added: list[str] = []
     for n in order:
@@ -612,10 +677,11 @@ def _code_units(
         if refusal:
             check.settle(n, "skipped", refusal)
             continue
-        if budget <= 0:
-            check.settle(n, "skipped", "over the bound")
-            continue
-        budget -= 1
+        if cand.pasted:
+            if pasted_bound <= 0:
+                check.settle(n, "skipped", "over the bound")
+                continue
+            pasted_bound -= 1
         item = _short(cand.text)
         added.append(cand.text)
         code.setdefault(cand.section, []).append(item)
@@ -654,20 +720,10 @@ def _held_code_items(check: _Check) -> dict[str, list[str]]:
 
 
 def _established(candidates: Sequence[Candidate]) -> int:
-    """How many units the round establishes, for its capture bounds: each message counts for
-    at most :data:`MESSAGE_UNITS` of them. A message that yields hundreds of anchored lines is
-    a paste (a log, a dump), data rather than a hundred statements of the session: it must not
-    lift the bounds until code floods the document with its lines."""
-    per_message: dict[int, int] = {}
-    loose = 0
-    for candidate in candidates:
-        if candidate.trail:
-            continue
-        if candidate.message < 0:
-            loose += 1
-        else:
-            per_message[candidate.message] = per_message.get(candidate.message, 0) + 1
-    return loose + sum(min(n, MESSAGE_UNITS) for n in per_message.values())
+    """How many units the round establishes, for its follow-up's bound: its statements, not
+    the lines of what was pasted (a log, a dump is data rather than a hundred statements; told
+    by its shape, :func:`~wm_langgraph.document.text.units.pasted_lines`)."""
+    return sum(1 for c in candidates if not c.trail and not c.pasted)
 
 
 def run_capture(
@@ -688,9 +744,9 @@ def run_capture(
         ask: The follow-up call, or None when the writer cannot be asked (not a tool-calling
             model). It may raise nothing: the caller turns failures into None.
         guards: Whether the additions go through the guards (the memory's ``guards`` setting).
-        max_code_units: The most units code adds this round; ``None`` follows ``limits``
-            (``limits.code_units``, or half the round's units when more:
-            :meth:`~wm_langgraph.document.guards.SectionLimits.capture_bound`).
+        max_code_units: The most units of pasted data code adds this round (``None``:
+            ``limits.code_units``); a statement of the session is always added when the
+            writer left it out.
         dismissed: Keys (:func:`dismissal_key`) of statements the writer dismissed in earlier
             rounds: not asked again, not added by code.
         limits: The memory's section thresholds: the follow-up's and code's bounds follow them
@@ -712,11 +768,7 @@ def run_capture(
     answered = _follow_up(check, asked_ids, ask) if asked_ids and ask is not None else {}
     anchored = [n for n in units if candidates[n].anchors]
     unanchored = [n for n in units if not candidates[n].anchors]
-    bound = (
-        limits.capture_bound(limits.code_units, established)
-        if max_code_units is None
-        else max_code_units
-    )
+    bound = limits.code_units if max_code_units is None else max_code_units
     code = _code_units(check, [*anchored, *unanchored], answered, bound)
     paths, errors = _trail_items(check, missing)
     if paths:

@@ -282,6 +282,14 @@ _NO_STORE = (
     "LangGraph Platform and `langgraph dev` provide one). Config-only calls outside a run "
     "(get_working_memory(config), ...) use the store the memory last ran with in this process."
 )
+_NO_STORE_HERE = (
+    "Working Memory has no store to use here (outside a run): it knows the store given as "
+    "store=..., the one create_agent(..., store=...) was built with (the middleware learns it "
+    "then), or the one it last ran with in this process; a StateGraph's compile(store=...) or "
+    "create_react_agent(..., store=...) is not visible to it before one of its hooks ran. Pass "
+    "the same store to the memory: WorkingMemory(..., store=store) or "
+    "WorkingMemoryMiddleware(..., store=store)"
+)
 _MAX_BOUND = 4096
 _MOVED_PAGE = 500
 """Moved-items records listed per store search."""
@@ -313,14 +321,14 @@ class ArchiveStore:
 
     @property
     def store(self) -> BaseStore:
-        """The explicit store, else the graph store bound last.
+        """The explicit store, else the graph store bound last (or :meth:`know`-n).
 
         Raises:
-            NoStoreError: Neither exists.
+            NoStoreError: Neither exists (the message says what to pass outside a run).
         """
         found = self._explicit if self._explicit is not None else self._last
         if found is None:
-            raise NoStoreError(_NO_STORE)
+            raise NoStoreError(_NO_STORE_HERE)
         return found
 
     def bind(self, key: str, store: BaseStore | None) -> BaseStore:
@@ -339,6 +347,12 @@ class ArchiveStore:
             self._bound[key] = store
         self._last = store
         return store
+
+    def know(self, store: BaseStore) -> None:
+        """Use ``store`` outside runs until a run binds one (unless an explicit store was
+        given, or a run already did): the store of a graph built with this memory."""
+        if self._explicit is None and self._last is None:
+            self._last = store
 
     @contextlib.contextmanager
     def using(self, store: BaseStore | None) -> Iterator[None]:
@@ -613,9 +627,33 @@ class ArchiveStore:
         ids = list(dict.fromkeys(str(i) for i in message_ids))
         if not ids or not timeline:
             return {}
-        on_timeline = set(timeline)
         ns = self.namespace(thread_id, "ids")
         found = self._io(thread_id).batch([GetOp(ns, i) for i in ids])
+        return self._signatures(thread_id, ids, found, timeline)
+
+    def meta_and_signatures(
+        self, thread_id: str, key: str, message_ids: Sequence[str], timeline: Sequence[str]
+    ) -> tuple[dict[str, Any] | None, dict[str, str]]:
+        """:meth:`get_meta` of ``key`` and :meth:`archived_signatures`, in one store round trip
+        (every hook call reads both: one round trip fewer per call)."""
+        ids = list(dict.fromkeys(str(i) for i in message_ids)) if timeline else []
+        ops = [GetOp(self.namespace(thread_id, "meta"), key)]
+        ops += [GetOp(self.namespace(thread_id, "ids"), i) for i in ids]
+        found = self._io(thread_id).batch(ops)
+        item = found[0]
+        meta = dict(item.value) if isinstance(item, Item) else None
+        signatures = self._signatures(thread_id, ids, found[1:], timeline) if ids else {}
+        return meta, signatures
+
+    def _signatures(
+        self,
+        thread_id: str,
+        ids: Sequence[str],
+        found: Sequence[Any],
+        timeline: Sequence[str],
+    ) -> dict[str, str]:
+        """:meth:`archived_signatures` from the index entries ``found`` for ``ids``."""
+        on_timeline = set(timeline)
         out: dict[str, str] = {}
         unsigned: dict[str, str] = {}  # message id -> the archive to read it from
         for message_id, item in zip(ids, found, strict=True):
@@ -775,17 +813,42 @@ class ArchiveStore:
     def timeline_pointer(self, thread_id: str) -> tuple[list[str], bool | None]:
         """The thread's timeline pointer: its archive ids, and whether the hooks that wrote it
         ran under a checkpointer (None: not recorded, a pointer from before the flag)."""
+        archives, checkpointed, _ = self.pointer_record(thread_id)
+        return archives, checkpointed
+
+    def pointer_record(self, thread_id: str) -> tuple[list[str], bool | None, bool | None]:
+        """:meth:`timeline_pointer`, and whether the thread's checkpoints are kept beside the
+        store (in its own database: ``storage.beside``; None: not recorded)."""
         value = self.get_meta(thread_id, "timeline") or {}
         flag = value.get("checkpointed")
+        beside = value.get("beside_store")
         archives = [str(a) for a in value.get("archives") or []]
-        return archives, flag if isinstance(flag, bool) else None
+        return (
+            archives,
+            flag if isinstance(flag, bool) else None,
+            beside if isinstance(beside, bool) else None,
+        )
 
     def set_timeline(
-        self, thread_id: str, archives: Sequence[str], *, checkpointed: bool | None = None
+        self,
+        thread_id: str,
+        archives: Sequence[str],
+        *,
+        checkpointed: bool | None = None,
+        beside: bool | None = None,
     ) -> None:
         """Record the thread's current timeline (used by config-only calls) and, when given,
-        whether the thread runs under a checkpointer (whose checkpoints then decide)."""
+        whether the thread runs under a checkpointer (whose checkpoints then decide) and
+        whether that checkpointer keeps them beside the store (``beside``)."""
         value: dict[str, Any] = {"archives": list(archives), "updated_at": now_iso()}
         if checkpointed is not None:
             value["checkpointed"] = checkpointed
+        if beside is not None:
+            value["beside_store"] = beside
         self.put_meta(thread_id, "timeline", value)
+
+    def has_records(self, key: str) -> bool:
+        """True when memory ``key`` has a timeline or any archive record in the store."""
+        if self.timeline(key):
+            return True
+        return bool(self._io(key).search(self.namespace(key, "archives"), limit=1))

@@ -12,9 +12,11 @@ archives whose Phase 2 was interrupted are folded in again.
 
 Both objects get their own connection to the file (WAL journal, busy timeout), opened with
 ``check_same_thread=False`` because Phase 2 runs in background threads; both serialise their
-use of the connection with a lock. The store's vector index is not used (it needs SQLite
-extension loading, which not every Python build has); ``archive_search`` ranks with its keyword
-index (BM25), which lives in the same file.
+use of the connection with a lock. A memory given only the store knows the checkpointer too
+(``storage.beside``: config-only reads in a new process tell a live thread from a deleted one).
+The store's vector index is not used (it needs SQLite extension loading, which not every Python
+build has); ``archive_search`` ranks with its keyword index (BM25), which lives in the same
+file.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING
 from langgraph.store.sqlite import SqliteStore
 
 from wm_langgraph._compat import immediate_async_sqlite_store
+from wm_langgraph.storage.beside import pair
 from wm_langgraph.storage.versioned_sqlite import AsyncVersionedSqliteSaver, VersionedSqliteSaver
 
 if TYPE_CHECKING:
@@ -86,6 +89,7 @@ def open_sqlite(path: str | PathLike[str]) -> Iterator[tuple[VersionedSqliteSave
         checkpointer.setup()
         store = SqliteStore(store_conn)
         store.setup()
+        pair(store, checkpointer)  # a memory given only the store reads these checkpoints
         yield checkpointer, store
 
 
@@ -118,4 +122,5 @@ async def aopen_sqlite(
         await checkpointer.setup()
         store = immediate_async_sqlite_store()(store_conn)
         await store.setup()
+        pair(store, checkpointer)
         yield checkpointer, store

@@ -63,6 +63,7 @@ from wm_langgraph.document.sections import item_key, section_items
 from wm_langgraph.document.text import ANCHOR_STOPWORDS, extract_anchors, missing_anchors
 from wm_langgraph.document.text.match import item_core, join_texts, term_in, terms_in_texts
 from wm_langgraph.document.text.paths import CJK_CHARS, words
+from wm_langgraph.document.text.units import sentence_parts
 from wm_langgraph.document.tokens import TokenCounter, count_tokens
 
 __all__ = [
@@ -158,9 +159,11 @@ def _changed_value(old: str, old_anchors: set[str], lost: set[str], new: str) ->
 
 
 def clauses(item: str) -> list[str]:
-    """The clauses of a bullet: split at ``;`` and at sentence ends (restore markers removed,
-    also from clauses that a consolidation joined: ``A; [restored] B``)."""
-    return [_unmarked(c.strip()) for c in _CLAUSE_RE.split(item) if c.strip()]
+    """The clauses of a bullet: split at ``;`` and at sentence ends, never after an
+    abbreviation (restore markers removed, also from clauses that a consolidation joined:
+    ``A; [restored] B``)."""
+    parts = sentence_parts(item, _CLAUSE_RE)  # "Dr. Okafor" is one name, not two clauses
+    return [_unmarked(c.strip()) for c in parts if c.strip()]
 
 
 def _join(parts: Sequence[str]) -> str:

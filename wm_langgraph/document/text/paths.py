@@ -52,6 +52,8 @@ _ROUTE_HEADS = words(
     """api apis graphql rest rpc auth oauth oauth2 login logout signin signup health healthz
     livez readyz metrics status ping webhooks webhook callback"""
 )
+_PLATFORM_OS = words("linux windows darwin macos freebsd openbsd netbsd android ios wasip1 js")
+"""Operating systems of ``os/arch`` platform strings (``--platform linux/amd64``)."""
 _ROUTE_SEGMENT_RE = re.compile(r"\d+|v\d+(?:\.\d+)?|\{[^}/]*\}|:[A-Za-z_]\w*|\*")
 MAX_PATH_CHARS = 300
 """A token longer than this is never a path (an entry is a path, not a payload)."""
@@ -171,6 +173,8 @@ def _path_shape(text: str) -> bool:
         return True
     if named[0].casefold() in _KNOWN_DIRS:
         return True
+    if len(named) == 2 and named[0].casefold() in _PLATFORM_OS:
+        return False  # a platform ("linux/amd64", "windows/arm64"), not a file
     for segment in named:
         if "_" in segment or "." in segment.strip("."):
             return True

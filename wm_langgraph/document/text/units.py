@@ -28,7 +28,7 @@ from __future__ import annotations
 import calendar
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
 from wm_langgraph.document.text.anchors import extract_anchors
@@ -36,26 +36,40 @@ from wm_langgraph.document.text.paths import extract_paths
 from wm_langgraph.document.text.shorten import shorten
 
 __all__ = [
+    "ABBREVIATIONS",
     "CHAT_KINDS",
     "CODING_KINDS",
+    "PASTE_LINES",
+    "PASTE_RUN",
     "Unit",
     "addressed_name",
     "chat_kinds",
     "date_line",
+    "echoes",
     "extract_units",
     "format_date",
     "is_chat",
+    "is_small_talk",
     "parse_session_date",
+    "pasted_lines",
     "reads_as_instruction",
     "resolve_relative_dates",
+    "sentence_parts",
+    "shorten_whole",
     "split_sentences",
+    "statement_key",
+    "statement_kind",
+    "tells_failure",
+    "without_ack",
 ]
 
 CHAT_KINDS = frozenset(
     {"event", "plan", "preference", "possession", "relationship", "person", "place"}
 )
 """Kinds a chat establishes."""
-CODING_KINDS = frozenset({"decision", "constraint", "todo", "correction", "error", "path", "fact"})
+CODING_KINDS = frozenset(
+    {"decision", "constraint", "todo", "correction", "error", "fix", "path", "fact"}
+)
 """Kinds a working session establishes."""
 
 _I = re.IGNORECASE
@@ -67,12 +81,46 @@ _MAX_CJK = 70
 # ------------------------------------------------------------------------------------------
 
 _SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])|(?<=[。！？；])|\n+")
+ABBREVIATIONS = frozenset(
+    re.findall(
+        r"\S+",
+        "dr mr mrs ms mx prof st jr sr mt ft rev hon gen capt lt col sgt gov sen rep pres "
+        "vs dept e.g i.e a.m p.m u.s u.k",
+    )
+)
+"""Words that end with a dot without ending a sentence ("Dr. Okafor", "e.g. Redis"): a split
+after one of them, or after a single capital ("J. Smith"), would cut a name in two."""
+_ABBREVIATION_END_RE = re.compile(r"(?:^|[\s(\[\"'])(?P<word>[A-Za-z](?:[A-Za-z.]{0,7}))\.$")
+
+
+def _ends_with_abbreviation(part: str) -> bool:
+    match = _ABBREVIATION_END_RE.search(part)
+    if match is None:
+        return False
+    word = match.group("word")
+    return word.casefold() in ABBREVIATIONS or (len(word) == 1 and word.isupper())
+
+
+def sentence_parts(text: str, split_re: re.Pattern[str] = _SPLIT_RE) -> list[str]:
+    """``text`` split by ``split_re`` where a sentence ends: never after an abbreviation or an
+    initial ("Dr. Okafor", "J. Smith", "e.g. Redis") on the same line."""
+    parts: list[str] = []
+    start = 0
+    for match in split_re.finditer(text):
+        piece = text[start : match.start()]
+        if "\n" not in match.group(0) and _ends_with_abbreviation(piece.rstrip()):
+            continue  # the sentence goes on after the abbreviation
+        parts.append(piece)
+        start = match.end()
+    parts.append(text[start:])
+    return parts
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text`` (English and CJK punctuation, line breaks), bullets stripped."""
+    """Sentences of ``text`` (English and CJK punctuation, line breaks), bullets stripped; an
+    abbreviation's dot ends no sentence (:func:`sentence_parts`)."""
     out: list[str] = []
-    for part in _SPLIT_RE.split(text):
+    for part in sentence_parts(text):
         clean = re.sub(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+", "", part or "").strip()
         if clean and any(ch.isalnum() for ch in clean):
             out.append(clean)
@@ -321,6 +369,129 @@ def reads_as_instruction(text: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------------
+# The same statement: acknowledgements, speakers, markers
+# ------------------------------------------------------------------------------------------
+
+_ACK_PREFIX_RE = re.compile(
+    r"^\s*(?:(?:noted|got it|understood|ok(?:ay)?|sure|done|will do|acknowledged|roger(?: that)?|"
+    r"thanks|thank you|great|perfect|alright|all right|yes|yep|of course|absolutely|"
+    r"好的|收到|明白|了解|记下了|知道了)\s*(?:[:,.!—–-]|，|：|。|！)\s*)+",
+    _I,
+)
+_SPEAKER_PREFIX_RE = re.compile(
+    r"^\s*(?:(?i:user|assistant|human|ai|me|you)|用户|助手|[A-Z][a-z]{1,20}(?: [A-Z][a-z]{1,20})?)"
+    r"\s*[:：]\s*"
+)
+_MARKERS_RE = re.compile(r"^\s*(?:[-*+•]\s+)?(?:\[[^\]\n]{0,40}\]\s*)*")
+_KEY_TRIM = " \t.;,:!?*_`'\"“”‘’…。！？；，："
+
+
+def without_ack(sentence: str) -> str:
+    """``sentence`` without a leading acknowledgement ("Noted: …", "Got it — …", "好的，…"):
+    what an assistant says back is the statement it repeats."""
+    return _ACK_PREFIX_RE.sub("", sentence, count=1).strip() or sentence.strip()
+
+
+def statement_key(text: str) -> str:
+    """The key one thing has however it is written down: without bullet, markers (``[new]``,
+    ``[restored]``, a guard's own), speaker prefixes (``User:``, ``Owen:``), acknowledgements
+    (``Noted:``), case, spacing, quotes and final punctuation. Two texts with one key are the
+    same item."""
+    out = text
+    for _ in range(3):
+        before = out
+        out = _MARKERS_RE.sub("", out)
+        out = _ACK_PREFIX_RE.sub("", out, count=1)
+        out = _SPEAKER_PREFIX_RE.sub("", out, count=1)
+        if out == before:
+            break
+    out = re.sub(r"\s+", " ", out).strip().casefold()
+    return out.strip(_KEY_TRIM)
+
+
+def echoes(sentence: str, keys: Iterable[str]) -> bool:
+    """Whether ``sentence`` repeats one of the statements whose :func:`statement_key` is in
+    ``keys``: the same key, or (a quote cut with "…") the start of one at a word boundary."""
+    key = statement_key(sentence)
+    if not key:
+        return False
+    cut = sentence.rstrip().endswith("…")
+    for other in keys:
+        if key == other:
+            return True
+        if cut and len(key) >= 12 and other.startswith(key):
+            return True
+    return False
+
+
+# ------------------------------------------------------------------------------------------
+# Pasted data, told by its shape
+# ------------------------------------------------------------------------------------------
+
+PASTE_RUN = 5
+"""Data lines (log, code, listing) in a row that make a paste."""
+PASTE_LINES = 20
+"""Non-blank lines that make a whole message a paste (a file, a document): a dense turn is a
+few long lines, not dozens."""
+_FENCE_RE = re.compile(r"^\s*(?:```|~~~)")
+_CODE_LINE_RE = re.compile(
+    r"^(?:\t| {2,})\S|[{};]\s*$|^\s*[}\])]|=>|==|!=|\)\s*\{"
+    r"|^\s*(?:def|class|import|from \S+ import|return|function|const|var|public|private|"
+    r"#include|SELECT|INSERT|CREATE TABLE)\b|^\s*[<#@$>]\S"
+)
+_LOG_LINE_RE = re.compile(
+    r"^\s*(?:\[?\d{4}-\d{2}-\d{2}|\[?\d{1,2}:\d{2}:\d{2}|\d{5,}|(?:DEBUG|INFO|WARN(?:ING)?|ERROR|"
+    r"FATAL|TRACE|CRITICAL)\b|at [\w.$<>]+\(|File \"|\|)"
+)
+_PROSE_WORD_RE = re.compile(r"[A-Za-z][a-z'’]*[,.;:!?]?|[\u3400-\u9fff]+[，。！？]?")
+
+
+def _data_line(line: str) -> bool:
+    """A line of a log, of code or of a listing: a marker of one, or mostly not words."""
+    stripped = line.strip()
+    if not stripped:
+        return False
+    if _CODE_LINE_RE.search(line) or _LOG_LINE_RE.search(line):
+        return True
+    tokens = re.sub(r"^(?:[-*+•]|\d{1,3}[.)])\s+", "", stripped).split()
+    words = sum(1 for t in tokens if _PROSE_WORD_RE.fullmatch(t))
+    return 2 * words < len(tokens) or (len(tokens) <= 2 and not stripped.endswith((".", "!")))
+
+
+def pasted_lines(text: str) -> frozenset[int]:
+    """The indexes (``text.splitlines()``) of the lines of ``text`` that are pasted data, told by
+    their shape: a fenced block, a run of :data:`PASTE_RUN` or more data lines (log, code, a
+    listing; blank lines inside do not break it), or every line of a message of
+    :data:`PASTE_LINES` or more non-blank lines. Prose of a few long lines, however dense,
+    is never a paste."""
+    lines = text.splitlines()
+    if sum(1 for line in lines if line.strip()) >= PASTE_LINES:
+        return frozenset(range(len(lines)))
+    out: set[int] = set()
+    fenced = False
+    run: list[int] = []
+
+    def close() -> None:
+        if sum(1 for i in run if lines[i].strip()) >= PASTE_RUN:
+            out.update(run)
+        run.clear()
+
+    for index, line in enumerate(lines):
+        if _FENCE_RE.match(line):
+            out.add(index)
+            fenced = not fenced
+            continue
+        if fenced:
+            out.add(index)
+        elif _data_line(line):
+            run.append(index)
+        elif line.strip():
+            close()
+    close()
+    return frozenset(out)
+
+
+# ------------------------------------------------------------------------------------------
 # Classification
 # ------------------------------------------------------------------------------------------
 
@@ -392,7 +563,10 @@ _PLACE_RE = re.compile(
 )
 _DECISION_RE = re.compile(
     r"\b(?:decided|decide|decision|chose|choose|chosen|agreed|we'll use|we will use|"
-    r"going with|switch(?:ed)? to|instead of|because)\b|决定|选择|选用|采用|因为",
+    r"going with|switch(?:ed)? to|instead of|because)\b"
+    r"|\blet(?:'|’)?s (?:cap|set|use|keep|limit|go with|stick with|switch to|pin|freeze|adopt|"
+    r"standardi[sz]e|require|drop|move to)\b"
+    r"|决定|选择|选用|采用|因为",
     _I,
 )
 _CONSTRAINT_RE = re.compile(
@@ -404,17 +578,63 @@ _CONSTRAINT_RE = re.compile(
 _CODING_PREFERENCE_RE = re.compile(r"\b(?:prefer|prefers|preferred|preference)\b|偏好|更喜欢", _I)
 _TODO_RE = re.compile(
     r"\bTODO\b|\b(?:still|also) need(?:s)? to\b|\bfollow[- ]up\b|\bremind me\b|\bdon't forget\b"
-    r"|\bnext step\b|待办|还需要|别忘了|记得",
+    r"|\bnext step\b|待办|还需要|别忘了|记得"
+    r"|\b(?:will|'ll|’ll|to|must|need to|needs to|has to|have to)\s+(?:double-)?"
+    r"(?:check|confirm|verify|find out|look into)\b|\bto be (?:confirmed|decided|determined)\b"
+    r"|\btb[cd]\b|\bnot sure (?:yet )?(?:whether|if)\b|\bunclear whether\b",
     _I,
 )
 _CORRECTION_RE = re.compile(
-    r"^\s*(?:no\b|nope\b|actually\b|that's (?:wrong|not right|incorrect)|wrong\b|"
-    r"not quite\b|i said\b)|^\s*(?:不对|不是|错了|其实|搞错)",
+    r"^\s*(?:no\b|nope\b|actually\b|that(?:'s| is) (?:wrong|not right|incorrect)|wrong\b|"
+    r"not quite\b|i said\b|correction\b|scratch that\b|i meant\b|sorry,? i meant\b|"
+    r"i was wrong\b|update\s*:|change of plans?\b)|^\s*(?:不对|不是|错了|其实|搞错|更正)",
     _I,
 )
+_CORRECTED_VALUE_RE = re.compile(r"\d|\bnot\b|\binstead\b|\brather than\b|不是|而是", _I)
+"""What a correcting sentence carries: a value, or the one it retires ("Priya, not Maria")."""
 _ERROR_RE = re.compile(
     r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\bexit code [1-9]"
     r"|错误|失败|报错|异常"
+)
+_PROSE_ERROR_RE = re.compile(
+    r"\b(?:fails?|failed|failing|failures?|crash(?:es|ed|ing)?|timed out|times out|timeouts?|"
+    r"errors?|exceptions?|broken|breaks|broke|hangs|hung|panic(?:s|ked)?|segfaults?|OOM|"
+    r"out of memory|(?:does not|doesn't|did not|didn't|won't) (?:work|start|build|compile|run)|"
+    r"not working|returns? (?:an? )?(?:HTTP )?[45]\d\d)\b|报错|失败|出错|超时|崩溃",
+    _I,
+)
+"""An error told in words ("the deploy fails with 'exec format error'", "timed out twice")."""
+_FIX_RE = re.compile(
+    r"^\s*(?:fixed|resolved|solved)\b|\b(?:fixed (?:it|this|that|the)|the fix (?:is|was)|"
+    r"fixed by|resolved by|solved by|works now|working now|is fixed|was fixed|now works|"
+    r"now passes|passes now|workaround)\b|修复了|已修复|解决了",
+    _I,
+)
+"""A fix told in words ("Fixed it: rebuilt the image…", "the deploy works now")."""
+_TECH_RE = re.compile(
+    r"`|[\w.-]/[\w.-]|\.[a-z]{1,4}\b|--\w|\b(?:build|deploy\w*|CI|job|script|runners?|server|"
+    r"service|requests?|query|queries|migrations?|pipelines?|image|container|pods?|endpoints?|"
+    r"api|webhooks?|database|db|cron|workers?|compil\w+|install\w*|upgrade|release|"
+    r"function|module|login|checkout|cluster|node|port|timeout|config|schema|queue|cache)\b"
+    r"|代码|部署|服务|脚本|接口|数据库|测试",
+    _I,
+)
+"""A technical subject: an error or a fix of one is a working session's, not a life event."""
+_REMEMBER_RE = re.compile(
+    r"\b(?:please\s+)?(?:remember|don'?t forget|keep in mind|make a note of|note down)"
+    r"(?:\s+(?:that|this|it))?\b|\bkeep (?:that|this|it) in mind\b|记住|记一下|请记得",
+    _I,
+)
+"""An explicit "remember this": the statement is always kept."""
+_REMEMBER_TAIL_RE = re.compile(
+    r"[\s,;:—–-]*(?:(?:and|so)\s+)?(?:please\s+)?(?:remember|keep in mind|don'?t forget|"
+    r"make a note of|note down)(?:\s+(?:that|this|it))?(?:\s+(?:for me|please))?[\s.!]*$"
+    r"|[\s,;:—–-]*keep (?:that|this|it) in mind[\s.!]*$",
+    _I,
+)
+_REMEMBER_HEAD_RE = re.compile(
+    r"^\s*(?:please\s+)?(?:remember|keep in mind|don'?t forget|note)(?:\s+that\b|\s*[:：,])\s*",
+    _I,
 )
 _QUESTION_RE = re.compile(r"[?？]\s*$")
 _TAG_QUESTION_RE = re.compile(
@@ -446,6 +666,10 @@ class Unit:
         when: The session date in force at the message (``None`` when unknown).
         salience: How much a reader would lose without it (higher keeps longer).
         names: Capitalised names of people or places it mentions.
+        pasted: It comes from pasted data, told by its shape (:func:`pasted_lines`: a log, code,
+            a long listing, a message of many lines), not from a statement of the session.
+        explicit: The speaker asked for it to be remembered ("please remember that"): it is
+            always kept.
     """
 
     kind: str
@@ -456,6 +680,22 @@ class Unit:
     when: date | None = None
     salience: int = 0
     names: tuple[str, ...] = field(default_factory=tuple)
+    pasted: bool = False
+    explicit: bool = False
+
+
+_PERSON_VERBS = frozenset(
+    re.findall(
+        r"\S+",
+        "owns wants said says asked asks told thinks agreed confirmed decided leads manages "
+        "prefers approved approves reviews reviewed owes emailed suggested proposed promised "
+        "insisted lives",
+    )
+)
+_NOT_PERSONS = frozenset(
+    re.findall(r"\S+", "everyone everybody someone somebody nobody anyone anybody no one none")
+)
+"""Verbs that make a capitalised first word a person ("Maria owns the migration plan")."""
 
 
 def _names(sentence: str) -> tuple[str, ...]:
@@ -466,7 +706,13 @@ def _names(sentence: str) -> tuple[str, ...]:
         name = match.group(1)
         first = name.split()[0].casefold()
         at_start = not sentence[: match.start()].strip(" \"'([")
-        if first in _SENTENCE_START_WORDS or (at_start and " " not in name):
+        after = sentence[match.end() :].split(maxsplit=1)
+        person = (
+            bool(after)
+            and after[0].casefold().strip(",;:") in _PERSON_VERBS
+            and first not in _NOT_PERSONS
+        )
+        if first in _SENTENCE_START_WORDS or (at_start and " " not in name and not person):
             continue
         if first in _WEEKDAYS or first in _MONTHS or name.casefold() in _MONTHS:
             continue
@@ -495,10 +741,13 @@ def _chat_kind(sentence: str) -> str:
 
 
 def _coding_kind(sentence: str, role: str, correction: bool) -> str:
-    if _ERROR_RE.search(sentence):
-        return "error"
-    if correction and re.search(r"\d", sentence):
+    if correction and (_CORRECTED_VALUE_RE.search(sentence) or _CORRECTION_RE.match(sentence)):
         return "correction"
+    technical = _TECH_RE.search(sentence) is not None
+    if technical and _FIX_RE.search(sentence):
+        return "fix"
+    if _ERROR_RE.search(sentence) or (technical and _PROSE_ERROR_RE.search(sentence)):
+        return "error"
     if _TODO_RE.search(sentence):
         return "todo"
     if _DECISION_RE.search(sentence):
@@ -512,12 +761,47 @@ def _coding_kind(sentence: str, role: str, correction: bool) -> str:
     return ""
 
 
+def tells_failure(text: str) -> bool:
+    """Whether ``text`` tells a failure or its fix in words about something technical ("the
+    deploy fails with 'exec format error'", "Fixed it: rebuilt the image"), rather than only
+    naming an exception class ("AssertionError is fine")."""
+    if _TECH_RE.search(text) is None:
+        return False
+    return _PROSE_ERROR_RE.search(text) is not None or _FIX_RE.search(text) is not None
+
+
 def _chit_chat(sentence: str) -> bool:
     return bool(_CHITCHAT_RE.match(sentence) or _EMPTY_PRAISE_RE.match(sentence))
 
 
+def is_small_talk(text: str) -> bool:
+    """Whether ``text`` (an item or a sentence, markers and speakers aside) is an
+    acknowledgement, a greeting or a reaction: nothing to keep ("ok, next point (3)",
+    "Thanks!", "That's great")."""
+    core = statement_key(text)
+    if not core:  # nothing but acknowledgements ("Noted: Got it.")
+        return any(ch.isalnum() for ch in text)
+    return _chit_chat(core) or _ACK_ONLY_RE.match(core) is not None
+
+
+_ACK_ONLY_RE = re.compile(
+    r"^(?:ok(?:ay)?|sure|thanks?|thank you|got it|noted|cool|great|fine|yes|yep|no problem|"
+    r"next|go on|continue|bye|好的|收到|谢谢|继续)\b[^.!?。！？]{0,30}$",
+    _I,
+)
+
+
+def statement_kind(text: str, role: str = "user") -> str:
+    """The kind a unit of ``text`` would have (``error``, ``todo``, ``decision``…), markers,
+    speakers and acknowledgements aside; ``""`` when it states nothing salient."""
+    core = _MARKERS_RE.sub("", text).strip()
+    units = extract_units([(role, core)])
+    return units[0].kind if units else ""
+
+
 _KIND_WEIGHT = {
     "correction": 6,
+    "fix": 4,
     "decision": 5,
     "constraint": 5,
     "todo": 4,
@@ -556,17 +840,24 @@ def _unit(
         for a in extract_anchors(resolved, include_markers=False, include_phrases=False)
         if a not in ignore
     }
+    explicit = _REMEMBER_RE.search(sentence) is not None
+    if explicit:
+        said = _REMEMBER_HEAD_RE.sub("", _REMEMBER_TAIL_RE.sub("", sentence)).strip()
+        sentence = said[:1].upper() + said[1:] if said else sentence
+        resolved = resolve_relative_dates(sentence, when)
     kind = _coding_kind(sentence, role, correction)
+    if kind == "todo" and explicit and not _TODO_RE.search(sentence):
+        kind = ""
     if not kind:
         kind = _chat_kind(sentence) if _FIRST_PERSON_RE.search(sentence) or names else ""
     if not kind and names:
         place = _PLACE_RE.search(sentence)
         kind = "place" if place and place.group("place") in names else "person"
-    if not kind and anchors and _SALIENT_ANCHOR_RE.search(" ".join(anchors)):
+    if not kind and (explicit or (anchors and _SALIENT_ANCHOR_RE.search(" ".join(anchors)))):
         kind = "fact"
     if not kind:
         return None
-    salient = bool(anchors or names or dated)
+    salient = bool(anchors or names or dated or explicit)
     if kind in {"event", "preference", "plan", "place", "person"} and not salient:
         # "We had fun." says nothing a question could ask about; a named or dated one does.
         words = re.findall(r"[A-Za-z]{4,}", sentence)
@@ -575,14 +866,39 @@ def _unit(
     score = _KIND_WEIGHT[kind] + min(len(anchors), 4) + 2 * len(names) + (3 if dated else 0)
     return Unit(
         kind=kind,
-        text=shorten(resolved, max_words=_MAX_WORDS, max_cjk=_MAX_CJK),
+        text=shorten_whole(resolved, anchors),
         anchors=tuple(sorted(anchors)),
         index=index,
         role=role,
         when=when,
-        salience=score,
+        salience=score + (6 if explicit else 0),
         names=names,
+        explicit=explicit,
     )
+
+
+_MAX_WHOLE_WORDS = 80
+"""The longest statement a unit keeps whole rather than lose an anchor to a cut."""
+
+
+def shorten_whole(
+    text: str, anchors: Iterable[str] = (), *, max_words: int = _MAX_WORDS, max_cjk: int = _MAX_CJK
+) -> str:
+    """``text`` shortened as a unit is (``max_words`` words, ``max_cjk`` CJK characters), unless
+    the cut would lose one of ``anchors`` or an identifier: then whole (up to
+    :data:`_MAX_WHOLE_WORDS` words). Nothing is shortened in place so that a name, number or
+    identifier is lost."""
+    short = shorten(text, max_words=max_words, max_cjk=max_cjk)
+    if short == " ".join(text.split()):
+        return short
+    kept = {a.casefold() for a in extract_anchors(short, include_markers=False)}
+    lost = [a for a in anchors if a.casefold() not in kept]
+    if not lost and not (set(_IDENTIFIER_RE.findall(text)) - set(_IDENTIFIER_RE.findall(short))):
+        return short
+    return shorten(text, max_words=max(max_words, _MAX_WHOLE_WORDS), max_cjk=3 * max_cjk)
+
+
+_IDENTIFIER_RE = re.compile(r"(?=\S*[^\W\d_])(?=\S*\d)[\w./:-]+|\b[A-Z][a-z]+\b")
 
 
 def extract_units(
@@ -609,20 +925,29 @@ def extract_units(
     ignore = frozenset(name.casefold() for name in speakers if name)
     out: list[Unit] = []
     seen: set[str] = set()
+    said: set[str] = set()  # the users' statements: an assistant's echo of one is no unit
     for index, (role, raw) in enumerate(messages):
         if role not in {"user", "assistant"}:
             continue  # tool output and system text are data, not statements of the chat
         correction = role == "user" and bool(_CORRECTION_RE.match(date_line(raw)[1]))
-        for line in raw.splitlines():
+        pasted = pasted_lines(raw)
+        for number, line in enumerate(raw.splitlines()):
             # A message may join several sessions: each date line dates what follows it.
             dated, text = date_line(line)
             when = dated or when
             for sentence in split_sentences(text):
-                unit = _unit(sentence, index, role, when=when, correction=correction, ignore=ignore)
-                if unit is None or unit.text.casefold() in seen:
+                if role == "assistant" and echoes(sentence, said):
+                    continue  # "Noted: <what the user said>" is the user's statement
+                if role != "assistant":
+                    said.add(statement_key(sentence))
+                statement = without_ack(sentence) if role == "assistant" else sentence
+                unit = _unit(
+                    statement, index, role, when=when, correction=correction, ignore=ignore
+                )
+                if unit is None or statement_key(unit.text) in seen:
                     continue
-                seen.add(unit.text.casefold())
-                out.append(unit)
+                seen.add(statement_key(unit.text))
+                out.append(replace(unit, pasted=True) if number in pasted else unit)
     return out
 
 

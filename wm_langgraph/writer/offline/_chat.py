@@ -109,15 +109,16 @@ def _clause(unit: Unit) -> str:
 
 
 def _picked(units: list[Unit], max_tokens: int) -> list[Unit]:
-    """The most salient units whose clauses fit ``max_tokens`` (at least a few), in order."""
+    """The most salient units whose clauses fit ``max_tokens`` (at least a few, and every one
+    the speaker asked to be remembered), in order."""
     ranked = sorted(range(len(units)), key=lambda i: (-units[i].salience, i))
     floor = min(len(units), max(_MIN_UNITS, math.ceil(len(units) / 4)))
     chosen: list[int] = []
     used = 0
     for i in ranked:
         cost = count_tokens(units[i].text) + 2
-        if len(chosen) >= floor and used + cost > max_tokens:
-            continue
+        if len(chosen) >= floor and used + cost > max_tokens and not units[i].explicit:
+            continue  # "please remember" is always kept
         chosen.append(i)
         used += cost
     return [units[i] for i in sorted(chosen)]

@@ -10,7 +10,7 @@ deterministic: every item is a sentence (or a tool record) taken from the transc
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from wm_langgraph.document.text import extract_paths
 from wm_langgraph.document.text.shorten import shorten
@@ -19,8 +19,12 @@ from wm_langgraph.document.text.units import (
     CODING_KINDS,
     Unit,
     date_line,
+    echoes,
     extract_units,
     is_chat,
+    shorten_whole,
+    statement_key,
+    without_ack,
 )
 from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.writer.offline._chat import ChatContext, speakers_of
@@ -38,6 +42,7 @@ from wm_langgraph.writer.offline._lang import (
     Language,
     detect_language,
     first_sentence,
+    has_cjk,
     repeats,
     sentences,
 )
@@ -123,6 +128,8 @@ class Findings:
     last_action: str = ""
     last_status: str = ""
     first_request: str = ""
+    opening_goal: str = ""
+    """The first request when it asks for work (a goal), else ``""``."""
     facts: list[str] = field(default_factory=list)
     files: list[FileNote] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
@@ -154,9 +161,18 @@ def _strip_openers(sentence: str) -> str:
     return text[:1].upper() + text[1:] if text else sentence.strip()
 
 
+_GREETING_RE = re.compile(
+    r"^\s*(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening)|morning|你好|您好)"
+    r"(?:\s+\w+)?[\s!.,，。！]*$",
+    _I,
+)
+
+
 def _title_from(request: str, language: Language) -> str:
-    """A 5-10 word title from the first request: polite openers dropped, capitalised."""
-    text = _strip_openers(first_sentence(request))
+    """A 5-10 word title from the first request: polite openers dropped, capitalised; a bare
+    greeting ("Hi!") is not the request."""
+    said = [s for s in sentences(request) if not _GREETING_RE.match(s)]
+    text = _strip_openers(said[0] if said else first_sentence(request))
     if language == "zh":
         clause = re.split(r"[，,。！？：:；]", text)[0].strip() or text
         if len(clause) <= 30:
@@ -178,6 +194,42 @@ def _error_summary(turn: Turn) -> str:
     return shorten(detail, max_words=24, max_cjk=60)
 
 
+_IMPERATIVE_RE = re.compile(
+    r"^(?:add|implement|build|create|write|make|fix|support|refactor|migrate|rename|remove|delete|"
+    r"deploy|set up|setup|extend|convert|optimi[sz]e|update|improve|investigate|find|check|look|"
+    r"review|document|test|debug|clean|speed|move|replace|upgrade|integrate|configure|enable|"
+    r"disable|generate|plan|book|prepare|draft|send|schedule|organi[sz]e|summari[sz]e|explain|"
+    r"translate|help|get|finish|wire|port|split|merge|ship|harden)\b",
+    _I,
+)
+_ASKS_RE = re.compile(
+    r"\b(?:I|we) (?:want|need|would like|'d like)(?: you)? to\b"
+    r"|\b(?:the|our|my) (?:goal|task|aim)\b|\bgoal\s*:|\bhelp me\b",
+    _I,
+)
+
+
+def _asks_for_work(sentence: str) -> bool:
+    """Whether a sentence asks for work: a request ("Please add…", "Can you…", "请…"), an
+    imperative ("Add retries…", "实现…") or a stated goal ("We need to…", "The goal: …"). A
+    statement of what is ("We decided…", "The deploy fails…", "脚本报错…") or a decision
+    ("Let's cap…") is not."""
+    if has_cjk(sentence):
+        if _ZH_ASKS_RE.match(sentence):
+            return True
+        units = extract_units([("user", sentence)])
+        return bool(_GOAL_RE.search(sentence)) and not any(u.kind in _STATED for u in units)
+    if _ASKS_RE.search(sentence):
+        return True
+    rest = _strip_openers(sentence)
+    return bool(_IMPERATIVE_RE.match(rest)) and not re.match(r"\s*let(?:'|’)?s\b", sentence, _I)
+
+
+_ZH_ASKS_RE = re.compile(r"^\s*(?:请|帮我|帮忙|麻烦|能不能|能否|我想|我希望|希望|我们需要|目标是)")
+_STATED = frozenset({"decision", "error", "fix", "todo", "correction", "constraint"})
+"""What a sentence of these kinds says is a fact, a problem or a follow-up, not a goal."""
+
+
 def _goal_of(text: str) -> str:
     """The sentence of a user message that asks for work (with the sentence before it when the
     request alone is too short to stand), or ``""``."""
@@ -187,6 +239,8 @@ def _goal_of(text: str) -> str:
             continue
         if re.match(r"(fyi|note|btw)\b|顺便|备注", sentence, _I):
             continue  # information, not a request
+        if not _asks_for_work(sentence):
+            continue
         if _GOAL_RE.search(sentence) and not _ACK_RE.match(sentence):
             goal = _strip_openers(sentence)
             if index and len(goal.split()) < 6 and not _ACK_RE.match(parts[index - 1]):
@@ -211,10 +265,7 @@ def _fact_sentences(turn: Turn, language: Language) -> list[str]:
         else:
             firm = _FACT_RE.search(sentence) or _NUMBER_FACT_RE.search(sentence)
         if firm or corrected_value:
-            item = shorten(sentence)
-            if turn.role == "user":
-                item = ("用户：" if language == "zh" else "User: ") + item
-            facts.append(item)
+            facts.append(shorten_whole(sentence, max_words=40))  # once, without a speaker label
     return facts
 
 
@@ -310,10 +361,80 @@ def _chat_findings(found: Findings, turns: list[Turn], context: ChatContext) -> 
         found.chat = not code and is_chat(found.units, tool_messages=tools)
 
 
+def _without_echoes(turns: list[Turn]) -> list[Turn]:
+    """The turns with each assistant sentence that repeats what a user said ("Noted: <the
+    user's words>") left out, and an acknowledgement in front of the rest dropped: an echo is
+    the user's statement, one item, never a second one."""
+    said: set[str] = set()
+    out: list[Turn] = []
+    for turn in turns:
+        kept = turn
+        if turn.role == "user":
+            said.update(statement_key(s) for s in sentences(turn.text))
+        elif turn.role == "assistant" and turn.text.strip():
+            parts = sentences(turn.text)
+            spoken = [without_ack(p) for p in parts if not echoes(p, said)]
+            if spoken != parts:
+                kept = replace(turn, text="\n".join(spoken))
+        out.append(kept)
+    return out
+
+
+_FIX_LEAD_RE = re.compile(
+    r"^\s*(?:(?:fixed|resolved|solved)(?: it| this| that)?\s*[:,—–-]"
+    r"|(?:已修复|已解决|修复了)\s*[:：，,])\s*",
+    _I,
+)
+_FACT_KINDS_ALWAYS = frozenset({"decision", "constraint", "correction", "todo"})
+"""Unit kinds a careful note-taker keeps even without an anchor (as the capture check does)."""
+
+
+def _complete(found: Findings, language: Language) -> None:
+    """What the rules above left out but a careful note-taker keeps, from the round's units
+    (the ones the capture check looks for): an error told in words with the fix that followed
+    it in Errors & Corrections, every other anchored (or committed) statement in Key Facts;
+    never twice, never the same statement in two sections."""
+    label = "修复：" if language == "zh" else "fix: "
+    fixes = [u for u in found.units if u.kind == "fix" and not u.pasted]
+    told = [u.text for u in found.units if u.kind in {"error", "fix"} and not u.pasted]
+    used: set[int] = set()
+    for unit in found.units:
+        if unit.pasted or unit.kind != "error":
+            continue
+        fix = next((f for f in fixes if f.index >= unit.index and id(f) not in used), None)
+        item = unit.text
+        if fix is not None:
+            used.add(id(fix))
+            how = _FIX_LEAD_RE.sub("", fix.text).strip() or fix.text
+            item = f"{unit.text.rstrip(' .。')} — {label}{how}"
+        if not any(_same(unit.text, old) for old in found.errors):
+            _add(found.errors, item)
+    for fix in fixes:
+        if id(fix) not in used and not any(_same(fix.text, old) for old in found.errors):
+            _add(found.errors, fix.text)
+    said = [*found.goals, *found.errors, *found.open_items]
+    found.facts = [f for f in found.facts if not any(_same(f, old) for old in told)]
+    for unit in found.units:
+        if unit.pasted or unit.kind in {"error", "fix", "path", "todo"}:
+            continue
+        if not (unit.anchors or unit.explicit or unit.kind in _FACT_KINDS_ALWAYS):
+            continue
+        if any(_same(unit.text, old) for old in [*said, *found.facts]):
+            continue
+        _add(found.facts, unit.text)
+
+
+def _same(item: str, other: str) -> bool:
+    """One thing: the same statement (markers, speakers, acknowledgements aside), or the same
+    words with nothing new."""
+    return statement_key(item) == statement_key(other) or repeats(item, other)
+
+
 def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> Findings:
     """Extract the Working Memory material of one transcript (see module docstring).
 
     ``context`` is what an earlier chat round recorded (speakers, session date)."""
+    turns = _without_echoes(turns)
     spoken = "\n".join(t.text for t in turns if t.role in {"user", "assistant"})
     language = detect_language(spoken or "\n".join(t.text for t in turns))
     found = Findings(language, tokens=count_tokens(spoken))
@@ -328,6 +449,8 @@ def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> F
         found.latest_request = shorten(_strip_openers(latest[0]) if latest else "", max_words=30)
         first = _strip_openers(first_sentence(requests[0]))
         found.first_request = shorten(first, max_words=30, max_cjk=70)
+        if has_cjk(first) or _asks_for_work(first_sentence(requests[0])):
+            found.opening_goal = found.first_request
     for text in requests:
         goal = "" if _is_correction(text) else _goal_of(text)
         if goal:
@@ -397,4 +520,6 @@ def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> F
         later = [s for t in turns[index + 1 :] for s in sentences(t.text) if t.role != "tool"]
         if not any(resolves(item, s) for s in later):
             _add(found.open_items, item)
+    if not found.chat:
+        _complete(found, language)
     return found

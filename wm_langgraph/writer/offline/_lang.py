@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import Literal
 
 from wm_langgraph.document.text import anchor_in_text, extract_anchors
+from wm_langgraph.document.text.units import sentence_parts
 
 Language = Literal["en", "zh"]
 
@@ -57,7 +58,7 @@ def has_cjk(text: str) -> bool:
 def sentences(text: str) -> list[str]:
     """Split text into sentences (English and CJK punctuation, line breaks); bullets stripped."""
     out: list[str] = []
-    for part in _SENTENCE_SPLIT_RE.split(text):
+    for part in sentence_parts(text, _SENTENCE_SPLIT_RE):  # "Dr. Okafor" stays one name
         clean = _BULLET_RE.sub("", part).strip()
         if clean and any(ch.isalnum() for ch in clean):
             out.append(clean)

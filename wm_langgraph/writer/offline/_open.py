@@ -40,19 +40,23 @@ SMALL_TALK_RE = re.compile(
     _I,
 )
 # A question that is really a request ("Can you fix that too?"): a goal, not an open issue.
-REQUEST_RE = re.compile(r"^\s*(can|could|would|will) you\b|^\s*please\b|能不能|能否|请", _I)
+REQUEST_RE = re.compile(r"\b(can|could|would|will) you\b|^\s*please\b|能不能|能否|请", _I)
 TODO_RE = re.compile(
     r"\bTODO\b|\bstill needs?\b|\bstill open\b|\bstill to do\b|\bpending\b|\bnot yet\b|"
     r"\bfollow[- ]up\b|\bremaining\b|\bblocked\b|\boutstanding\b|"
     r"\bopen question\b|\bunresolved\b|\blater\b|\bnot now\b|待办|待定|待处理|待解决|待确认|待完成|"
+    r"\b(?:will|'ll|’ll|to|must|need to|needs to|has to|have to)\s+(?:double-)?"
+    r"(?:check|confirm|verify|find out|look into)\b|\bto be (?:confirmed|decided|determined)\b"
+    r"|\btb[cd]\b|\bnot sure (?:yet )?(?:whether|if)\b|\bunclear whether\b|"
     r"未解决|未完成|还需要|尚未|以后再|之后再|"
     r"还(?:没|没有|未)(?:做|完成|处理|确定|解决|实现|开始|写|测试|上线|修|改|定)",
     _I,
 )
 RESOLVED_RE = re.compile(
     r"\b(done|fixed|resolved|answered|completed|implemented|added|passes|passing|pass|"
-    r"works now|no longer|settled|decided|finished|closed)\b"
-    r"|已解决|解决了|完成|搞定|修复了|已修复|通过了|已通过|确定了",
+    r"works now|no longer|settled|decided|finished|closed|confirmed|confirms|verified|"
+    r"clarified|turns out|turned out|it's settled)\b"
+    r"|已解决|解决了|完成|搞定|修复了|已修复|通过了|已通过|确定了|确认了|已确认",
     _I,
 )
 # A promised follow-up: a future action tied to a later time.

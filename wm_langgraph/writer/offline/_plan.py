@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from wm_langgraph.document.guards import OVERSIZE_TOKENS, SectionLimits, SectionOp, guard_section
@@ -178,10 +179,10 @@ def _goals_op(
     goals = list(found.goals)
     if (
         not old_items
-        and found.first_request
-        and not any(similar(found.first_request, g) for g in goals)
+        and found.opening_goal
+        and not any(similar(found.opening_goal, g) for g in goals)
     ):
-        goals.insert(0, found.first_request)
+        goals.insert(0, found.opening_goal)
     new = _fresh(goals, old_items, threshold=0.6)
     if warned and len(old_items) > 3:
         covered = extract_anchors(elsewhere, include_markers=False) if elsewhere else set()
@@ -431,7 +432,11 @@ def _chat_ops(
         ops["Session Title"] = {"op": "UPDATE", "content": chat_title(found.context, found.units)}
     ops["Current State"] = {"op": "UPDATE", "content": state}
     plans = [u for u in found.units if u.kind == "plan"]
-    rest = [u for u in found.units if u.kind != "plan"]
+    todos = [u for u in found.units if u.kind == "todo" and not u.pasted]
+    rest = [u for u in found.units if u.kind not in {"plan", "todo"}]
+    # a follow-up is an open issue, and a later statement that settles one closes it
+    follow_ups = replace(found, open_items=[u.text for u in todos], open_failures=[])
+    ops["Open Issues"] = _open_op(body["Open Issues"], follow_ups, "Open Issues" in warned)[0]
     for name, units, room in (
         ("Key Facts & Decisions", rest, round_room),
         ("Task & Goals", plans, round_room // 2),
