@@ -8,7 +8,9 @@ ceiling the merge result is compacted in code, in this order, each step only whi
    same section is dropped (restore/salvage markers ignored when comparing); an item left empty
    goes. Every anchor stays: the earlier copy carries it.
 2. ``merge``: an item whose anchors are all carried by an earlier item of the same section is
-   merged into that item (its remaining clauses appended), one bullet instead of two.
+   merged into that item (its remaining clauses appended), one bullet instead of two — only
+   while the merged item stays within the item bound (``SectionLimits.item_tokens``): no item
+   grows without bound, so a merge that would overfill the earlier item leaves both.
 3. ``files``: a Files & Context entry is shortened to its path(s) and what was done (the first
    clause, at most 10 words), any anchor it would lose put back in parentheses.
 4. ``move`` (last resort): the oldest items go out of the document into a record the caller
@@ -203,7 +205,9 @@ def dedupe(bodies: Bodies) -> bool:
     return changed
 
 
-def merge(bodies: Bodies) -> bool:
+def merge(
+    bodies: Bodies, item_tokens: int | None = None, counter: TokenCounter = count_tokens
+) -> bool:
     changed = False
     for name in SECTIONS:
         if name in (_TITLE, "Current State"):
@@ -222,12 +226,13 @@ def merge(bodies: Bodies) -> bool:
                 if host is not None:
                     have = {_clause_key(c) for c in _clauses(_text_of(lines[host]))}
                     extra = [c for c in _clauses(_text_of(lines[j])) if _clause_key(c) not in have]
-                    if extra:
-                        merged = _join([*_clauses(_text_of(lines[host])), *extra])
-                        lines[host] = _as_line(lines[host], merged)
-                    alive[j] = False
-                    changed = True
-                    continue
+                    merged = _join([*_clauses(_text_of(lines[host])), *extra]) if extra else ""
+                    if not extra or item_tokens is None or counter(merged) <= item_tokens:
+                        if extra:
+                            lines[host] = _as_line(lines[host], merged)
+                        alive[j] = False
+                        changed = True
+                        continue
             for anchor in mine:
                 owner.setdefault(anchor, []).append(j)
         bodies[name] = [line for line, keep in zip(lines, alive, strict=True) if keep]
@@ -533,7 +538,12 @@ def moved_count(document: str) -> int:
 
 
 def enforce_size_contract(
-    document: str, *, ceiling: int, prior: str = "", counter: TokenCounter = count_tokens
+    document: str,
+    *,
+    ceiling: int,
+    prior: str = "",
+    counter: TokenCounter = count_tokens,
+    item_tokens: int | None = None,
 ) -> Compaction:
     """Compact ``document`` (a merge result) so that it counts at most ``ceiling`` tokens.
 
@@ -542,6 +552,8 @@ def enforce_size_contract(
         ceiling: The hard limit (:attr:`SizeContract.ceiling`).
         prior: The document the merge started from; its moved-out count carries forward.
         counter: Text -> tokens.
+        item_tokens: The item bound (``SizeContract.limits.item_tokens``): the merge step
+            never makes an item longer than it. ``None``: no bound.
 
     Returns:
         The compaction; ``text`` is ``document`` unchanged when it fits and no items were ever
@@ -565,7 +577,12 @@ def enforce_size_contract(
         steps = ["marker"] if text != document else []
         return Compaction(text, (), earlier, tuple(steps), before, counter(text))
     moved: list[MovedItem] = []
-    for name, step in (("dedupe", dedupe), ("merge", merge), ("files", shorten_files)):
+    steps_in_order: tuple[tuple[str, Callable[[Bodies], bool]], ...] = (
+        ("dedupe", dedupe),
+        ("merge", lambda b: merge(b, item_tokens, counter)),
+        ("files", shorten_files),
+    )
+    for name, step in steps_in_order:
         if name == "merge" and counter(text) > MERGE_MAX_OVER * ceiling:
             continue
         if step(bodies):

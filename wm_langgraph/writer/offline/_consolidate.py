@@ -6,7 +6,10 @@ bullets: Key Facts grouped by topic, Files & Context one entry per path grouped 
 resolved Open Issues folded into one line, older goals folded into one line.
 
 A consolidation of an already consolidated body starts from its parts (group labels and
-"Earlier requests:" prefixes are taken off first), so repeated rounds never stack labels. With a
+"Earlier requests:" prefixes are taken off first), so repeated rounds never stack labels. No
+item grows without bound: a group, a fold or a directory's entries take a new bullet rather
+than take one past the item bound (``SectionLimits.item_tokens``, :data:`ITEM_TOKENS` when no
+warning states the limits). With a
 token goal (the size warning's "target at most … tokens"), items are shortened further, each
 anchor that shortening would cut re-attached, until the body fits the goal.
 """
@@ -15,10 +18,16 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from wm_langgraph.document.guards.key_facts import held_by
-from wm_langgraph.document.guards.sizes import OVERSIZE_BULLETS, OVERSIZE_TOKENS
+from wm_langgraph.document.guards.sizes import (
+    MIN_TOKENS,
+    OVERSIZE_BULLETS,
+    OVERSIZE_TOKENS,
+    SectionLimits,
+    pack_clauses,
+)
 from wm_langgraph.document.sections import section_items
 from wm_langgraph.document.text import anchor_wording, extract_paths, normalise_path
 from wm_langgraph.document.text.shorten import shorten
@@ -26,6 +35,7 @@ from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.writer.offline._lang import item_anchors, keywords, lost_anchors, similar
 
 __all__ = [
+    "ITEM_TOKENS",
     "MAX_BULLETS",
     "compact_item",
     "consolidate_facts",
@@ -37,6 +47,9 @@ __all__ = [
 MAX_BULLETS = OVERSIZE_BULLETS
 """The seed's bullet limit: what a consolidation aims at when no warning states another."""
 _MAX_TOKENS = OVERSIZE_TOKENS
+ITEM_TOKENS = SectionLimits(tokens=MIN_TOKENS).item_tokens
+"""The item bound the writer keeps when no size warning states the memory's limits: the bound
+of the smallest limits any memory has (their floor), so it is within every memory's."""
 # Word limits tried in turn until a body fits its token goal.
 _WORD_STEPS = (28, 20, 14, 10)
 _EARLIER = "Earlier requests: "
@@ -49,6 +62,14 @@ _ENTRY_SPLIT_RE = re.compile(r"; (?=`|[\w-]+ `)")
 _PATH_RE = re.compile(r"`([^`]+)`|(\S+/\S+|\S+\.\w+)")
 _VIA_RE = re.compile(r"\s*\(via [^)]*\)")
 _RESTORED_RE = re.compile(r"(?:^|(?<=[:;]\s))\[restored\]\s*", re.IGNORECASE)
+
+
+def _semi(parts: Sequence[str]) -> str:
+    return "; ".join(parts)
+
+
+def _commas(parts: Sequence[str]) -> str:
+    return ", ".join(parts)
 
 
 def _bullets(items: list[str]) -> str:
@@ -74,14 +95,18 @@ def _unlabel(item: str) -> str:
     return item
 
 
-def _parts(items: list[str]) -> list[str]:
+def _parts(items: list[str], max_item_tokens: int | None = None) -> list[str]:
     """The single facts inside consolidated bullets (labels and restore markers off, split at
-    "; ")."""
+    "; "); a bullet longer than ``max_item_tokens`` is split at "; " too (it is regrouped within
+    the bound)."""
     out: list[str] = []
     for item in items:
         plain = _unlabel(_unmark(item))
+        long = max_item_tokens is not None and count_tokens(plain) > max_item_tokens
         pieces = (
-            [_unlabel(_unmark(p.strip())) for p in plain.split("; ")] if plain != item else [plain]
+            [_unlabel(_unmark(p.strip())) for p in plain.split("; ")]
+            if plain != item or long
+            else [plain]
         )
         out.extend(p for p in pieces if p)
     return out
@@ -101,19 +126,22 @@ def consolidate_facts(
     old_count: int,
     max_tokens: int = _MAX_TOKENS,
     max_bullets: int | None = None,
+    max_item_tokens: int = ITEM_TOKENS,
 ) -> str:
     """Group the items by topic into at most ``max_bullets`` bullets (the warned limit; the
     seed's 25 by default) within ``max_tokens``, every anchor kept.
 
     Near-duplicates whose anchors another item already carries are merged away; items that
     share keywords are grouped into one bullet; groups are joined smallest-first until the
-    bullet target is met. The target never drops below 15% of the old bullet count plus one
-    (a stronger shrink would look like data loss to the Key Facts guard). Over ``max_tokens``
-    the items are shortened, harder each step, their anchors kept.
+    bullet target is met — never past ``max_item_tokens`` for one bullet (no item grows
+    without bound: when no two groups fit one bullet, more bullets stay). The target never
+    drops below 15% of the old bullet count plus one (a stronger shrink would look like data
+    loss to the Key Facts guard). Over ``max_tokens`` the items are shortened, harder each
+    step, their anchors kept.
     """
     bullets = MAX_BULLETS if max_bullets is None else max(1, max_bullets)
     target = max(min(bullets, old_count), math.ceil(0.15 * old_count) + 1)
-    items = _parts(items)
+    items = _parts(items, max_item_tokens)
     kept: list[str] = []
     for item in items:
         # A near-duplicate goes only when its twin states all of it (the Key Facts guard's
@@ -128,18 +156,32 @@ def consolidate_facts(
             kept[fuller] = item
     groups = [[item] for item in kept]
     words = [set(keywords(item)) for item in kept]
+    sizes = [count_tokens(_joined(group)) for group in groups]
+    uids = list(range(len(groups)))  # a merged group gets a new uid
+    over: set[tuple[int, int]] = set()  # pairs whose joined bullet counted over the bound
     while len(groups) > target:
         # merge the two most related nearby groups (related facts tend to sit close together)
+        # whose bullet stays within the bound (estimated from the groups' sizes, then counted)
         best: tuple[int, int, int, int] | None = None
         for i in range(len(groups)):
             for j in range(i + 1, min(len(groups), i + 8)):
+                if sizes[i] + sizes[j] + 1 > max_item_tokens or (uids[i], uids[j]) in over:
+                    continue
                 score = (len(words[i] & words[j]), -(len(groups[i]) + len(groups[j])), -i, j)
                 if best is None or score > best:
                     best = score
-        assert best is not None
+        if best is None:
+            break  # every further merge would make a bullet longer than the bound
         i, j = -best[2], best[3]
+        size = count_tokens(_joined(groups[i] + groups[j]))
+        if size > max_item_tokens:
+            over.add((uids[i], uids[j]))
+            continue
         groups[i] += groups.pop(j)
         words[i] |= words.pop(j)
+        sizes.pop(j)
+        uids.pop(j)
+        sizes[i], uids[i] = size, max(uids) + 1
     lines: list[str] = []
     for words_limit in (0, *_WORD_STEPS):
         lines = []
@@ -147,10 +189,14 @@ def consolidate_facts(
             parts = [compact_item(i, words_limit) if words_limit else i for i in group]
             # No topic label: a capitalised label reads as a name to the guards, and the next
             # round's regrouping would "lose" it and bring the facts back as restored.
-            lines.append("; ".join(p.rstrip(".。") for p in parts))
+            lines.append(_joined(parts))
         if _fits(lines, max_tokens):
             break
     return _bullets(lines)
+
+
+def _joined(parts: list[str]) -> str:
+    return "; ".join(p.rstrip(".。") for p in parts)
 
 
 _SLOT_RE = re.compile(r"`[^`]+`|\S*[/\\]\S+|\S+\.\w{1,5}\b|\S*\d\S*")
@@ -230,9 +276,15 @@ def _short_entry(entry: str) -> str:
     return f"{head} — {', '.join(strong)}"
 
 
-def consolidate_files(body: str, new_items: list[str], max_tokens: int = _MAX_TOKENS) -> str:
-    """One entry per path, one bullet per directory, each path kept whole with what was done
-    to it; over ``max_tokens`` the entries drop their tools and weakest actions."""
+def consolidate_files(
+    body: str,
+    new_items: list[str],
+    max_tokens: int = _MAX_TOKENS,
+    max_item_tokens: int = ITEM_TOKENS,
+) -> str:
+    """One entry per path, one bullet per directory (more when its entries would take one
+    past ``max_item_tokens``), each path kept whole with what was done to it; over
+    ``max_tokens`` the entries drop their tools and weakest actions."""
     by_path: dict[str, str] = {}
     for item in _file_entries([*section_items(body), *new_items]):
         match = _PATH_RE.search(item)
@@ -244,10 +296,13 @@ def consolidate_files(body: str, new_items: list[str], max_tokens: int = _MAX_TO
         for path, item in by_path.items():
             folder = path.rsplit("/", 1)[0] + "/" if "/" in path.strip("/") else _OTHER
             groups.setdefault(folder, []).append(_short_entry(item) if shorten_entries else item)
-        lines = [
-            items[0] if len(items) == 1 else f"{folder}: " + "; ".join(i.rstrip(".") for i in items)
-            for folder, items in groups.items()
-        ]
+        lines = []
+        for folder, items in groups.items():
+            if len(items) == 1:
+                lines.append(items[0])
+                continue
+            entries = [i.rstrip(".") for i in items]
+            lines += pack_clauses(entries, max_item_tokens, prefix=f"{folder}: ", join=_semi)
         if _fits(lines, max_tokens):
             break
     # A path the old body names only in a form the regrouping does not rebuild (a bare folder
@@ -255,13 +310,20 @@ def consolidate_files(body: str, new_items: list[str], max_tokens: int = _MAX_TO
     kept = {normalise_path(p).casefold() for p in extract_paths("\n".join(lines))}
     lost = [p for p in extract_paths(body) if normalise_path(p).casefold() not in kept]
     if lost:
-        lines.append("also referenced: " + ", ".join(f"`{p}`" for p in dict.fromkeys(lost)))
+        named = [f"`{p}`" for p in dict.fromkeys(lost)]
+        lines += pack_clauses(named, max_item_tokens, prefix="also referenced: ", join=_commas)
     return _bullets(lines)
 
 
-def consolidate_issues(lines: list[str], keep_open: int = 12, keep_resolved: int = 0) -> list[str]:
+def consolidate_issues(
+    lines: list[str],
+    keep_open: int = 12,
+    keep_resolved: int = 0,
+    max_item_tokens: int = ITEM_TOKENS,
+) -> list[str]:
     """Fold every ``[resolved]`` item into one line, and the older open items (all but the
-    newest ``keep_open``) into one "still open" line; each item's text is kept whole.
+    newest ``keep_open``) into one "still open" line — as many lines of each as keep every
+    line within ``max_item_tokens``; each item's text is kept whole.
 
     With ``keep_resolved`` > 0 only the newest that many resolved items stay (a resolved item
     may leave the section); 0 keeps them all."""
@@ -281,12 +343,13 @@ def consolidate_issues(lines: list[str], keep_open: int = 12, keep_resolved: int
         resolved = resolved[-keep_resolved:]
     out: list[str] = []
     if len(resolved) >= 2:
-        out.append("; ".join(item.rstrip(".") for item in resolved))
+        out += pack_clauses([i.rstrip(".") for i in resolved], max_item_tokens, join=_semi)
     else:
         out.extend(resolved)
     if len(still) > keep_open + 1:
         older, still = still[:-keep_open], still[-keep_open:]
-        out.append(_STILL_OPEN + "; ".join(item.rstrip(".") for item in older))
+        folded = [item.rstrip(".") for item in older]
+        out += pack_clauses(folded, max_item_tokens, prefix=_STILL_OPEN, join=_semi)
     out.extend(still)
     return [f"- {item}" for item in out]
 
@@ -296,10 +359,12 @@ def consolidate_goals(
     keep_recent: int = 8,
     max_tokens: int = _MAX_TOKENS,
     carried: Callable[[str], bool] | None = None,
+    max_item_tokens: int = ITEM_TOKENS,
 ) -> list[str]:
-    """The first goal, one line folding the older requests (near-duplicates once, those whose
-    every anchor a durable section carries left out — ``carried`` decides —, shortened until
-    the section fits ``max_tokens``), and the most recent goals."""
+    """The first goal, the older requests folded into "Earlier requests: …" lines (each within
+    ``max_item_tokens``; near-duplicates once, those whose every anchor a durable section
+    carries left out — ``carried`` decides —, shortened until the section fits
+    ``max_tokens``), and the most recent goals."""
     flat: list[str] = []
     for item in items:
         text = item
@@ -317,13 +382,17 @@ def consolidate_goals(
         ):
             older.append(goal)
     recent = flat[len(flat) - keep_recent :]
-    out = [flat[0], _EARLIER + "; ".join(i.rstrip(".") for i in older), *recent]
+
+    def fold(parts: list[str]) -> list[str]:
+        plain = [i.rstrip(".") for i in parts]
+        return [flat[0], *pack_clauses(plain, max_item_tokens, prefix=_EARLIER, join=_semi)]
+
+    out = [*fold(older), *recent]
     if not _fits(out, max_tokens):
         older = _patterns(older)
-        out = [flat[0], _EARLIER + "; ".join(i.rstrip(".") for i in older), *recent]
+        out = [*fold(older), *recent]
     for words_limit in _WORD_STEPS:
         if _fits(out, max_tokens):
             break
-        folded = "; ".join(compact_item(i, words_limit // 2).rstrip(".") for i in older)
-        out = [flat[0], _EARLIER + folded, *recent]
+        out = [*fold([compact_item(i, words_limit // 2) for i in older]), *recent]
     return out
