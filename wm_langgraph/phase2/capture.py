@@ -77,7 +77,6 @@ from wm_langgraph.document.text import (
 )
 from wm_langgraph.document.text.match import join_texts, terms_in_texts
 from wm_langgraph.document.text.provenance import reads_as_instruction
-from wm_langgraph.document.text.shorten import shorten
 from wm_langgraph.document.text.units import Unit, chat_kinds, extract_units
 from wm_langgraph.messages import content_text
 from wm_langgraph.phase2.trails import missing_errors, tool_result_lines, without_relayed_lines
@@ -130,10 +129,6 @@ ASKED_WITHOUT_ANCHOR = frozenset({"todo", "decision", "constraint", "correction"
 session added by code too: a writer that leaves one out and says nothing when asked would lose
 it for good; one it dismisses stays out. In a chat they say how someone feels: code adds them
 only with an anchor."""
-MAX_CODE_ITEM_WORDS = 20
-"""The most words of an item code adds (the statement's start: its anchors come early)."""
-MAX_CODE_ITEM_CHARS = 160
-"""The longest item code adds (characters)."""
 MAX_CODE_UNITS = SEED_CODE_UNITS
 """The most units (not paths or errors: the trails have their own bounds) code adds per round
 at the seed's size; a memory's own bound is ``SectionLimits.code_units``, raised for a dense
@@ -270,17 +265,11 @@ def _bounded(text: str) -> str:
 
 
 def _short(text: str) -> str:
-    """A code item: the statement cut at :data:`MAX_CODE_ITEM_WORDS` words and
-    :data:`MAX_CODE_ITEM_CHARS` characters, never inside a parenthesis (a resolved date)."""
-    cut = text.endswith(" …")  # a unit the extraction shortened already: one ellipsis
-    body = text[:-2] if cut else text
-    out = shorten(
-        body,
-        max_words=MAX_CODE_ITEM_WORDS,
-        max_cjk=MAX_CODE_ITEM_CHARS - 1,
-        max_chars=MAX_CODE_ITEM_CHARS - (2 if cut else 0),
-    )
-    return f"{out} …" if cut and out == " ".join(body.split()) else out
+    """A code item: the unit's statement whole, its spacing squashed. It is never cut (SPEC
+    §11: an item is never shortened with "…" so that a name, number or identifier is lost;
+    "the boat for our group is …" lost "pier 3"); the unit is already one statement of at most
+    a few dozen words, within the item bound."""
+    return " ".join(text.split())
 
 
 def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:

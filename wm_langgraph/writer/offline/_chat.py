@@ -31,7 +31,7 @@ from wm_langgraph.document.text.units import (
     parse_session_date,
 )
 from wm_langgraph.document.tokens import count_tokens
-from wm_langgraph.writer.offline._consolidate import ITEM_TOKENS, compact_item
+from wm_langgraph.writer.offline._consolidate import ITEM_TOKENS
 
 __all__ = [
     "ChatContext",
@@ -185,7 +185,6 @@ _ENTRY_RE = re.compile(
 )
 _TARGET_RE = re.compile(r"target(?: of)? (?P<tokens>[\d,]+) tokens\)?")
 _CHAT_SHARE = 0.75
-_COMPACT_WORDS = 18
 
 
 def chat_goal(warnings: str, other_tokens: int, section_goal: int, untargeted: int) -> int:
@@ -234,8 +233,8 @@ def consolidate_chat(
     speaker's month first, then the two shortest neighbours) only while there are more than
     ``max_bullets`` and only where the merged bullet stays within ``max_item_tokens`` (no item
     grows without bound); over ``max_tokens``, the least salient clauses without an anchor
-    leave first (the archive keeps them), then clauses are shortened a few words at a time,
-    anchors kept."""
+    leave (the archive keeps them). Nothing is shortened (SPEC §11): what is still over the
+    goal stays whole, and the size contract moves whole items out of the document."""
     entries = _entries(items)
     seen: set[str] = set()
     clauses: list[tuple[int, str, str]] = []  # (entry index, head, clause)
@@ -246,13 +245,12 @@ def consolidate_chat(
                 seen.add(key)
                 clauses.append((index, head, part))
 
-    def render(chosen: list[tuple[int, str, str]], words: int = 0) -> list[str]:
+    def render(chosen: list[tuple[int, str, str]]) -> list[str]:
         groups: dict[str, dict[str, list[str]]] = {}
         for _, head, clause in chosen:
             month = re.sub(r"\(\d{1,2} ", "(", head)
             bucket = groups.setdefault(month, {})
-            text = compact_item(clause, words) if words else clause
-            bucket.setdefault(head, []).append(text.rstrip(" ."))
+            bucket.setdefault(head, []).append(clause.rstrip(" ."))
         # One bullet per speaker and date; only as many merged (a speaker's month first, then
         # the two shortest neighbours) as the bullet goal needs: merging more than that would
         # leave too few bullets for the guard's ratio rule and buys no tokens.
@@ -285,14 +283,9 @@ def consolidate_chat(
     lines = render(clauses)
     for i in ranked:
         if count_tokens("\n".join(lines)) <= max_tokens:
-            return lines
+            break
         if _weight(clauses[i][2]) >= 3:
-            break  # an anchored clause: shorten instead (the guards keep every anchor)
+            break  # an anchored clause stays (the guards keep every anchor); nothing is cut
         dropped.add(i)
         lines = render([c for n, c in enumerate(clauses) if n not in dropped])
-    kept = [c for n, c in enumerate(clauses) if n not in dropped]
-    for words in (28, 24, 20, _COMPACT_WORDS, 16, 14, 12):
-        lines = render(kept, words)
-        if count_tokens("\n".join(lines)) <= max_tokens:
-            break
     return lines

@@ -3,15 +3,16 @@
 Private to ``wm_langgraph.writer.offline``. Each function returns a new section body that keeps
 every item's substance — names, dates, numbers, paths (the anchors the guards check) — in fewer
 bullets: Key Facts grouped by topic, Files & Context one entry per path grouped by directory,
-resolved Open Issues folded into one line, older goals folded into one line.
+resolved Open Issues folded into lines, older goals folded into lines.
 
 A consolidation of an already consolidated body starts from its parts (group labels and
 "Earlier requests:" prefixes are taken off first), so repeated rounds never stack labels. No
 item grows without bound: a group, a fold or a directory's entries take a new bullet rather
 than take one past the item bound (``SectionLimits.item_tokens``, :data:`ITEM_TOKENS` when no
-warning states the limits). With a
-token goal (the size warning's "target at most … tokens"), items are shortened further, each
-anchor that shortening would cut re-attached, until the body fits the goal.
+warning states the limits). Nothing is shortened (SPEC §11: an item is never cut with "…" so
+that a name, number or identifier is lost): a body still over its token goal (the size warning's
+"target at most … tokens") stays so, and the size contract moves whole items out of the
+document, searchable, with the moved-out marker saying so.
 """
 
 from __future__ import annotations
@@ -29,15 +30,13 @@ from wm_langgraph.document.guards.sizes import (
     pack_clauses,
 )
 from wm_langgraph.document.sections import section_items
-from wm_langgraph.document.text import anchor_wording, extract_paths, normalise_path
-from wm_langgraph.document.text.shorten import shorten
+from wm_langgraph.document.text import extract_paths, normalise_path
 from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.writer.offline._lang import item_anchors, keywords, lost_anchors, similar
 
 __all__ = [
     "ITEM_TOKENS",
     "MAX_BULLETS",
-    "compact_item",
     "consolidate_facts",
     "consolidate_files",
     "consolidate_goals",
@@ -50,8 +49,6 @@ _MAX_TOKENS = OVERSIZE_TOKENS
 ITEM_TOKENS = SectionLimits(tokens=MIN_TOKENS).item_tokens
 """The item bound the writer keeps when no size warning states the memory's limits: the bound
 of the smallest limits any memory has (their floor), so it is within every memory's."""
-# Word limits tried in turn until a body fits its token goal.
-_WORD_STEPS = (28, 20, 14, 10)
 _EARLIER = "Earlier requests: "
 _STILL_OPEN = "Still open (older): "
 _LABEL_RE = re.compile(r"^([A-Z][\w-]{2,}): (?=\S)")
@@ -74,15 +71,6 @@ def _commas(parts: Sequence[str]) -> str:
 
 def _bullets(items: list[str]) -> str:
     return "\n".join(f"- {item}" for item in items)
-
-
-def compact_item(item: str, max_words: int = 28) -> str:
-    """Shorten an item, re-attaching any anchor the shortening would lose."""
-    short = shorten(item, max_words=max_words, max_cjk=max_words * 5 // 2)
-    if short == item:
-        return item
-    lost = sorted(lost_anchors(item_anchors(item), short))
-    return f"{short} ({', '.join(anchor_wording(item, lost))})" if lost else short
 
 
 def _unlabel(item: str) -> str:
@@ -117,10 +105,6 @@ def _unmark(item: str) -> str:
     return _RESTORED_RE.sub("", item).strip()
 
 
-def _fits(lines: list[str], max_tokens: int) -> bool:
-    return count_tokens("\n".join(lines)) <= max_tokens
-
-
 def consolidate_facts(
     items: list[str],
     old_count: int,
@@ -136,8 +120,8 @@ def consolidate_facts(
     bullet target is met — never past ``max_item_tokens`` for one bullet (no item grows
     without bound: when no two groups fit one bullet, more bullets stay). The target never
     drops below 15% of the old bullet count plus one (a stronger shrink would look like data
-    loss to the Key Facts guard). Over ``max_tokens`` the items are shortened, harder each
-    step, their anchors kept.
+    loss to the Key Facts guard). Nothing is shortened (SPEC §11): a body still over
+    ``max_tokens`` stays so, and the size contract moves whole items out of the document.
     """
     bullets = MAX_BULLETS if max_bullets is None else max(1, max_bullets)
     target = max(min(bullets, old_count), math.ceil(0.15 * old_count) + 1)
@@ -182,55 +166,14 @@ def consolidate_facts(
         sizes.pop(j)
         uids.pop(j)
         sizes[i], uids[i] = size, max(uids) + 1
-    lines: list[str] = []
-    for words_limit in (0, *_WORD_STEPS):
-        lines = []
-        for group in groups:
-            parts = [compact_item(i, words_limit) if words_limit else i for i in group]
-            # No topic label: a capitalised label reads as a name to the guards, and the next
-            # round's regrouping would "lose" it and bring the facts back as restored.
-            lines.append(_joined(parts))
-        if _fits(lines, max_tokens):
-            break
-    return _bullets(lines)
+    # No topic label: a capitalised label reads as a name to the guards, and the next round's
+    # regrouping would "lose" it and bring the facts back as restored. Nothing is shortened:
+    # what does not fit the goal stays whole, and the size contract moves whole items out.
+    return _bullets([_joined(group) for group in groups])
 
 
 def _joined(parts: list[str]) -> str:
     return "; ".join(p.rstrip(".。") for p in parts)
-
-
-_SLOT_RE = re.compile(r"`[^`]+`|\S*[/\\]\S+|\S+\.\w{1,5}\b|\S*\d\S*")
-
-
-_PATTERN_RE = re.compile(
-    r"^(?P<template>.+) \((?P<count>\d+) such requests, latest: (?P<values>.*)\)$"
-)
-
-
-def _patterns(goals: list[str], min_group: int = 3) -> list[str]:
-    """Repeated requests of one kind as one pattern item: the shared wording with ``…`` where
-    the requests differ, how many there were, and the latest three values (older values stay
-    in the archives). A pattern item of an earlier round counts its requests in, so repeated
-    rounds keep one item per kind with the running count."""
-    groups: dict[str, tuple[int, list[str], list[str]]] = {}
-    for goal in goals:
-        folded = _PATTERN_RE.match(goal)
-        if folded:
-            template, count = folded.group("template"), int(folded.group("count"))
-            values = [v for v in folded.group("values").split(", ") if v]
-        else:
-            template, count = _SLOT_RE.sub("…", goal).rstrip("."), 1
-            values = _SLOT_RE.findall(goal)
-        seen, members, all_values = groups.get(template, (0, [], []))
-        groups[template] = (seen + count, [*members, goal], [*all_values, *values])
-    out: list[str] = []
-    for template, (count, members, values) in groups.items():
-        if count < min_group or not values or (len(members) == 1 and count == 1):
-            out.extend(members)
-            continue
-        latest = ", ".join(dict.fromkeys(values[-3:]))
-        out.append(f"{template} ({count} such requests, latest: {latest})")
-    return out
 
 
 def _file_entries(items: list[str]) -> list[str]:
@@ -265,17 +208,6 @@ def _merge_entry(old: str, new: str) -> str:
     return f"{head} — {', '.join(actions)}{via.group(0) if via else ''}"
 
 
-def _short_entry(entry: str) -> str:
-    """Path and what was done, without the tools and the weakest actions."""
-    head, sep, done = entry.partition(" — ")
-    if not sep:
-        return compact_item(entry, 12)
-    weak = {"mentioned", "seen in output", "referenced", "提到", "输出中出现"}
-    actions = [a.strip() for a in _VIA_RE.sub("", done).split(",") if a.strip()]
-    strong = [a for a in actions if a not in weak] or actions[:1]
-    return f"{head} — {', '.join(strong)}"
-
-
 def consolidate_files(
     body: str,
     new_items: list[str],
@@ -283,28 +215,25 @@ def consolidate_files(
     max_item_tokens: int = ITEM_TOKENS,
 ) -> str:
     """One entry per path, one bullet per directory (more when its entries would take one
-    past ``max_item_tokens``), each path kept whole with what was done to it; over
-    ``max_tokens`` the entries drop their tools and weakest actions."""
+    past ``max_item_tokens``), each path kept whole with what was done to it. Nothing is
+    shortened (SPEC §11): over ``max_tokens`` the section stays so, and the size contract
+    moves whole entries out of the document."""
     by_path: dict[str, str] = {}
     for item in _file_entries([*section_items(body), *new_items]):
         match = _PATH_RE.search(item)
         path = (match.group(1) or match.group(2)) if match else item
         by_path[path] = _merge_entry(by_path[path], item) if path in by_path else item
+    groups: dict[str, list[str]] = {}
+    for path, item in by_path.items():
+        folder = path.rsplit("/", 1)[0] + "/" if "/" in path.strip("/") else _OTHER
+        groups.setdefault(folder, []).append(item)
     lines: list[str] = []
-    for shorten_entries in (False, True):
-        groups: dict[str, list[str]] = {}
-        for path, item in by_path.items():
-            folder = path.rsplit("/", 1)[0] + "/" if "/" in path.strip("/") else _OTHER
-            groups.setdefault(folder, []).append(_short_entry(item) if shorten_entries else item)
-        lines = []
-        for folder, items in groups.items():
-            if len(items) == 1:
-                lines.append(items[0])
-                continue
-            entries = [i.rstrip(".") for i in items]
-            lines += pack_clauses(entries, max_item_tokens, prefix=f"{folder}: ", join=_semi)
-        if _fits(lines, max_tokens):
-            break
+    for folder, items in groups.items():
+        if len(items) == 1:
+            lines.append(items[0])
+            continue
+        entries = [i.rstrip(".") for i in items]
+        lines += pack_clauses(entries, max_item_tokens, prefix=f"{folder}: ", join=_semi)
     # A path the old body names only in a form the regrouping does not rebuild (a bare folder
     # label, a branch name) is listed as it was: Files & Context never loses a path.
     kept = {normalise_path(p).casefold() for p in extract_paths("\n".join(lines))}
@@ -363,8 +292,9 @@ def consolidate_goals(
 ) -> list[str]:
     """The first goal, the older requests folded into "Earlier requests: …" lines (each within
     ``max_item_tokens``; near-duplicates once, those whose every anchor a durable section
-    carries left out — ``carried`` decides —, shortened until the section fits
-    ``max_tokens``), and the most recent goals."""
+    carries left out — ``carried`` decides), and the most recent goals. Nothing is shortened
+    (SPEC §11): over ``max_tokens`` the section stays so, and the size contract moves whole
+    items out of the document."""
     flat: list[str] = []
     for item in items:
         text = item
@@ -376,6 +306,8 @@ def consolidate_goals(
         return flat
     older: list[str] = []
     for goal in flat[1 : len(flat) - keep_recent]:
+        if carried is not None and carried(goal):
+            continue  # every anchor of it stands in a durable section: said there already
         if not any(
             similar(goal, seen, threshold=0.85) and not lost_anchors(item_anchors(goal), seen)
             for seen in older
@@ -387,12 +319,4 @@ def consolidate_goals(
         plain = [i.rstrip(".") for i in parts]
         return [flat[0], *pack_clauses(plain, max_item_tokens, prefix=_EARLIER, join=_semi)]
 
-    out = [*fold(older), *recent]
-    if not _fits(out, max_tokens):
-        older = _patterns(older)
-        out = [*fold(older), *recent]
-    for words_limit in _WORD_STEPS:
-        if _fits(out, max_tokens):
-            break
-        out = [*fold([compact_item(i, words_limit // 2) for i in older]), *recent]
-    return out
+    return [*fold(older), *recent]
