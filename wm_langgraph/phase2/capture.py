@@ -77,6 +77,7 @@ from wm_langgraph.document.text import (
 )
 from wm_langgraph.document.text.match import join_texts, terms_in_texts
 from wm_langgraph.document.text.provenance import reads_as_instruction
+from wm_langgraph.document.text.session_paths import pasted_lines
 from wm_langgraph.document.text.units import Unit, chat_kinds, extract_units
 from wm_langgraph.messages import content_text
 from wm_langgraph.phase2.trails import missing_errors, tool_result_lines, without_relayed_lines
@@ -275,7 +276,10 @@ def _short(text: str) -> str:
 def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
     """The salient units of the user's and the assistant's messages (tool output is data and
     gives none; the trails cover what tools report), never one that reads as an instruction;
-    an assistant's line that only relays a tool result's line is tool output too."""
+    an assistant's line that only relays a tool result's line is tool output too. An error is
+    a candidate only in the user's own words (errors come from what the session ran,
+    ``session_paths.runs_here``): the assistant's prose relays what tools and pages said, and
+    a pasted log or traceback is someone else's text."""
     messages = list(messages)
     relayed = tool_result_lines(messages)
     pairs = [
@@ -286,7 +290,9 @@ def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
     named = {m.casefold() for _, text in pairs for m in _MID_SENTENCE_CAPS_RE.findall(text)}
     out: list[Candidate] = []
     for unit in units:
-        if reads_as_instruction(unit.text):
+        if reads_as_instruction(unit.text) or (
+            unit.kind == "error" and not _in_own_words(unit, pairs)
+        ):
             continue
         first = _FIRST_WORD_RE.match(unit.text)
         start = (
@@ -304,6 +310,18 @@ def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
             )
         )
     return out
+
+
+def _in_own_words(unit: Unit, pairs: Sequence[tuple[str, str]]) -> bool:
+    """Whether ``unit`` is the user's own words: from a user message, outside the lines the user
+    pasted (``session_paths.pasted_lines``: a traceback, a log, a fenced block …)."""
+    if not 0 <= unit.index < len(pairs) or pairs[unit.index][0] != "user":
+        return False
+    text = pairs[unit.index][1]
+    lines = text.splitlines()
+    pasted = " ".join(" ".join(lines[i].split()) for i in sorted(pasted_lines(text)))
+    head = " ".join(unit.text.removesuffix(" …").split())[:60]
+    return not head or head not in pasted
 
 
 def candidates_of(
