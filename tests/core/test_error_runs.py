@@ -5,9 +5,10 @@ says it failed — never a page fetched, a search, a lookup, or a file's text re
 from __future__ import annotations
 
 import pytest
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from wm_langgraph.document.text.session_paths import ToolCall, runs_here
+from wm_langgraph.phase2.capture import unit_candidates
 from wm_langgraph.phase2.trails import extract_errors_from_messages
 
 ERROR_OUTPUT = "E   ValueError: the payments API key must be sent in the query string"
@@ -63,3 +64,36 @@ def test_a_run_whose_status_says_it_failed_is_the_sessions_own_whatever_the_tool
     assert failed == [
         "ValueError: the payments API key must be sent in the query string (reported by fetch_url)"
     ]
+
+
+def _turn(tool: str, args: dict[str, object], output: str, reply: str) -> list[BaseMessage]:
+    call = {"name": tool, "args": args, "id": "c1", "type": "tool_call"}
+    return [
+        HumanMessage("What does it say?"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage(output, tool_call_id="c1", name=tool),
+        AIMessage(reply),
+    ]
+
+
+def _error_units(messages: list[BaseMessage]) -> list[str]:
+    return [c.text for c in unit_candidates(messages) if c.kind == "error"]
+
+
+def test_the_capture_check_takes_an_error_the_assistant_quotes_only_from_the_sessions_run() -> None:
+    said = "The failure was `KeyError: 'tenant_749' raised in retry_policy.load()`, I will fix it."
+    log = "E       KeyError: 'tenant_749' raised in retry_policy.load()\n1 failed, 20 passed"
+    ran = _turn("run_tests", {"target": "tests/unit/test_retry.py"}, log, said)
+    fetched = _turn("fetch_url", {"url": "https://docs.example.com"}, log, said)
+    assert any("tenant_749" in u for u in _error_units(ran))
+    assert _error_units(fetched) == []
+
+
+def test_the_capture_check_takes_no_error_from_a_pasted_traceback() -> None:
+    pasted = (
+        "It crashed last night:\n```\nTraceback (most recent call last):\n"
+        '  File "billing/nightly.py", line 41, in <module>\n'
+        "KeyError: 'tenant_42'\n```\nThe job then failed with a TypeError in my own run too."
+    )
+    units = _error_units([HumanMessage(pasted), AIMessage("I will look.")])
+    assert not [u for u in units if "tenant_42" in u]

@@ -80,7 +80,12 @@ from wm_langgraph.document.text.provenance import reads_as_instruction
 from wm_langgraph.document.text.session_paths import pasted_lines
 from wm_langgraph.document.text.units import Unit, chat_kinds, extract_units
 from wm_langgraph.messages import content_text
-from wm_langgraph.phase2.trails import missing_errors, tool_result_lines, without_relayed_lines
+from wm_langgraph.phase2.trails import (
+    missing_errors,
+    own_run_outputs,
+    tool_result_lines,
+    without_relayed_lines,
+)
 from wm_langgraph.writer.capture import CaptureAnswer, CaptureQuestion
 
 __all__ = [
@@ -277,11 +282,13 @@ def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
     """The salient units of the user's and the assistant's messages (tool output is data and
     gives none; the trails cover what tools report), never one that reads as an instruction;
     an assistant's line that only relays a tool result's line is tool output too. An error is
-    a candidate only in the user's own words (errors come from what the session ran,
-    ``session_paths.runs_here``): the assistant's prose relays what tools and pages said, and
-    a pasted log or traceback is someone else's text."""
+    a candidate only in the user's own words, or in the assistant's when it quotes what one of
+    the session's own runs reported (errors come from what the session ran,
+    ``session_paths.runs_here``): a page the assistant relays, or a log or traceback the user
+    pasted, is someone else's text."""
     messages = list(messages)
     relayed = tool_result_lines(messages)
+    ran = " ".join(own_run_outputs(messages).split()).casefold()
     pairs = [
         (role, without_relayed_lines(text, relayed) if role == "assistant" else text)
         for role, text in ((_role(m), content_text(m.content)) for m in messages)
@@ -291,7 +298,7 @@ def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
     out: list[Candidate] = []
     for unit in units:
         if reads_as_instruction(unit.text) or (
-            unit.kind == "error" and not _in_own_words(unit, pairs)
+            unit.kind == "error" and not _the_sessions_error(unit, pairs, ran)
         ):
             continue
         first = _FIRST_WORD_RE.match(unit.text)
@@ -312,10 +319,21 @@ def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
     return out
 
 
-def _in_own_words(unit: Unit, pairs: Sequence[tuple[str, str]]) -> bool:
-    """Whether ``unit`` is the user's own words: from a user message, outside the lines the user
-    pasted (``session_paths.pasted_lines``: a traceback, a log, a fenced block …)."""
-    if not 0 <= unit.index < len(pairs) or pairs[unit.index][0] != "user":
+_QUOTED_ERROR_RE = re.compile(r"[\w.]*(?:Error|Exception)\b[^`\n]*")
+
+
+def _the_sessions_error(unit: Unit, pairs: Sequence[tuple[str, str]], ran: str) -> bool:
+    """Whether an error unit is the session's: the user's own words, outside the lines the
+    user pasted (``session_paths.pasted_lines``: a traceback, a log, a fenced block …), or the
+    assistant quoting an error that one of the session's own runs reported (``ran``: their
+    output, spacing squashed, case-folded)."""
+    if not 0 <= unit.index < len(pairs):
+        return False
+    if pairs[unit.index][0] == "assistant":
+        quoted = _QUOTED_ERROR_RE.search(unit.text.removesuffix(" …"))
+        said = " ".join(quoted.group(0).split()).casefold().rstrip(" .;:") if quoted else ""
+        return bool(said) and said in ran
+    if pairs[unit.index][0] != "user":
         return False
     text = pairs[unit.index][1]
     lines = text.splitlines()

@@ -67,6 +67,7 @@ __all__ = [
     "extract_errors_from_messages",
     "extract_paths_from_messages",
     "missing_errors",
+    "own_run_outputs",
     "steps_of",
     "tool_result_lines",
     "trail_paths",
@@ -110,6 +111,23 @@ def _own_run(
     name = message.name if isinstance(message.name, str) else ""
     call = calls.get(message.tool_call_id) or by_name.get(name)
     return runs_here(call if call is not None else ToolCall(name))
+
+
+def own_run_outputs(messages: Iterable[BaseMessage]) -> str:
+    """The text of the tool results among ``messages`` that report a run of the session's own
+    (the rule of :func:`extract_errors_from_messages`), one after another: what an error the
+    assistant quotes must come from to be the session's own."""
+    runs: dict[str, ToolCall] = {}
+    by_name: dict[str, ToolCall] = {}
+    out: list[str] = []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls or []:
+                record = ToolCall(str(call.get("name") or ""), _call_args(call))
+                runs[str(call.get("id") or "")] = by_name[record.name] = record
+        elif isinstance(message, ToolMessage) and _own_run(message, runs, by_name):
+            out.append(content_text(message.content))
+    return "\n".join(out)
 
 
 def extract_errors_from_messages(messages: Iterable[BaseMessage]) -> list[str]:
