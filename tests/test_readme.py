@@ -173,6 +173,25 @@ PRINTS: dict[str, tuple[list[str], list[str]]] = {
     ),
     '("fraction", 0.8)': ([r"^102400$"], []),
     '"pr-17"': ([r"^Coder note 1$"], ["eviewer"]),
+    '"thread_id": "order"': (
+        [r"^before the memory: Note \d+: ", r"^after the memory: \[Session History Summary\]$"],
+        [],
+    ),
+    '"thread_id": "tools"': (
+        [r"^Noted build-20\.$", r"^archive_001: [1-9]\d* tool results, archived with their calls$"],
+        [],
+    ),
+    '"thread_id": "parts"': (
+        [
+            r"^30 calls; the last: [\d,]+ of 1,700 usable$",
+            r"^\{'system': \d+, 'working memory': \d+, ",
+            r"^\['system', 'working memory', ",
+            r"^version \d+ \(archive_\d+\) \d+ guard decisions, \d+ changed$",
+            r"^# Working Memory$",
+            r"^True 2000$",
+        ],
+        [],
+    ),
 }
 """What each printing snippet shows when run offline: a snippet that prints ``""`` or ``[]``
 documents nothing."""

@@ -19,7 +19,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -66,6 +66,7 @@ from wm_langgraph.storage.archives import (
 from wm_langgraph.storage.longterm import search_facts, write_after_commit
 from wm_langgraph.storage.retry import ATTEMPTS, is_transient
 from wm_langgraph.storage.search_index import SearchIndex
+from wm_langgraph.storage.settings import SettingsRecorder
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -288,6 +289,9 @@ class WorkingMemory:
             forget_cached=self._reader.forget,
         )
         self._scoper = Scoper(self._archives, self._session, name=self._name, scope=self._scope)
+        # The thread records the settings it runs with, once per thread and process (the
+        # report rebuilds each call with them: storage.settings).
+        self._settings = SettingsRecorder(self._archives, self.config)
         hooked = self._scoper.hooked
         self.after_turn = NodeHook(
             "wm_after_turn", hooked(self._resolved(_after_the_answer(self._after_turn)))
@@ -306,7 +310,11 @@ class WorkingMemory:
 
         def run(state: Mapping[str, Any], config: RunnableConfig | None) -> Any:
             self.config.tokens  # noqa: B018 - raises ValueError saying how to resolve it
-            return hook(state, config)
+            update = hook(state, config)
+            # After the hook: input it refuses writes nothing; still before the checkpoint
+            # the next model call starts from.
+            self._settings.note(thread_id_from_config(config))
+            return update
 
         return run
 
@@ -479,6 +487,7 @@ class WorkingMemory:
         self, state: Mapping[str, Any], config: RunnableConfig | None
     ) -> dict[str, Any] | None:
         update, _, _ = self._session.overflow(state, config)
+        self._settings.note(thread_id_from_config(config))
         return update
 
     def build_context(
@@ -506,7 +515,9 @@ class WorkingMemory:
             else:
                 timeline = self._session.timeline_for_thread(thread_id, config)
             requested = _removal_requests(state) | view.removals
-            return self._build(view, thread_id, timeline, system_message, requested)
+            context = self._build(view, thread_id, timeline, system_message, requested)
+            self._settings.note(thread_id)
+            return context
 
     def _build(
         self,
@@ -754,13 +765,16 @@ class WorkingMemory:
         *,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
         where: str = "",
+        assume: WorkingMemoryConfig | Literal["memory"] | None = "memory",
+        assumed_from: str = "",
     ) -> ThreadReport:
         """What the memory did in the config's thread, as pictures: in Jupyter the report and
         its parts (``.working_memory``, ``.commits``, ``.archives``, ``.calls``) display
         themselves; ``.save(path)`` writes one self-contained HTML file. Reads only.
 
         The model input of each call is rebuilt from the checkpoint the call started from, with
-        the store as it was then (docs/guide.md, "See what it did").
+        the store as it was then and the settings the thread recorded for that moment
+        (docs/guide.md, "See what it did").
 
         Args:
             config: Names the thread (as for :meth:`transcript`).
@@ -769,6 +783,11 @@ class WorkingMemory:
                 A memory that has none takes it as its own (:meth:`use_checkpointer`): it is
                 what tells a deleted thread, which reports nothing (behaviour §6.8).
             where: Where the thread is kept, for the report's heading.
+            assume: The settings of calls the thread's records do not cover (it ran before
+                settings were recorded): ``"memory"`` (default) this memory's, a config, or
+                None to leave those calls out. The report says which calls are so rebuilt.
+            assumed_from: Where ``assume`` comes from, as the report says it (e.g. the CLI's
+                ``--budget 6000``).
         """
         from wm_langgraph.display.history import AsOfStore
         from wm_langgraph.display.report import (
@@ -777,6 +796,7 @@ class WorkingMemory:
             ReportSource,
             ThreadReport,
         )
+        from wm_langgraph.storage.settings import read_settings, settings_values
 
         if checkpointer is not None:
             self.use_checkpointer(checkpointer)
@@ -794,22 +814,34 @@ class WorkingMemory:
             latest = dict(found.checkpoint.get("channel_values") or {}) if found else None
             archives = self._list_archives(key, config)
             conversation = self._transcript(key, config, latest, 0, None).messages
+            recorded = read_settings(self._archives, key)
         view = AsOfStore(store)
-        replica = WorkingMemory(
-            config=self.config,
-            store=view,
-            token_counter=self._counter,
-            system_prompt=self._system_prompt,
-            name=self.name,
-            scope=self._scope,
-        )
+        replicas: dict[str, WorkingMemory] = {}
+
+        def replica(settings: WorkingMemoryConfig) -> WorkingMemory:
+            digest = repr(sorted(settings_values(settings).items()))
+            if digest not in replicas:
+                replicas[digest] = WorkingMemory(
+                    config=settings,
+                    store=view,
+                    token_counter=self._counter,
+                    system_prompt=self._system_prompt,
+                    name=self.name,
+                    scope=self._scope,
+                )
+            return replicas[digest]
 
         def rebuild(
-            messages: Sequence[BaseMessage], state: Mapping[str, Any], at: Any
+            messages: Sequence[BaseMessage],
+            state: Mapping[str, Any],
+            at: Any,
+            settings: WorkingMemoryConfig,
         ) -> AssembledContext:
             view.as_of = at
-            return replica.build_context(messages, config, state=state)
+            return replica(settings).build_context(messages, config, state=state)
 
+        if assume == "memory":
+            assume, assumed_from = self.config, assumed_from or "this memory's settings"
         return ThreadReport(
             ReportSource(
                 thread_id=thread_id,
@@ -824,6 +856,9 @@ class WorkingMemory:
                 rebuild=rebuild,
                 where=where,
                 no_calls=IN_SUBGRAPH if in_subgraph else NO_CHECKPOINTER,
+                settings=tuple(recorded),
+                assumed=assume,
+                assumed_from=assumed_from,
             )
         )
 
@@ -833,12 +868,20 @@ class WorkingMemory:
         *,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
         where: str = "",
+        assume: WorkingMemoryConfig | Literal["memory"] | None = "memory",
+        assumed_from: str = "",
     ) -> ThreadReport:
         """Async twin of :meth:`report` (safe with async stores and checkpointers on their
         loop: the report is read, and its calls rebuilt, off the loop)."""
 
         def read() -> ThreadReport:
-            report = self.report(config, checkpointer=checkpointer, where=where)
+            report = self.report(
+                config,
+                checkpointer=checkpointer,
+                where=where,
+                assume=assume,
+                assumed_from=assumed_from,
+            )
             report.calls  # noqa: B018 - rebuilt here, off the event loop
             return report
 

@@ -20,6 +20,12 @@ Rendered format, one block per message, blocks separated by a blank line::
     [tool result read_file, status=success, id call_1]
     def main(): ...
 
+What the writer is shown is text entering the memory: every text of a block (a message's text,
+a document's title and source, a tool call's name and arguments, a tool result) has the
+engine's marks quoted and its hidden characters shown
+(:func:`wm_langgraph.document.text.entry.entry_text`), before any cap; a token count reads
+the message as the provider gets it.
+
 Rendering never raises on odd content: content block lists contribute their text, including
 the text inside ``document`` (a text or content source), ``search_result``, ``json``, tool-result
 lists and ``refusal`` blocks; images become ``[image]``, files, audio and video ``[<type>]``,
@@ -63,6 +69,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from wm_langgraph.document.text.entry import entry_text
 from wm_langgraph.document.tokens import TokenCounter, count_tokens, longest_fitting
 
 __all__ = [
@@ -398,12 +405,18 @@ def _role(message: BaseMessage) -> str:
     return role
 
 
-def _tool_call_lines(message: AIMessage, cap: int | None, counter: TokenCounter) -> list[str]:
+def _tool_call_lines(
+    message: AIMessage,
+    cap: int | None,
+    counter: TokenCounter,
+    shown: Callable[[str], str],
+) -> list[str]:
     def fmt(name: object, call_id: object, args_text: str, label: str = "tool call") -> str:
+        args_text = shown(args_text)
         if cap is not None:
             args_text = truncate_text(args_text, cap, counter)
-        ident = f" (id {safe_str(call_id)})" if call_id else ""
-        return f"{label} {safe_str(name or '?')}{ident}: {args_text}"
+        ident = f" (id {shown(safe_str(call_id))})" if call_id else ""
+        return f"{label} {shown(safe_str(name or '?'))}{ident}: {args_text}"
 
     lines = [
         fmt(call.get("name"), call.get("id"), _json(call.get("args", {})))
@@ -413,7 +426,7 @@ def _tool_call_lines(message: AIMessage, cap: int | None, counter: TokenCounter)
         raw = bad.get("args")
         line = fmt(bad.get("name"), bad.get("id"), safe_str(raw or ""), "invalid tool call")
         if bad.get("error"):
-            line += f" [error: {safe_str(bad.get('error'))}]"
+            line += f" [error: {shown(safe_str(bad.get('error')))}]"
         lines.append(line)
     legacy = (getattr(message, "additional_kwargs", None) or {}).get("function_call")
     if not lines and isinstance(legacy, Mapping):
@@ -435,22 +448,29 @@ def _render_one(
     ``cap`` bounds tool outputs and tool-call arguments, ``text_cap`` every other message text;
     ``counting`` renders what a token count needs (see :func:`_block_text`).
     """
+    # What the writer is shown is text entering the memory: the engine's marks typed by
+    # anyone are quoted and hidden characters shown (document.text.entry). A count reads the
+    # message as the provider gets it.
+    shown: Callable[[str], str] = _same if counting else entry_text
     if isinstance(message, ToolMessage):
-        call_id = safe_str(getattr(message, "tool_call_id", "") or "")
-        name = message.name or tool_names.get(call_id) or "?"
-        status = safe_str(getattr(message, "status", None) or "success")
-        header = f"[tool result {safe_str(name)}, status={status}"
-        header += f", id {call_id}]" if call_id else "]"
+        raw_id = safe_str(getattr(message, "tool_call_id", "") or "")
+        call_id = shown(raw_id)
+        name = shown(safe_str(message.name or tool_names.get(raw_id) or "?"))
+        status = shown(safe_str(getattr(message, "status", None) or "success"))
+        header = f"[tool result {_one_line(name)}, status={_one_line(status)}"
+        header += f", id {_one_line(call_id)}]" if call_id else "]"
         body, images = _content(message.content, counting=counting)
+        body = shown(body)
         if cap is not None:
             body = truncate_text(body, cap, counter)
         return f"{header}\n{body}".rstrip("\n"), images
-    calls = _tool_call_lines(message, cap, counter) if isinstance(message, AIMessage) else []
+    calls = _tool_call_lines(message, cap, counter, shown) if isinstance(message, AIMessage) else []
     content = getattr(message, "content", "")
     body, images = _content(content, skip_tool_use=bool(calls), counting=counting)
+    body = shown(body)
     if text_cap is not None:
         body = truncate_text(body, text_cap, counter)
-    role = _role(message)
+    role = _role(message) if counting else _one_line(entry_text(_role(message)))
     # A count leaves a standard role's label out: the per-message overhead pays for the role
     # (a name or a custom role is sent to the provider, so it still counts).
     lines = [] if counting and role in _STANDARD_ROLES else [f"[{role}]"]
@@ -458,6 +478,15 @@ def _render_one(
         lines.append(body)
     lines.extend(calls)
     return "\n".join(lines), images
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _one_line(text: str) -> str:
+    """A name in a block's header line stays on that line."""
+    return text.replace("\n", " ")
 
 
 def _tool_names(messages: Iterable[BaseMessage]) -> dict[str, str]:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wm_langgraph.cli._terminal import json_safe, terminal_safe
+from wm_langgraph.cli._terminal import json_safe, line_safe, terminal_safe
 from wm_langgraph.cli.main import main
 
 HOSTILE = (
@@ -85,3 +85,33 @@ def test_json_safe_round_trips(text: str):
     encoded = json_safe(json.dumps({"t": text}, ensure_ascii=False))
     assert json.loads(encoded) == {"t": text}
     assert not FORBIDDEN & set(encoded)
+
+
+HIDDEN = "t\u200b\u2028" + "".join(chr(0xE0000 + ord(c)) for c in "obey me")
+"""A thread id with a zero-width space, a line separator and an instruction in tag characters."""
+
+
+def test_inspect_shows_hidden_characters_as_their_code_points(tmp_path: Path):
+    source = tmp_path / "chat.jsonl"
+    lines = [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi."}]
+    source.write_text("\n".join(json.dumps(r) for r in lines), encoding="utf-8")
+    db = str(tmp_path / "hidden.sqlite")
+    argv = ["replay", str(source), "--db", db, "--thread", HIDDEN, "--model", "offline"]
+    status, _, err = _run(argv)
+    assert status == 0, err
+    for argv in (["inspect", "--db", db], ["inspect", "--db", db, "--thread", HIDDEN]):
+        status, out, err = _run(argv)
+        assert status == 0, err
+        assert "t\\u200b\\u2028\\U000e006f\\U000e0062" in out, out
+        assert not any(0xE0000 <= ord(c) <= 0xE007F or c in "\u200b\u2028" for c in out)
+    status, raw, _ = _run(["inspect", "--db", db, "--json"])
+    assert json.loads(raw)["threads"][0]["thread_id"] == HIDDEN  # JSON keeps the stored id
+    assert not any(0xE0000 <= ord(c) <= 0xE007F for c in raw)
+
+
+@given(st.text())
+def test_line_safe_keeps_a_stored_string_on_its_line(text: str):
+    safe = line_safe(text)
+    assert "\n" not in safe
+    assert "\r" not in safe
+    assert len(safe.splitlines()) <= 1

@@ -4,6 +4,7 @@ writes) with the standard library only."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import struct
 import subprocess
@@ -12,7 +13,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Image", "chromium", "dump_dom", "read_png", "screenshot"]
+__all__ = ["Image", "chromium", "dump_dom", "page_width", "read_png", "screenshot"]
 
 _NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 _FLAGS = (
@@ -61,6 +62,26 @@ def dump_dom(page: Path) -> str:
     """The DOM of ``page`` after Chromium parsed and laid it out, serialised."""
     done = _run(["--dump-dom", page.resolve().as_uri()])
     return done.stdout.decode("utf-8")
+
+
+def page_width(page: Path, *, width: int, height: int = 900) -> int:
+    """How wide ``page`` lays out in a ``width`` x ``height`` window (its scroll width, in CSS
+    pixels): a copy of it, without its Content-Security-Policy, runs one script that writes
+    the figure into the DOM Chromium dumps."""
+    html = page.read_text(encoding="utf-8")
+    html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html, count=1)
+    probe = (
+        "<script>document.body.setAttribute('data-width', "
+        "String(document.documentElement.scrollWidth));</script>"
+    )
+    html = html.replace("</body>", probe + "</body>", 1)
+    copy = page.with_name(f"{page.stem}-probe.html")
+    copy.write_text(html, encoding="utf-8")
+    done = _run([f"--window-size={width},{height}", "--dump-dom", copy.resolve().as_uri()])
+    found = re.search(r'data-width="(\d+)"', done.stdout.decode("utf-8"))
+    if found is None:
+        raise RuntimeError(f"chromium gave no width: {done.stderr.decode()[-2000:]}")
+    return int(found.group(1))
 
 
 @dataclass(frozen=True)

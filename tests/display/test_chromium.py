@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.display._chromium import chromium, dump_dom, read_png, screenshot
+from tests.display._chromium import chromium, dump_dom, page_width, read_png, screenshot
 from tests.display._inert import ATTRIBUTES, HOSTILE, TAGS, parse
 from tests.display._sessions import REPORT_HEADINGS, run_session
 from wm_langgraph.display.markup import page
@@ -85,3 +85,37 @@ def _no_planted_element(dom: str) -> None:
     assert tags <= TAGS | {"tbody"}, tags - TAGS  # the parser adds a table body
     attributes = {name for _, attrs in parsed.tags for name, _ in attrs}
     assert attributes <= ATTRIBUTES, attributes - ATTRIBUTES
+
+
+LONG_WORD = "x" * 400
+LONG_TOOL = "fetch_" + "very_long_tool_name_" * 12
+
+
+def test_the_report_wraps_inside_a_1300_px_window(tmp_path: Path):
+    """Long words, a long tool name, long tool arguments and a long thread id all wrap: the
+    page is no wider than the window (it was 6,075 px)."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    session = run_session(
+        [f"{LONG_WORD} note {i}: build-{i}.example.com\r\nsecond line" for i in range(10)],
+        tool_output="y" * 600,
+        thread_id="thread-" + "z" * 300,
+    )
+    calls = [
+        {"name": LONG_TOOL, "args": {"url": "https://example.invalid/" + "q" * 500}, "id": "c1"}
+    ]
+    session.agent.update_state(
+        session.config,
+        {
+            "messages": [
+                HumanMessage(LONG_WORD, id="lw-h"),
+                AIMessage("", tool_calls=calls, id="lw-a"),
+                ToolMessage(LONG_WORD, tool_call_id="c1", name=LONG_TOOL, id="lw-t"),
+            ]
+        },
+    )
+    session.agent.invoke({"messages": [{"role": "user", "content": LONG_WORD}]}, session.config)
+    report = session.memory.report(session.config)
+    target = report.save(tmp_path / "wide.html")
+    assert "\\x0d" not in report.html  # CRLF renders as a line break
+    assert page_width(target, width=1300) <= 1300

@@ -3,6 +3,8 @@ items, a commit's diff and decisions, the chart."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from tests.display._inert import assert_inert, parse
@@ -10,9 +12,11 @@ from wm_langgraph import WorkingMemoryConfig
 from wm_langgraph.context.assemble import SUMMARY_HEADER, compute_budgets, fill_marker
 from wm_langgraph.display import CommitView, ModelInputView
 from wm_langgraph.display.chart import CallBar, calls_chart
+from wm_langgraph.display.marks import NO_MARKS, Marks, VersionRecord, marks_by_version
 from wm_langgraph.display.model_input import LAYERS, split_layers
 from wm_langgraph.display.working_memory import section_limits, working_memory_view
 from wm_langgraph.document import count_tokens, render_working_memory
+from wm_langgraph.document.sections import item_key
 from wm_langgraph.messages import message_tokens
 from wm_langgraph.phase2.size import contract_for
 
@@ -33,10 +37,7 @@ def _input() -> list:
 
 def test_each_message_of_an_input_gets_its_layer_and_its_count():
     messages = _input()
-    entries = split_layers(
-        messages, live_ids={"l1", "l2", "l3"}, pending_ids={"p1"}, count=message_tokens
-    )
-    assert [e.layer for e in entries] == [
+    layers = [
         "system",
         "working memory",
         "verbatim fill",
@@ -47,6 +48,8 @@ def test_each_message_of_an_input_gets_its_layer_and_its_count():
         "live messages",
         "live messages",
     ]
+    entries = split_layers(messages, layers, count=message_tokens)
+    assert [e.layer for e in entries] == layers
     assert [e.tokens for e in entries] == [message_tokens(m) for m in messages]
     view = ModelInputView(tuple(entries), compute_budgets(4_000, 0, 8_000), 4_000, label="call 3")
     assert view.tokens == sum(message_tokens(m) for m in messages)
@@ -61,10 +64,7 @@ def test_each_message_of_an_input_gets_its_layer_and_its_count():
 
 def test_an_input_over_usable_says_so():
     entries = split_layers(
-        [HumanMessage("x " * 400, id="l1")],
-        live_ids={"l1"},
-        pending_ids=set(),
-        count=message_tokens,
+        [HumanMessage("x " * 400, id="l1")], ["live messages"], count=message_tokens
     )
     view = ModelInputView(tuple(entries), compute_budgets(100, 0, 8_000), 100)
     assert "over usable" in parse(view._repr_html_()).text
@@ -99,6 +99,16 @@ def test_the_working_memory_marks_what_code_and_the_guards_put_there():
         count=count_tokens,
         covers=["archive_001", "archive_002"],
         code_items={"Open Issues": ["wire the metrics"]},
+        marks=Marks(
+            restored=frozenset(
+                {
+                    item_key("[restored] the API runs on port 8443"),
+                    item_key("[silently dropped, restored] rotate the key"),
+                }
+            ),
+            superseded=frozenset({item_key("superseded: port 8080 (now 8443)")}),
+            moved=12,
+        ),
     )
     assert view.sections[0].name == "Session Title"
     assert len(view.sections) == 7
@@ -111,7 +121,7 @@ def test_the_working_memory_marks_what_code_and_the_guards_put_there():
         "restored by a guard",
         "dropped by the writer, restored by a guard",
         "added by code",
-        "items moved out",
+        "moved out, recorded",
         "resolved",
         "new",
         "superseded",
@@ -123,6 +133,10 @@ def test_the_working_memory_marks_what_code_and_the_guards_put_there():
     assert "folds 2 archive(s): archive_001, archive_002" in text
     assert repr(view).startswith(f"<WorkingMemoryView: {view.tokens:,} tokens")
     assert str(view) == document
+    # The same marks as text, with no record behind them: no guard badge.
+    unvouched = parse(replace(view, marks=NO_MARKS)._repr_html_()).text
+    for badge in ("by a guard", "moved out, recorded", "superseded"):
+        assert badge not in unvouched.replace("superseded: port", ""), badge
 
 
 def test_a_commit_shows_the_diff_the_decisions_and_the_fates():
@@ -160,6 +174,12 @@ def test_a_commit_shows_the_diff_the_decisions_and_the_fates():
         },
         moved=(("Key Facts & Decisions", "port 8080"),),
     )  # fmt: skip
+    commit = replace(
+        commit,
+        marks=marks_by_version(
+            [VersionRecord(before, []), VersionRecord(after, commit.decisions, 1)]
+        )[-1],
+    )
     facts = next(d for d in commit.diffs if d.name == "Key Facts & Decisions")
     assert facts.added == ("port 8443", "[restored] old fact")
     assert facts.removed == ("port 8080", "old fact")
@@ -168,6 +188,8 @@ def test_a_commit_shows_the_diff_the_decisions_and_the_fates():
     assert "UPDATE → KEEP" in text
     assert "restored 1 silently dropped item" in text
     assert "moved out: archive_search finds it" in text
+    assert "dropped by the writer, restored by a guard" in text
+    assert "restored by a guard" in text.replace("dropped by the writer, restored by a guard", "")
     assert "whole document" in text
     assert "compacted 900 -> 700 tokens" in text
     assert text.index("written by the writer") < text.index("dismissed by the writer")

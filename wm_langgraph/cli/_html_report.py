@@ -3,8 +3,10 @@
 Private helper of the CLI. Opens the database as ``inspect`` does (a SQLite file, or a
 ``postgresql://`` URL), reads the thread's archives, Working Memory versions and checkpoints
 through :meth:`WorkingMemory.report`, and writes the report's file. Nothing is changed and no
-model is called. The budgets are the agent's settings, which the database does not keep: the
-options give them (the defaults are the library's).
+model is called. Each call is rebuilt with the settings the thread recorded for it
+(``storage.settings``); the options give the settings of calls from before settings were
+recorded, and without them those calls are not rebuilt (the report says so): the library's
+defaults are never assumed.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from wm_langgraph.cli._runtime import (
     is_database_url,
     persistence,
 )
+from wm_langgraph.cli._terminal import line_safe
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.memory import WorkingMemory
 
@@ -38,12 +41,16 @@ def report_thread(
     db: str,
     thread_id: str,
     *,
-    config: WorkingMemoryConfig,
+    config: WorkingMemoryConfig | None,
+    given: str = "",
     output: str | None,
     out: TextIO,
     err: TextIO,
 ) -> int:
     """Write the report of ``thread_id`` in ``db``.
+
+    ``config``: the settings of the calls the thread recorded none for (None: not rebuilt);
+    ``given``: the options they come from, as the report names them.
 
     Returns:
         0 on success, 2 when the database or the thread does not exist or cannot be read.
@@ -56,17 +63,22 @@ def report_thread(
         with persistence(db) as (checkpointer, store):
             threads = thread_ids(checkpointer, store)
             if thread_id not in threads:
-                known = ", ".join(threads) or "none"
+                known = ", ".join(line_safe(t) for t in threads) or "none"
                 print(
-                    f"wm-langgraph report: no thread {thread_id!r} in {database_label(db)} "
+                    f"wm-langgraph report: no thread {line_safe(repr(thread_id))} in "
+                    f"{database_label(db)} "
                     f"(threads: {known})",
                     file=err,
                 )
                 return 2
-            memory = WorkingMemory(config=config, store=store, checkpointer=checkpointer)
+            memory = WorkingMemory(
+                config=config or WorkingMemoryConfig(), store=store, checkpointer=checkpointer
+            )
             thread: RunnableConfig = {"configurable": {"thread_id": thread_id}}
             where = "PostgreSQL" if is_database_url(db) else f"SQLite {Path(db).name}"
-            report = memory.report(thread, checkpointer=checkpointer, where=where)
+            report = memory.report(
+                thread, checkpointer=checkpointer, where=where, assume=config, assumed_from=given
+            )
             html = report.html  # read everything while the database is open
     except DatabaseOpenError as exc:  # a missing extra
         print(f"wm-langgraph report: {exc}", file=err)
@@ -74,8 +86,16 @@ def report_thread(
     target.write_text(html, encoding="utf-8")
     calls = len(report.calls)
     print(
-        f"wrote {target}: thread {thread_id}, {len(report.archives)} archives, "
+        f"wrote {target}: thread {line_safe(thread_id)}, {len(report.archives)} archives, "
         f"{len(report.commits)} Working Memory versions, {calls} model calls",
         file=out,
     )
+    if not report.settings_known:
+        rebuilt = (
+            f"its calls are rebuilt with {given}"
+            if config is not None
+            else f"{report.unknown_settings} call(s) not rebuilt: pass --budget (and --reserve, "
+            "--wm-tokens, --no-verbatim-fill) as the agent ran"
+        )
+        print(f"the settings this thread ran with are not recorded: {rebuilt}", file=out)
     return 0

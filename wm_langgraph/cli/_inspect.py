@@ -3,8 +3,10 @@ named by a ``postgresql://`` URL) holds, read-only.
 
 Private helper of the CLI. Threads come from the checkpointer (live state) and from the store
 (archives and WM versions under ``("wm_langgraph", <thread label>, …)``); for each thread it shows
-the live messages and the meta (``pending_tokens``, ``keep_recent_count``), the archives (status,
-size), the Phase 2 breaker and the current Working Memory. A thread whose checkpoints were
+the live messages and the meta (``pending_tokens``, ``keep_recent_count``), the settings it ran
+with as it recorded them (or that they are not recorded), the archives (status, size), the
+Phase 2 breaker and the current Working Memory. Every stored string is printed on its line
+(newlines and hidden characters as visible escapes). A thread whose checkpoints were
 deleted is shown as deleted, without its content (the memory reads it through the file's
 checkpointer: behaviour §6.8). No content is changed and no model is called (opening the file
 only makes sure its tables exist).
@@ -28,10 +30,11 @@ from wm_langgraph.cli._runtime import (
     is_database_url,
     persistence,
 )
-from wm_langgraph.cli._terminal import json_safe
+from wm_langgraph.cli._terminal import json_safe, line_safe
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.state import META_KEY
-from wm_langgraph.storage.archives import ROOT_LABEL, SCOPE_PREFIX
+from wm_langgraph.storage.archives import ROOT_LABEL, SCOPE_PREFIX, ArchiveStore
+from wm_langgraph.storage.settings import read_settings
 from wm_langgraph.writer.offline.model import OfflineWorkingMemoryModel
 
 __all__ = ["inspect_db", "thread_ids", "thread_report"]
@@ -90,6 +93,7 @@ def thread_report(
     values: dict[str, Any] = dict(saved.checkpoint.get("channel_values", {})) if saved else {}
     meta = values.get(META_KEY) or {}
     archives = memory.list_archives(config)
+    recorded = read_settings(ArchiveStore(memory.store), memory.memory_key(config))
     return {
         "thread_id": thread_id,
         # records of a thread whose checkpoints were deleted: kept until purge, never shown
@@ -111,24 +115,49 @@ def thread_report(
         "pending_archives": [r.id for r in archives if r.status != "done"],
         "phase2": memory.phase2_status(config),
         "working_memory": memory.get_working_memory(config),
+        # what the thread ran with, as it recorded it (None: not recorded, older data)
+        "settings": dict(recorded[-1].values) if recorded else None,
+        "settings_recorded_at": (
+            recorded[-1].at.isoformat() if recorded and recorded[-1].at else None
+        ),
+        "settings_changes": max(0, len(recorded) - 1),
     }
 
 
+def _settings_line(report: dict[str, Any]) -> str:
+    settings = report["settings"]
+    if settings is None:
+        return "settings: not recorded (the thread ran before wm_langgraph recorded them)"
+    values = " ".join(f"{k}={line_safe(str(v))}" for k, v in settings.items())
+    when = report["settings_recorded_at"] or "?"
+    changes = report["settings_changes"]
+    more = f"; changed {changes} time(s) before" if changes else ""
+    return f"settings (recorded {line_safe(when)}{more}): {values}"
+
+
 def _print_summary(report: dict[str, Any], out: TextIO) -> None:
+    thread = line_safe(report["thread_id"])
     if report["deleted"]:
-        print(f"{report['thread_id']}: {_DELETED}", file=out)
+        print(f"{thread}: {_DELETED}", file=out)
         return
     done = sum(1 for a in report["archives"] if a["status"] == "done")
     wm = "yes" if report["working_memory"] else "no"
+    settings = report["settings"]
+    budget = (
+        f"budget {settings['token_budget']:,}"
+        if settings and isinstance(settings.get("token_budget"), int)
+        else "settings not recorded"
+    )
     print(
-        f"{report['thread_id']}: {report['live_messages']} live messages, pending_tokens "
-        f"{report['pending_tokens']:,}, {len(report['archives'])} archives ({done} done), WM: {wm}",
+        f"{thread}: {report['live_messages']} live messages, pending_tokens "
+        f"{report['pending_tokens']:,}, {len(report['archives'])} archives ({done} done), WM: "
+        f"{wm}, {budget}",
         file=out,
     )
 
 
 def _print_detail(report: dict[str, Any], out: TextIO) -> None:
-    print(f"thread {report['thread_id']}", file=out)
+    print(f"thread {line_safe(report['thread_id'])}", file=out)
     if report["deleted"]:
         print(f"  {_DELETED}", file=out)
         return
@@ -137,24 +166,29 @@ def _print_detail(report: dict[str, Any], out: TextIO) -> None:
         f"{report['pending_tokens']:,}; keep_recent_count: {report['keep_recent_count']}",
         file=out,
     )
+    print(f"  {_settings_line(report)}", file=out)
     phase2 = report["phase2"]
     paused = " (Phase 2 paused)" if phase2.get("paused") else ""
     print(
         f"  Phase 2 consecutive failures: {phase2.get('consecutive_failures', 0)}{paused}", file=out
     )
     if report["pending_archives"]:
-        print(f"  archives not yet in the WM: {', '.join(report['pending_archives'])}", file=out)
+        pending = ", ".join(line_safe(a) for a in report["pending_archives"])
+        print(f"  archives not yet in the WM: {pending}", file=out)
     print(f"  archives ({len(report['archives'])}):", file=out)
     for archive in report["archives"]:
-        abstract = f"  {archive['abstract'][:70]}" if archive["abstract"] else ""
+        abstract = f"  {line_safe(archive['abstract'][:70])}" if archive["abstract"] else ""
         print(
-            f"    {archive['id']:<14} #{archive['seq']:<3} {archive['status']:<8} "
+            f"    {line_safe(archive['id']):<14} #{archive['seq']:<3} "
+            f"{line_safe(archive['status']):<8} "
             f"{archive['messages']:>4} messages {archive['tokens']:>7,} tokens{abstract}",
             file=out,
         )
     print("  Working Memory:", file=out)
     wm = report["working_memory"].rstrip() or "(none yet)"
-    print("\n".join("    " + line if line else "" for line in wm.splitlines()), file=out)
+    # Split on newlines only: any other line break a text holds is shown as its escape.
+    lines = wm.replace("\r\n", "\n").split("\n")
+    print("\n".join("    " + line_safe(line) if line else "" for line in lines), file=out)
 
 
 def inspect_db(db: str, *, thread_id: str | None, as_json: bool, out: TextIO, err: TextIO) -> int:
@@ -173,9 +207,10 @@ def inspect_db(db: str, *, thread_id: str | None, as_json: bool, out: TextIO, er
             )
             threads = thread_ids(checkpointer, store)
             if thread_id is not None and thread_id not in threads:
-                known = ", ".join(threads) or "none"
+                known = ", ".join(line_safe(t) for t in threads) or "none"
                 print(
-                    f"wm-langgraph inspect: no thread {thread_id!r} in {database_label(db)} "
+                    f"wm-langgraph inspect: no thread {line_safe(repr(thread_id))} in "
+                    f"{database_label(db)} "
                     f"(threads: {known})",
                     file=err,
                 )

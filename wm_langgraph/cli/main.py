@@ -204,8 +204,10 @@ def build_parser() -> argparse.ArgumentParser:
         "call split into its layers against the budget, rebuilt from the checkpoints; every "
         "Working Memory version with its diff and guard decisions; the archives; the agent's "
         "archive searches. Changes nothing and calls no model (opening the database only makes "
-        "sure its tables exist). The database does not keep the agent's budget: give it "
-        "with --budget (and --reserve, --wm-tokens when they are not the defaults).",
+        "sure its tables exist). Each call is rebuilt with the settings the thread recorded "
+        "for it; a thread from before settings were recorded says so, and its calls are "
+        "rebuilt only under settings you give (--budget, --reserve, --wm-tokens, "
+        "--no-verbatim-fill; the library's defaults for the ones left out).",
     )
     report.add_argument("thread", metavar="THREAD", help="the thread id")
     report.add_argument("--db", metavar="PATH", required=True, help=_DB_HELP)
@@ -218,28 +220,26 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--budget",
         type=_positive_int,
-        default=_DEFAULTS.tokens,
         metavar="TOKENS",
-        help="the agent's token_budget (default: %(default)s)",
+        help="the agent's token_budget, for calls whose settings the thread did not record",
     )
     report.add_argument(
         "--reserve",
         type=_non_negative_int,
-        default=_DEFAULTS.reserve_tokens,
         metavar="TOKENS",
-        help="the agent's reserve_tokens (default: %(default)s)",
+        help="the agent's reserve_tokens, for calls whose settings the thread did not record",
     )
     report.add_argument(
         "--wm-tokens",
         type=_non_negative_int,
-        default=_DEFAULTS.archive_memory_tokens,
         metavar="TOKENS",
-        help="the agent's archive_memory_tokens (default: %(default)s)",
+        help="the agent's archive_memory_tokens, for calls whose settings were not recorded",
     )
     report.add_argument(
         "--no-verbatim-fill",
         action="store_true",
-        help="the agent ran with verbatim_fill=False",
+        help="the agent ran with verbatim_fill=False (for calls whose settings the thread did "
+        "not record)",
     )
     return parser
 
@@ -317,17 +317,30 @@ def _inspect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from wm_langgraph.cli._html_report import report_thread
 
+    options = (
+        ("token_budget", "--budget", args.budget),
+        ("reserve_tokens", "--reserve", args.reserve),
+        ("archive_memory_tokens", "--wm-tokens", args.wm_tokens),
+    )
+    given: dict[str, object] = {name: value for name, _, value in options if value is not None}
+    flags = [f"{flag} {value}" for _, flag, value in options if value is not None]
+    if args.no_verbatim_fill:
+        given["verbatim_fill"] = False
+        flags.append("--no-verbatim-fill")
     try:
-        config = WorkingMemoryConfig(
-            token_budget=args.budget,
-            reserve_tokens=args.reserve,
-            archive_memory_tokens=args.wm_tokens,
-            verbatim_fill=not args.no_verbatim_fill,
-        )
+        config = WorkingMemoryConfig().replace(**given) if given else None
     except ValueError as exc:
         print(f"wm-langgraph report: {exc}", file=err)
         return 2
-    return report_thread(args.db, args.thread, config=config, output=args.out, out=out, err=err)
+    return report_thread(
+        args.db,
+        args.thread,
+        config=config,
+        given=" ".join(flags),
+        output=args.out,
+        out=out,
+        err=err,
+    )
 
 
 def main(

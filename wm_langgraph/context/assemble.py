@@ -116,19 +116,39 @@ def neutralise_text(text: str) -> str:
     return _HEADER_LINE_RE.sub(lambda m: m.group(1) + QUOTEDSUMMARY_HEADER, text)
 
 
+_BLOCK_TEXTS = ("text", "title", "context", "data")
+"""The text fields of a content block (a ``document``'s title and context, a text source's
+data) in which a forged header is quoted; nested ``source`` and ``content`` are walked."""
+
+
+def _neutral_block(block: Any, depth: int = 0) -> Any:
+    if isinstance(block, str):
+        return neutralise_text(block)
+    if not isinstance(block, dict) or depth > 8:
+        return block
+    changed: dict[str, Any] = {
+        key: neutralise_text(block[key])
+        for key in _BLOCK_TEXTS
+        if isinstance(block.get(key), str) and SUMMARY_HEADER in block[key]
+    }
+    for key in ("source", "content"):
+        inner = block.get(key)
+        if isinstance(inner, dict | list):
+            walked = (
+                _neutral_block(inner, depth + 1)
+                if isinstance(inner, dict)
+                else [_neutral_block(b, depth + 1) for b in inner]
+            )
+            if walked != inner:
+                changed[key] = walked
+    return {**block, **changed} if changed else block
+
+
 def _neutral_content(content: Any) -> Any:
     if isinstance(content, str):
         return neutralise_text(content)
     if isinstance(content, list):
-        out: list[Any] = []
-        for block in content:
-            if isinstance(block, str):
-                out.append(neutralise_text(block))
-            elif isinstance(block, dict) and isinstance(block.get("text"), str):
-                out.append({**block, "text": neutralise_text(block["text"])})
-            else:
-                out.append(block)
-        return out
+        return [_neutral_block(block) for block in content]
     return content
 
 

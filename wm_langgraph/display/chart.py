@@ -1,7 +1,8 @@
 """The report's chart: the model input of every call, split into its layers, against the budget.
 
 Inline SVG (no script, no library): one stacked bar per call, a dashed line at ``usable`` (the
-most an input may count) and, when it is on the scale, a dotted line at the whole budget.
+most an input may count) and, when it is on the scale, a dotted line at the whole budget; when
+the thread's settings changed between calls, a dashed mark over each bar at its own ``usable``.
 Every bar's tooltip (an SVG ``<title>``) gives its numbers.
 """
 
@@ -25,10 +26,12 @@ _BOTTOM = 34
 
 @dataclass(frozen=True, slots=True)
 class CallBar:
-    """One call's bar: its label and its tokens per layer."""
+    """One call's bar: its label, its tokens per layer and the usable budget it ran under
+    (0: the chart's)."""
 
     label: str
     layers: dict[str, int]
+    usable: int = 0
 
     @property
     def total(self) -> int:
@@ -50,7 +53,8 @@ def calls_chart(bars: Sequence[CallBar], *, usable: int, budget: int) -> str:
     """The SVG chart of ``bars`` (markup), or a note when there is no call."""
     if not bars:
         return '<p class="muted">No model call to chart.</p>'
-    top = max([usable, *(b.total for b in bars)]) * 1.08
+    varied = len({b.usable or usable for b in bars}) > 1  # the settings changed: per bar
+    top = max([usable, *(b.usable for b in bars), *(b.total for b in bars)]) * 1.08
     if budget <= top * 1.25:
         top = max(top, budget * 1.02)
     plot_w = _WIDTH - _LEFT - _RIGHT
@@ -89,17 +93,23 @@ def calls_chart(bars: Sequence[CallBar], *, usable: int, budget: int) -> str:
             )
             base += value
         out.append("</g>")
+        if varied and bar.usable:
+            out.append(
+                f'<line class="usable" x1="{x - 2:.1f}" x2="{x + width + 2:.1f}" '
+                f'y1="{y(bar.usable):.1f}" y2="{y(bar.usable):.1f}"/>'
+            )
         if index % every == 0 or index == len(bars) - 1:
             out.append(
                 f'<text x="{x + width / 2:.1f}" y="{_HEIGHT - _BOTTOM + 14}" '
                 f'text-anchor="middle">{index + 1}</text>'
             )
-    out.append(
-        f'<line class="usable" x1="{_LEFT}" x2="{_WIDTH - _RIGHT}" y1="{y(usable):.1f}" '
-        f'y2="{y(usable):.1f}"/><text x="{_WIDTH - _RIGHT}" y="{y(usable) - 4:.1f}" '
-        f'text-anchor="end">usable {number(usable)}</text>'
-    )
-    if budget <= top:
+    if not varied:
+        out.append(
+            f'<line class="usable" x1="{_LEFT}" x2="{_WIDTH - _RIGHT}" y1="{y(usable):.1f}" '
+            f'y2="{y(usable):.1f}"/><text x="{_WIDTH - _RIGHT}" y="{y(usable) - 4:.1f}" '
+            f'text-anchor="end">usable {number(usable)}</text>'
+        )
+    if budget <= top and not varied:
         out.append(
             f'<line class="budget" x1="{_LEFT}" x2="{_WIDTH - _RIGHT}" y1="{y(budget):.1f}" '
             f'y2="{y(budget):.1f}"/><text x="{_WIDTH - _RIGHT}" y="{y(budget) - 4:.1f}" '

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wm_langgraph.display.marks import NO_MARKS, Marks
 from wm_langgraph.display.markup import badge, details, fragment, text
 from wm_langgraph.display.working_memory import item_badges
 from wm_langgraph.document.sections import (
@@ -98,6 +99,7 @@ class CommitView:
         info: What Phase 2 stored with it (branch, fallback, decisions, capture, trails, …).
         moved: The items this version moved out of the document (section, text).
         created_at: When it was written (ISO 8601, UTC).
+        marks: What the memory's records vouch for in this version (:mod:`.marks`).
     """
 
     number: int
@@ -108,6 +110,7 @@ class CommitView:
     info: Mapping[str, Any] = field(default_factory=dict)
     moved: tuple[tuple[str, str], ...] = ()
     created_at: str = ""
+    marks: Marks = NO_MARKS
 
     @property
     def decisions(self) -> list[dict[str, Any]]:
@@ -191,8 +194,7 @@ class CommitView:
             ops = "<br>".join(_decision(d) for d in decisions) or '<span class="muted">—</span>'
             why = "<br>".join(text(d.get("reason", ""), 600) for d in decisions if d.get("reason"))
             items = [
-                f'<div class="add">+ {text(i, 600)} '
-                f"{' '.join(item_badges(i, section=diff.name, code_items=_list(code, diff.name)))}"
+                f'<div class="add">+ {text(i, 600)} {" ".join(self._badges(i, diff.name, code))}'
                 "</div>"
                 for i in diff.added
             ] + [
@@ -223,6 +225,9 @@ class CommitView:
             "<th>why</th>"
             f"<th>items</th></tr>{''.join(rows)}</table>"
         )
+
+    def _badges(self, item: str, section: str, code: Mapping[str, Any]) -> list[str]:
+        return item_badges(item, section=section, code_items=_list(code, section), marks=self.marks)
 
     def _trails(self) -> str:
         paths = [str(p) for p in self.info.get("artifact_trail") or []]

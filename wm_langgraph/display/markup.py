@@ -1,9 +1,12 @@
 """HTML building blocks of the displays: hostile text made inert, the stylesheet, the wrappers.
 
 Every text a display shows comes from outside (users, tools, the writer, pasted pages) and is
-hostile data. :func:`text` is the one way it enters the HTML: the characters a browser or a
-terminal could act on become visible escapes (the C0 controls but newline and tab, ``DEL``, the
-C1 controls, lone surrogates, the bidirectional overrides and isolates), the text is cut to a
+hostile data. :func:`text` is the one way it enters the HTML: line ends become newlines (CRLF
+text shows its line breaks), every character a person would not see or that a browser or a
+terminal could act on becomes a visible escape (the C0 controls but newline and tab, ``DEL``,
+the C1 controls, lone surrogates, the bidirectional marks, overrides and isolates, zero-width
+characters, U+2028 and U+2029, the Unicode tag characters: ``\\u200b``, ``\\U000e0041``;
+emoji sequences stay emoji, see :mod:`wm_langgraph.document.text.entry`), the text is cut to a
 bound with a visible note, and then it is HTML-escaped, quotes included, so it is inert between
 tags and inside attribute values alike. Nothing else reaches the markup but our own constant
 tags and numbers.
@@ -22,6 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from wm_langgraph.document.text.entry import show_hidden
 from wm_langgraph.messages import safe_str
 
 __all__ = [
@@ -29,30 +33,41 @@ __all__ = [
     "Part",
     "badge",
     "details",
+    "escape_code",
     "fragment",
     "meter",
     "number",
     "page",
     "stacked_bar",
     "text",
+    "visible",
 ]
 
 TEXT_LIMIT = 4_000
 """Characters of one text shown by default; the rest is named, not shown."""
 
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+_LINE_ENDS = re.compile(r"\r\n?")
 
 
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group(0))
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+def escape_code(char: str) -> str:
+    """``\\x1b``, ``\\u200b``, ``\\U000e0041``: a character as its visible escape."""
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def visible(value: str) -> str:
+    """``value`` with its line ends as newlines and every hidden character (controls, bidi,
+    zero-width, tags: :mod:`wm_langgraph.document.text.entry`) as its escape; emoji stay."""
+    if "\r" in value:
+        value = _LINE_ENDS.sub("\n", value)
+    return show_hidden(value, escape_code)
 
 
 def text(value: object, limit: int | None = TEXT_LIMIT) -> str:
-    """``value`` as inert HTML text: controls shown as escapes, cut to ``limit`` characters
-    (with a note of how many more there are), HTML-escaped with quotes.
+    """``value`` as inert HTML text: hidden characters shown as escapes, cut to ``limit``
+    characters (with a note of how many more there are), HTML-escaped with quotes.
 
     Args:
         value: Any object (its ``str``; an object whose ``str`` raises shows its type name).
@@ -63,7 +78,7 @@ def text(value: object, limit: int | None = TEXT_LIMIT) -> str:
     if limit is not None and len(raw) > limit:
         note = f" [… {len(raw) - limit:,} more characters not shown]"
         raw = raw[:limit]
-    return html.escape(_UNSAFE.sub(_visible, raw) + note, quote=True)
+    return html.escape(visible(raw) + note, quote=True)
 
 
 def number(value: float) -> str:
@@ -86,6 +101,7 @@ def details(summary: str, body: str, *, open_: bool = False) -> str:
 LAYER_CLASSES: dict[str, str] = {
     "system": "l-sys",
     "working memory": "l-wm",
+    "recalled": "l-rec",
     "verbatim fill": "l-fill",
     "pending archives": "l-pend",
     "live messages": "l-live",
@@ -143,7 +159,7 @@ STYLE = """
 .wmv{font:13px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
  color:#1f2937;background:#fff;padding:12px 14px;border:1px solid #e5e7eb;border-radius:8px;
  max-width:1100px;box-sizing:border-box;text-align:left}
-.wmv *{box-sizing:border-box}
+.wmv *{box-sizing:border-box;overflow-wrap:anywhere}
 .wmv h1{font-size:20px;margin:0 0 6px}
 .wmv h2{font-size:16px;margin:22px 0 8px;padding-bottom:4px;border-bottom:1px solid #e5e7eb}
 .wmv h3{font-size:14px;margin:14px 0 6px}
@@ -161,7 +177,7 @@ STYLE = """
 .wmv details{margin:4px 0}
 .wmv summary{cursor:pointer;color:#374151}
 .wmv .b{display:inline-block;font-size:11px;line-height:16px;padding:0 6px;border-radius:8px;
- background:#e5e7eb;color:#374151;margin-right:4px;white-space:nowrap;vertical-align:1px}
+ background:#e5e7eb;color:#374151;margin-right:4px;vertical-align:1px;max-width:100%}
 .wmv .b-done{background:#d1fae5;color:#065f46}
 .wmv .b-pending{background:#fef3c7;color:#92400e}
 .wmv .b-failed{background:#fee2e2;color:#991b1b}
@@ -192,9 +208,11 @@ STYLE = """
 .wmv .seg{display:block;height:100%}
 .wmv .mark{position:absolute;top:0;bottom:0;width:2px;background:#111827}
 .wmv .l-sys{background:#94a3b8;fill:#94a3b8}.wmv .l-wm{background:#6366f1;fill:#6366f1}
+.wmv .l-rec{background:#d946ef;fill:#d946ef}
 .wmv .l-fill{background:#38bdf8;fill:#38bdf8}.wmv .l-pend{background:#f59e0b;fill:#f59e0b}
 .wmv .l-live{background:#10b981;fill:#10b981}.wmv .l-free{background:#f3f4f6;fill:#f3f4f6}
 .wmv .l-res{background:#d1d5db;fill:#d1d5db}
+.wmv svg,.wmv svg *{overflow-wrap:normal}
 .wmv .key{display:flex;flex-wrap:wrap;gap:12px;font-size:12px;color:#374151;margin:4px 0}
 .wmv .key i,.wmv td i{display:inline-block;width:10px;height:10px;border-radius:2px;
  margin-right:4px;vertical-align:-1px}

@@ -2,24 +2,25 @@
 
 Assemble (``wm_langgraph.context.assemble``) builds the input as: one system message (the
 memory's addition and the thread's own system text), the ``[Session History Summary]`` message
-holding the Working Memory, the verbatim fill (its ``[Earlier messages, verbatim]`` marker and
-the newest messages the Working Memory already covers), the messages of the archives not yet
-folded (pending), and the live messages. :func:`split_layers` tells them apart again by what
-they are: the leading system message, the engine's summary message (only the engine starts a
-message with that header: any other is shown quoted), the fill's marker, and by message id —
-the live messages' ids, the pending archives' ids, and what remains (archived, already folded)
-is the fill. Each message is counted with the memory's own counter.
+holding the Working Memory, the recalled messages (the archives' best hits for the user's
+turn), the verbatim fill (its ``[Earlier messages, verbatim]`` marker and the newest messages
+the Working Memory already covers), the messages of the archives not yet folded (pending), and
+the live messages. It records each message's layer where it places it
+(``AssembledContext.all_layers``); :func:`split_layers` takes the layers from there, never from
+a message's text, so a user's message that opens with the summary's header (in a text block, a
+document's title, anywhere) is a live message, as it is. Each message is counted with the
+memory's own counter.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage
 
-from wm_langgraph.context.assemble import FILL_HEADER, SUMMARY_HEADER, Budgets
+from wm_langgraph.context.assemble import LAYERS, Budgets
 from wm_langgraph.display.markup import (
     LAYER_CLASSES,
     Part,
@@ -34,9 +35,6 @@ from wm_langgraph.messages import content_text, safe_str
 
 __all__ = ["LAYERS", "InputEntry", "ModelInputView", "layer_parts", "message_html", "split_layers"]
 
-LAYERS = ("system", "working memory", "verbatim fill", "pending archives", "live messages")
-"""The parts of a model input, in the order assemble puts them."""
-
 _ROLES = {"human": "user", "ai": "ai", "tool": "tool", "system": "system"}
 
 
@@ -49,45 +47,31 @@ class InputEntry:
     tokens: int
 
 
-def _opens_with(message: BaseMessage, header: str) -> bool:
-    return isinstance(message, HumanMessage) and content_text(message.content).startswith(header)
-
-
 def split_layers(
     messages: Sequence[BaseMessage],
+    layers: Sequence[str],
     *,
-    live_ids: Collection[str],
-    pending_ids: Collection[str],
     count: Callable[[BaseMessage], int],
 ) -> list[InputEntry]:
     """Each message of a model input with its layer (:data:`LAYERS`) and its tokens.
 
     Args:
-        messages: The model input, in order.
-        live_ids: Ids of the live (not archived) messages of the state it was built from.
-        pending_ids: Ids of the messages of the archives no Working Memory covers yet.
+        messages: The model input, in order (``AssembledContext.all_messages``).
+        layers: The layer assemble placed each message in (``AssembledContext.all_layers``).
         count: The memory's message counter.
+
+    Raises:
+        ValueError: ``layers`` does not name one known layer per message.
     """
-    out: list[InputEntry] = []
-    for index, message in enumerate(messages):
-        if isinstance(message, SystemMessage):
-            layer = "system"
-        elif _opens_with(message, SUMMARY_HEADER) and all(
-            isinstance(m, SystemMessage) for m in messages[:index]
-        ):
-            layer = "working memory"
-        elif _opens_with(message, FILL_HEADER) and message.id is None:
-            layer = "verbatim fill"
-        elif message.id is not None and message.id in live_ids:
-            layer = "live messages"
-        elif message.id is not None and message.id in pending_ids:
-            layer = "pending archives"
-        elif message.id is None:
-            layer = "live messages"
-        else:
-            layer = "verbatim fill"
-        out.append(InputEntry(layer, message, count(message)))
-    return out
+    if len(layers) != len(messages) or any(layer not in LAYERS for layer in layers):
+        raise ValueError(
+            f"split_layers needs one of {LAYERS} per message: {len(messages)} messages, "
+            f"layers {list(layers)[:8]!r}"
+        )
+    return [
+        InputEntry(layer, message, count(message))
+        for message, layer in zip(messages, layers, strict=True)
+    ]
 
 
 def layer_parts(sizes: dict[str, int], budgets: Budgets) -> list[Part]:
@@ -164,7 +148,7 @@ class ModelInputView:
     @property
     def layers(self) -> dict[str, int]:
         """Tokens per layer (every layer of :data:`LAYERS`, 0 when absent)."""
-        sizes = dict.fromkeys(LAYERS, 0)
+        sizes: dict[str, int] = dict.fromkeys(LAYERS, 0)
         for entry in self.entries:
             sizes[entry.layer] += entry.tokens
         return sizes

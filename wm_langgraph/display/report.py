@@ -8,7 +8,9 @@ it on the turn's path. It shows:
   Memory versions that fold them and the user turns, then every event in time order;
 - the model input of every call split into its layers against the budget (a chart, then a
   table), rebuilt from the checkpoint each call started from (:mod:`.history` says how and what
-  cannot be known);
+  cannot be known), under the settings the thread recorded for that moment
+  (:mod:`wm_langgraph.storage.settings`; where none is recorded the report says so and uses only
+  settings its caller names);
 - the current Working Memory (:class:`~.working_memory.WorkingMemoryView`);
 - every Working Memory version with its diff and guard decisions (:class:`~.commit.CommitView`);
 - every archive with its messages and abstract (:class:`~.archive.ArchiveView`);
@@ -40,6 +42,7 @@ from wm_langgraph.display.archive import ArchiveView, status_badge
 from wm_langgraph.display.chart import CallBar, calls_chart
 from wm_langgraph.display.commit import CommitView
 from wm_langgraph.display.history import CallStart, History, parse_time, read_history
+from wm_langgraph.display.marks import NO_MARKS, VersionRecord, marks_by_version
 from wm_langgraph.display.markup import (
     LAYER_CLASSES,
     badge,
@@ -55,6 +58,7 @@ from wm_langgraph.messages import content_text
 from wm_langgraph.recall.tools import ARCHIVE_EXPAND, ARCHIVE_SEARCH
 from wm_langgraph.state import META_KEY
 from wm_langgraph.storage.archives import LATEST_KEY, ArchiveRecord, ArchiveStore
+from wm_langgraph.storage.settings import SettingsRecord, settings_at
 
 __all__ = [
     "IN_SUBGRAPH",
@@ -66,9 +70,13 @@ __all__ = [
     "ThreadReport",
 ]
 
-Rebuild = Callable[[Sequence[BaseMessage], Mapping[str, Any], datetime | None], AssembledContext]
-"""``rebuild(messages, state, as_of)``: the model input the memory assembles for a call that
-started from ``state`` (its live ``messages``), with the store as it was at ``as_of``."""
+Rebuild = Callable[
+    [Sequence[BaseMessage], Mapping[str, Any], datetime | None, WorkingMemoryConfig],
+    AssembledContext,
+]
+"""``rebuild(messages, state, as_of, settings)``: the model input the memory assembles under
+``settings`` for a call that started from ``state`` (its live ``messages``), with the store as
+it was at ``as_of``."""
 
 SYSTEM_NOTE = (
     "Rebuilt from the checkpoint the call started from, with the memory's own code. The "
@@ -110,6 +118,9 @@ class ReportSource:
         rebuild: Assembles a call's input again (None: no per-call sizes).
         where: Where the thread is kept (shown in the heading), e.g. the database.
         no_calls: Why the turns and the calls are not shown, when there is no checkpointer.
+        settings: The settings records of the thread, oldest first (``storage.settings``).
+        assumed: The settings of the calls no record covers (None: those are not rebuilt).
+        assumed_from: Where ``assumed`` comes from, as the report says it.
     """
 
     thread_id: str
@@ -124,6 +135,9 @@ class ReportSource:
     rebuild: Rebuild | None = None
     where: str = ""
     no_calls: str = NO_CHECKPOINTER
+    settings: Sequence[SettingsRecord] = ()
+    assumed: WorkingMemoryConfig | None = None
+    assumed_from: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +220,20 @@ def _searches(conversation: Sequence[BaseMessage]) -> list[SearchCall]:
     return out
 
 
+def _budget(config: WorkingMemoryConfig) -> str:
+    budgets = compute_budgets(config.tokens, config.reserve_tokens, config.archive_memory_tokens)
+    fill = "" if config.verbatim_fill else ", no verbatim fill"
+    return (
+        f"budget {config.tokens:,} tokens, usable {budgets.usable:,}, reply reserve "
+        f"{budgets.reserved:,}, Working Memory share {budgets.archive:,}{fill}"
+    )
+
+
+def _decisions(info: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    raw = info.get("decisions")
+    return [d for d in raw if isinstance(d, Mapping)] if isinstance(raw, list) else []
+
+
 def _when(value: datetime | None) -> str:
     return value.astimezone(UTC).strftime("%H:%M:%S") if value else ""
 
@@ -215,8 +243,14 @@ class ThreadReport:
 
     Attributes:
         thread_id: The thread.
-        config: The memory's settings the report reads the budgets from.
-        budgets: The budgets of every model input.
+        config: The settings the thread ran with last, as it recorded them (else the
+            assumed ones, else the memory's): the heading's budgets and the limits shown.
+        budgets: The budgets of ``config``.
+        settings: The thread's settings records, oldest first: each call is rebuilt with the
+            one in force when it started.
+        settings_known: The thread recorded its settings.
+        unknown_settings: Calls not rebuilt because no record covers them and no settings
+            were assumed (counted once :attr:`calls` is read).
         working_memory: The current Working Memory.
         commits: Every Working Memory version on the thread's timeline, oldest first.
         archives: Every archive of the timeline, in order.
@@ -232,19 +266,31 @@ class ThreadReport:
         """Read what ``source`` names (the per-call inputs are rebuilt on first use)."""
         self._source = source
         self.thread_id = source.thread_id
-        self.config = source.config
+        self.settings: list[SettingsRecord] = list(source.settings)
+        newest = self.settings[-1].config() if self.settings else None
+        self.settings_known = newest is not None
+        self.config = newest or source.assumed or source.config
         self.budgets: Budgets = compute_budgets(
-            source.config.tokens, source.config.reserve_tokens, source.config.archive_memory_tokens
+            self.config.tokens, self.config.reserve_tokens, self.config.archive_memory_tokens
         )
+        self.unknown_settings = 0
         self._records = list(source.archives)
         timeline = [r.id for r in self._records]
         store = ArchiveStore(source.store)
         self._versions = _versions(store, source.key, timeline)
         moved = dict(store.moved_items(source.key, [v.key for v in self._versions]))
+        marks = marks_by_version(
+            [
+                VersionRecord(v.text, _decisions(v.info), len(moved.get(v.key, [])))
+                for v in self._versions
+            ]
+        )
         self.commits: list[CommitView] = []
         before: str = ""
         covered: tuple[str, ...] = ()
-        for number_, version in enumerate(self._versions, start=1):
+        for number_, (version, vouched) in enumerate(
+            zip(self._versions, marks, strict=True), start=1
+        ):
             self.commits.append(
                 CommitView(
                     number=number_,
@@ -258,17 +304,19 @@ class ThreadReport:
                         for i in moved.get(version.key, [])
                     ),
                     created_at=version.created_at,
+                    marks=vouched,
                 )
             )
             before, covered = version.text, version.covers
         current = self._versions[-1] if self._versions else None
         self.working_memory: WorkingMemoryView = working_memory_view(
             current.text if current else "",
-            config=source.config,
+            config=self.config,
             count=source.count_text,
             covers=current.covers if current else (),
             code_items=current.info.get("code_items") if current else None,
             title="Working Memory now",
+            marks=marks[-1] if marks else NO_MARKS,
         )
         self.archives: list[ArchiveView] = [ArchiveView(r) for r in self._records]
         self.searches: list[SearchCall] = _searches(source.conversation)
@@ -290,53 +338,47 @@ class ThreadReport:
             return []
         out: list[ModelInputView] = []
         for start in history.calls:
+            record = settings_at(self.settings, start.at)
+            settings = record.config() if record is not None else None
+            note = ""
+            if settings is None:
+                settings = self._source.assumed
+                if settings is None:
+                    self.unknown_settings += 1
+                    continue
+                note = f"Settings not recorded for this call: rebuilt with {self._assumed()}."
             try:
-                out.append(self._call(start, rebuild))
+                out.append(self._call(start, rebuild, settings, note))
             except Exception as exc:  # a report shows what it can
                 self.unreadable += 1
                 logger.info("wm_langgraph: call %d not rebuilt: %s", start.number, exc)
         return out
 
-    def _call(self, start: CallStart, rebuild: Rebuild) -> ModelInputView:
+    def _call(
+        self, start: CallStart, rebuild: Rebuild, settings: WorkingMemoryConfig, note: str
+    ) -> ModelInputView:
         messages = list(start.state.get("messages") or [])
         meta = start.state.get(META_KEY)
         # Inside a run a state without the meta reads as an empty one (no archive yet).
         meta = dict(meta) if isinstance(meta, Mapping) else {"archives": []}
-        context = rebuild(messages, {**start.state, META_KEY: meta}, start.at)
-        timeline = [str(a) for a in meta.get("archives") or []]
-        covered = self._covered_at(timeline, start.at)
-        pending_ids = {
-            str(m.id)
-            for r in self._records
-            if r.id in timeline and r.id not in covered
-            for m in r.messages
-            if m.id
-        }
+        context = rebuild(messages, {**start.state, META_KEY: meta}, start.at, settings)
         entries = split_layers(
-            context.all_messages,
-            live_ids={str(m.id) for m in messages if m.id},
-            pending_ids=pending_ids,
-            count=self._source.count_message,
+            context.all_messages, context.all_layers, count=self._source.count_message
         )
         return ModelInputView(
             entries=tuple(entries),
             budgets=context.budgets,
-            token_budget=self.config.tokens,
+            token_budget=settings.tokens,
             label=f"call {start.number} · turn {start.turn}",
-            note=SYSTEM_NOTE,
+            note=f"{note} {SYSTEM_NOTE}" if note else SYSTEM_NOTE,
             turn=start.turn,
         )
 
-    def _covered_at(self, timeline: Sequence[str], at: datetime | None) -> set[str]:
-        """The archives the Working Memory version current at ``at`` covers."""
-        best: tuple[str, ...] = ()
-        for version in self._versions:
-            written = parse_time(version.created_at)
-            if at is not None and written is not None and written > at:
-                continue
-            if list(version.covers) == list(timeline[: len(version.covers)]):
-                best = version.covers if len(version.covers) > len(best) else best
-        return set(best)
+    def _assumed(self) -> str:
+        assumed = self._source.assumed
+        if assumed is None:
+            return "nothing"
+        return f"{self._source.assumed_from or 'settings given to the report'} ({_budget(assumed)})"
 
     # -- output --------------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -366,10 +408,7 @@ class ThreadReport:
         where = f" · {text(source.where, 300)}" if source.where else ""
         head = (
             f"<h1>Thread {text(self.thread_id, 300)}</h1>"
-            f'<p class="sub">What the Working Memory did{where} · budget '
-            f"{number(self.config.tokens)} tokens, usable {number(self.budgets.usable)}, "
-            f"reply reserve {number(self.budgets.reserved)}, Working Memory share "
-            f"{number(self.budgets.archive)}</p>"
+            f'<p class="sub">What the Working Memory did{where}</p>{self._settings_note()}'
         )
         return (
             head
@@ -381,6 +420,29 @@ class ThreadReport:
             + self._commits_section()
             + self._archives_section()
             + self._searches_section()
+        )
+
+    def _settings_note(self) -> str:
+        """What the thread ran with, from its records, or that they are unknown."""
+        if self.settings_known:
+            changes = len(self.settings) - 1
+            more = (
+                f" Its settings changed {changes} time(s): each call is rebuilt with the ones it "
+                "ran with."
+                if changes
+                else ""
+            )
+            return f'<p class="sub">Ran with (recorded): {text(_budget(self.config))}.{more}</p>'
+        if self._source.assumed is None:
+            rebuilt = (
+                "The model calls are not rebuilt: pass the agent's settings (wm-langgraph report "
+                "--budget …, or memory.report from the memory it ran with)."
+            )
+        else:
+            rebuilt = f"The calls are rebuilt with {self._assumed()}, an assumption."
+        return (
+            '<p class="sub"><b>The settings this thread ran with are not recorded</b> (it ran '
+            f"before wm_langgraph recorded them). {text(rebuilt)}</p>"
         )
 
     def _cards(self) -> str:
@@ -531,7 +593,7 @@ class ThreadReport:
         if history is None or self._source.rebuild is None:
             return head + f'<p class="muted">{text(self._source.no_calls)}</p>'
         calls = self.calls
-        bars = [CallBar(c.label, c.layers) for c in calls]
+        bars = [CallBar(c.label, c.layers, c.budgets.usable) for c in calls]
         chart = calls_chart(bars, usable=self.budgets.usable, budget=self.config.tokens)
         key = (
             '<div class="key">'
@@ -544,13 +606,15 @@ class ThreadReport:
             + "</td>"
             + "".join(f'<td class="n">{number(c.layers[n])}</td>' for n in LAYERS)
             + f'<td class="n"><b>{number(c.tokens)}</b></td>'
-            + f'<td class="n">{c.tokens / max(1, self.budgets.usable):.0%}</td></tr>'
+            + f'<td class="n">{number(c.budgets.usable)}</td>'
+            + f'<td class="n">{c.tokens / max(1, c.budgets.usable):.0%}</td></tr>'
             for c in calls
         )
         table = (
             "<table><tr><th>call</th>"
             + "".join(f'<th class="n">{text(n)}</th>' for n in LAYERS)
-            + f'<th class="n">total</th><th class="n">of usable</th></tr>{rows}</table>'
+            + '<th class="n">total</th><th class="n">usable</th><th class="n">of usable</th>'
+            + f"</tr>{rows}</table>"
         )
         missing = (
             f'<p class="note">{history.not_rebuilt} answer(s) could not be rebuilt: the '
@@ -558,6 +622,11 @@ class ThreadReport:
             if history.not_rebuilt
             else ""
         )
+        if self.unknown_settings:
+            missing += (
+                f'<p class="note">{self.unknown_settings} call(s) are not rebuilt: the settings '
+                "they ran with are not recorded.</p>"
+            )
         if self.unreadable:
             missing += (
                 f'<p class="note">{self.unreadable} call(s) could not be assembled again from '

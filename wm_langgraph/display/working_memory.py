@@ -1,16 +1,18 @@
 """The Working Memory as a picture: its seven sections, their sizes against the thresholds, and
 what in it was not the writer's own doing.
 
-An item carries a badge when the memory's code put it there or changed it:
+An item carries a badge when the memory's code put it there or changed it, as its records say
+(:mod:`.marks`: a mark typed by a user or written by the writer gets none):
 
 - ``restored``: the Key Facts guard brought back a fact the writer's rewrite lost
   (:data:`~wm_langgraph.document.guards.RESTORED_MARKER`);
 - ``dropped, restored``: the Open Issues guard brought back an issue an update dropped
   silently (:data:`~wm_langgraph.document.guards.DROPPED_MARKER`);
 - ``added by code``: the capture check or a trail added it (the version's ``code_items``);
-- ``moved out``: the size contract's marker of items moved out of the document
-  (``archive_search`` finds them);
-- ``new``, ``resolved``, ``superseded``: the writer's and the guards' tags, shown as badges.
+- ``moved out``: the size contract's marker of items moved out of the document, when the store
+  holds the items it moved (``archive_search`` finds them);
+- ``superseded``: the merge retired a Key Facts bullet into Errors & Corrections;
+- ``new``, ``resolved``: the writer's tags, shown as badges.
 
 Each section's size is set against the limits from which the writer is reminded to
 consolidate (:func:`section_limits`), and the whole document against its size contract (the
@@ -26,14 +28,10 @@ from dataclasses import dataclass, field
 
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.context.assemble import compute_budgets
+from wm_langgraph.display.marks import NO_MARKS, Marks
 from wm_langgraph.display.markup import Part, badge, fragment, meter, number, stacked_bar, text
 from wm_langgraph.document.compaction import MOVED_MARKER_RE
-from wm_langgraph.document.guards import (
-    DROPPED_MARKER,
-    RESTORED_MARKER,
-    SUPERSEDED_PREFIX,
-    is_resolved,
-)
+from wm_langgraph.document.guards import DROPPED_MARKER, is_resolved
 from wm_langgraph.document.protocol import APPEND_ONLY_SECTIONS, BULLET_THRESHOLD, TOKEN_THRESHOLD
 from wm_langgraph.document.sections import (
     SECTIONS,
@@ -67,23 +65,25 @@ def section_limits(config: WorkingMemoryConfig) -> tuple[int, int]:
     return limits.bullets, limits.tokens
 
 
-def item_badges(item: str, *, section: str, code_items: Sequence[str] = ()) -> list[str]:
-    """The badges of one item (markup): what code or a guard did to it (module docstring)."""
+def item_badges(
+    item: str, *, section: str, code_items: Sequence[str] = (), marks: Marks = NO_MARKS
+) -> list[str]:
+    """The badges of one item (markup): what code or a guard did to it, as the records say
+    (``marks``: :mod:`.marks`; without them no guard badge is given), and the writer's tags."""
     found: list[str] = []
-    if DROPPED_MARKER in item:
-        found.append(badge("dropped by the writer, restored by a guard", "restored"))
-    elif RESTORED_MARKER in item:
-        found.append(badge("restored by a guard", "restored"))
     key = item_key(item)
+    if key in marks.restored:
+        label = "dropped by the writer, restored by a guard"
+        found.append(badge(label if DROPPED_MARKER in item else "restored by a guard", "restored"))
     if key and any(item_key(c) == key for c in code_items):
         found.append(badge("added by code", "code"))
-    if MOVED_MARKER_RE.search(item):
-        found.append(badge("items moved out", "moved"))
+    if marks.moved and MOVED_MARKER_RE.search(item):
+        found.append(badge(f"{marks.moved:,} item(s) moved out, recorded", "moved"))
     if _NEW_RE.match(item):
         found.append(badge("new", "new"))
     if section == "Open Issues" and is_resolved(item):
         found.append(badge("resolved", "resolved"))
-    if item.strip().casefold().startswith(SUPERSEDED_PREFIX):
+    if key in marks.superseded:
         found.append(badge("superseded", "resolved"))
     return found
 
@@ -113,6 +113,7 @@ class WorkingMemoryView:
         ceiling: The most the stored document may count.
         share: The Working Memory's guaranteed share of the model input.
         title: What this is (``Working Memory after archive_004``).
+        marks: What the memory's records vouch for (:mod:`.marks`).
     """
 
     text: str
@@ -126,6 +127,7 @@ class WorkingMemoryView:
     ceiling: int = 0
     share: int = 0
     title: str = "Working Memory"
+    marks: Marks = NO_MARKS
 
     def __repr__(self) -> str:
         """``<WorkingMemoryView: 1,234 tokens, 17 items, covers 4 archives>``."""
@@ -181,8 +183,10 @@ class WorkingMemoryView:
 
     def _section(self, section: SectionView) -> str:
         code = self.code_items.get(section.name, ())
+        marks = self.marks
         items = "".join(
-            f"<li>{text(item)} {' '.join(item_badges(item, section=section.name, code_items=code))}"
+            f"<li>{text(item)} "
+            f"{' '.join(item_badges(item, section=section.name, code_items=code, marks=marks))}"
             "</li>"
             for item in section.items
         )
@@ -212,6 +216,7 @@ def working_memory_view(
     covers: Sequence[str] = (),
     code_items: Mapping[str, Sequence[str]] | None = None,
     title: str = "Working Memory",
+    marks: Marks = NO_MARKS,
 ) -> WorkingMemoryView:
     """The picture of ``document`` under ``config``'s limits.
 
@@ -222,6 +227,7 @@ def working_memory_view(
         covers: The archives the document folds.
         code_items: Section -> items code added (a version's ``code_items``).
         title: The heading.
+        marks: What the records vouch for (:mod:`.marks`); none: no guard badge.
     """
     bodies = parse_working_memory(document) if is_working_memory(document) else {}
     sections = tuple(
@@ -248,4 +254,5 @@ def working_memory_view(
         ceiling=contract.ceiling,
         share=budgets.archive,
         title=title,
+        marks=marks,
     )

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from wm_langgraph.document.text.entry import reveal_hidden
+
 __all__ = [
     "DOCUMENT_TITLE",
     "SECTIONS",
@@ -119,7 +121,8 @@ def neutralise_body(body: str) -> str:
     out: list[str] = []
     # Strip first: stripping after the check would turn " ## X" (or "\f## X") on the first
     # line into a real header.
-    for line in body.replace("\r\n", "\n").replace("\r", "\n").strip().split("\n"):
+    # Nothing hidden stands in the document unseen, whoever wrote it (document.text.entry).
+    for line in reveal_hidden(body.replace("\r\n", "\n").replace("\r", "\n")).strip().split("\n"):
         if _HEADER_LIKE_RE.match(line) or line.strip() == DOCUMENT_TITLE:
             out.append(("### " + line.strip().lstrip("#").strip()).rstrip())
         else:

@@ -75,6 +75,7 @@ from wm_langgraph.document.text import (
     paths_listed,
     restates,
 )
+from wm_langgraph.document.text.entry import entry_text
 from wm_langgraph.document.text.match import join_texts, terms_in_texts
 from wm_langgraph.document.text.provenance import reads_as_instruction
 from wm_langgraph.document.text.session_paths import pasted_lines
@@ -291,7 +292,7 @@ def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
     ran = " ".join(own_run_outputs(messages).split()).casefold()
     pairs = [
         (role, without_relayed_lines(text, relayed) if role == "assistant" else text)
-        for role, text in ((_role(m), content_text(m.content)) for m in messages)
+        for role, text in ((_role(m), entry_text(content_text(m.content))) for m in messages)
     ]
     units: list[Unit] = extract_units(pairs)
     named = {m.casefold() for _, text in pairs for m in _MID_SENTENCE_CAPS_RE.findall(text)}
