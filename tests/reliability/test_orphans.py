@@ -6,8 +6,8 @@ and possibly a WM version over it. Then:
 
 - config-only reads never show an archive whose messages are live: with the checkpointer known
   (a hook ran, or ``WorkingMemory(checkpointer=...)``) they read the checkpoint's own timeline;
-  a process that knows nothing but the store reads nothing of the thread (it cannot tell a
-  deleted thread from a live one, behaviour §6.8);
+  a process that knows nothing but the store finds the checkpoints kept beside a SQLite store
+  and reads the same timeline (behaviour §6.8);
 - the next commit adopts the orphan (it holds exactly the next messages to archive, after the
   same archive), so after a restart and two turns every record of the thread is on its
   timeline: nothing is left behind in the store, nothing is archived twice.
@@ -51,19 +51,18 @@ def _live_and_timeline(graph: Any, config: Any) -> tuple[set[str], list[str]]:
 
 def assert_reads_show_no_live_archive(store: Any, checkpointer: Any, graph: Any, cfg: Any) -> None:
     live, timeline = _live_and_timeline(graph, cfg)
-    # a process that knows only the store: nothing of a thread that runs under a checkpointer
+    # a process that knows only the store reads the checkpoints kept beside it in the same
+    # SQLite file (storage/beside.py); a process that was told the checkpointer reads them
+    # directly: both exact, neither shows an archive whose messages are live
     fresh = WorkingMemory(MarkerModel().model, config=BASE, store=store)
-    assert fresh.list_archives(cfg) == []
-    assert fresh.get_working_memory(cfg) == ""
-    # a process that was told the checkpointer: exact
     known = WorkingMemory(MarkerModel().model, config=BASE, store=store, checkpointer=checkpointer)
-    assert [r.id for r in known.list_archives(cfg)] == timeline
-    for record in known.list_archives(cfg):
-        shown = {str(m.id) for m in record.messages}
-        assert not shown & live, f"{record.id} is listed but its messages are live"
     current = ArchiveStore(store).current_wm(str(cfg["configurable"]["thread_id"]), timeline)
-    assert known.get_working_memory(cfg) == (current.text if current else "")
     for wm in (fresh, known):
+        assert [r.id for r in wm.list_archives(cfg)] == timeline
+        for record in wm.list_archives(cfg):
+            shown = {str(m.id) for m in record.messages}
+            assert not shown & live, f"{record.id} is listed but its messages are live"
+        assert wm.get_working_memory(cfg) == (current.text if current else "")
         wm.close()
 
 
