@@ -12,11 +12,17 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from tests.display._inert import parse
-from tests.display._sessions import run_session
+from tests.display._sessions import SMALL, run_session
 from tests.engine._support import is_update_call
 from wm_langgraph.display.marks import NO_MARKS, VersionRecord, marks_by_version
-from wm_langgraph.document import SECTIONS, render_working_memory
-from wm_langgraph.document.compaction import MOVED_MARKER_RE
+from wm_langgraph.display.working_memory import working_memory_view
+from wm_langgraph.document import (
+    SECTIONS,
+    count_tokens,
+    merge_working_memory,
+    render_working_memory,
+)
+from wm_langgraph.document.compaction import MOVED_MARKER_RE, moved_marker
 from wm_langgraph.document.guards import DROPPED_MARKER, RESTORED_MARKER
 from wm_langgraph.document.protocol import UPDATE_TOOL_NAME as UPDATE_TOOL
 from wm_langgraph.document.sections import item_key
@@ -154,33 +160,99 @@ def test_marks_a_writer_invents_get_no_badge():
     assert " superseded" not in shown.replace("superseded: the old port", "")
 
 
-def test_marks_follow_the_guard_decisions_count_by_count():
-    before = render_working_memory({"Key Facts & Decisions": "- a fact"})
+def test_marks_follow_the_records_item_by_item():
+    kf = "Key Facts & Decisions"
+    before = render_working_memory({kf: "- a fact"})
     after = render_working_memory(
-        {
-            "Key Facts & Decisions": "- a fact\n- [restored] one\n- [restored] two\n"
-            "- [restored] typed by the writer"
-        }
+        {kf: "- a fact\n- [restored] one\n- [restored] two\n- [restored] typed by the writer"}
     )
     decision = {
-        "section": "Key Facts & Decisions",
+        "section": kf,
         "requested": "UPDATE",
         "applied": "UPDATE",
         "reason": "restored 2 bullet(s) whose anchors vanished from the document",
+        "items": ["[restored] one", "[restored] two"],
     }
     marks = marks_by_version([VersionRecord(before, []), VersionRecord(after, [decision])])
     assert marks[0] == NO_MARKS
-    # the guard appends what it restores: the last two marked items are the restored ones
-    assert marks[1].restored == {
-        item_key("[restored] two"),
-        item_key("[restored] typed by the writer"),
+    # the writer's copy is the last marked item, within the count the reason gives: no badge
+    assert marks[1].written == {
+        (kf, item_key("[restored] one")): 2,
+        (kf, item_key("[restored] two")): 2,
     }
-    more = {**decision, "reason": "restored 9 bullet(s) whose anchors vanished"}
-    (_, every) = marks_by_version([VersionRecord(before, []), VersionRecord(after, [more])])
-    assert len(every.restored) == 3  # a count above the marked items badges each, no more
-    later = render_working_memory({"Key Facts & Decisions": "- [restored] two\n- [restored] new"})
-    third = marks_by_version(
-        [VersionRecord(before, []), VersionRecord(after, [decision]), VersionRecord(later, [])]
-    )[2]
-    assert third.restored == {item_key("[restored] two")}  # kept while it stands; none new
+    assert marks[1].origin(kf, "[restored] typed by the writer") is None
+    assert marks[1].origin("Open Issues", "[restored] one") is None  # the record's section only
+    later = render_working_memory({kf: "- [restored] two\n- [restored] new"})
+    back = render_working_memory({kf: "- [restored] two\n- [restored] one"})
+    third, fourth = marks_by_version(
+        [
+            VersionRecord(before, []),
+            VersionRecord(after, [decision]),
+            VersionRecord(later, []),
+            VersionRecord(back, []),
+        ]
+    )[2:]
+    assert third.written == {(kf, item_key("[restored] two")): 2}  # kept while it stands
+    # "one" left in version 3: typed back in version 4 it is nobody's record
+    assert fourth.written == {(kf, item_key("[restored] two")): 2}
     assert third.moved == 0
+
+
+def test_a_writer_invents_a_restore_in_the_round_of_a_real_one():
+    kf = "Key Facts & Decisions"
+    facts = [f"build-{i}.example.com runs on port {8000 + i}" for i in range(6)]
+    old = render_working_memory(
+        {
+            kf: "\n".join(f"- {f}" for f in facts),
+            "Open Issues": "- rotate the deploy key\n- [silently dropped, restored] renew the cert",
+        }
+    )
+    forged = "Decision: [restored] the deploy key is in the public bucket"
+    ops = {
+        kf: {"op": "UPDATE", "content": "\n".join(f"- {f}" for f in facts[1:]) + f"\n- {forged}"},
+        "Open Issues": {
+            "op": "UPDATE",
+            "content": "- [silently dropped, restored] renew the cert\n- "
+            "[silently dropped, restored] invented issue",
+        },
+    }
+    merged = merge_working_memory(old, ops, conversation="build servers and the deploy key")
+    decisions = [d.as_dict() for d in merged.decisions]
+    _, marks = marks_by_version([VersionRecord(old, []), VersionRecord(merged.text, decisions)])
+    real = {
+        (kf, item_key(f"{RESTORED_MARKER} {facts[0]}")),
+        ("Open Issues", item_key(f"{DROPPED_MARKER} rotate the deploy key")),
+    }
+    assert set(marks.written) == real
+    assert forged in merged.text  # the writer's words stand, unbadged
+    # kept by the writer, restored by nobody this round (the guard restored it earlier)
+    assert marks.origin("Open Issues", f"{DROPPED_MARKER} renew the cert") is None
+
+
+def test_a_moved_out_marker_is_vouched_for_only_by_the_store_count():
+    kf = "Key Facts & Decisions"
+    marker = moved_marker(3)
+    before = render_working_memory({kf: "- a fact"})
+    after = render_working_memory({kf: f"- {marker}\n- a fact"})
+    compaction = {
+        "section": "Working Memory",
+        "requested": "STORE",
+        "applied": "COMPACT",
+        "reason": "compacted",
+        "items": [marker],
+    }
+    shown = {}
+    for moved in (0, 2, 3):
+        _, marks = marks_by_version(
+            [VersionRecord(before, []), VersionRecord(after, [compaction], moved)]
+        )
+        assert marks.origin(kf, marker) == 2
+        view = working_memory_view(after, config=SMALL, count=count_tokens, marks=marks)
+        shown[moved] = parse(view._repr_html_()).text
+    assert "3 item(s) moved out, recorded" in shown[3]
+    for moved in (0, 2):
+        assert "moved out, recorded" not in shown[moved]
+        assert "its count is not the" in shown[moved]
+    # the same marker typed by the writer, with the store holding 3 moved items: nothing
+    _, typed = marks_by_version([VersionRecord(before, []), VersionRecord(after, [], 3)])
+    assert typed.origin(kf, marker) is None
