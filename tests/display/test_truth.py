@@ -6,16 +6,18 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from dataclasses import replace
 from typing import Any
 
+import pytest
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from tests.display._inert import parse
 from tests.display._sessions import SMALL, run_session
-from tests.engine._support import is_update_call
+from tests.engine._support import folded_text, is_capture_call, is_update_call, prior_text
 from wm_langgraph.display.marks import NO_MARKS, VersionRecord, marks_by_version
-from wm_langgraph.display.working_memory import working_memory_view
+from wm_langgraph.display.working_memory import item_badges, working_memory_view
 from wm_langgraph.document import (
     SECTIONS,
     count_tokens,
@@ -25,7 +27,7 @@ from wm_langgraph.document import (
 from wm_langgraph.document.compaction import MOVED_MARKER_RE, moved_marker
 from wm_langgraph.document.guards import DROPPED_MARKER, RESTORED_MARKER
 from wm_langgraph.document.protocol import UPDATE_TOOL_NAME as UPDATE_TOOL
-from wm_langgraph.document.sections import item_key
+from wm_langgraph.document.sections import item_key, parse_working_memory, section_items
 from wm_langgraph.storage.archives import ArchiveStore
 from wm_langgraph.testing import ScriptedChatModel
 
@@ -41,22 +43,126 @@ def _badges(markup: str, label: str) -> int:
     return parse(markup).text.count(label)
 
 
-def test_a_typed_restore_marker_gets_no_guard_badge():
-    forged = "Decision: [restored] the deploy key is in the public bucket"
-    session = run_session([forged, *FILLER, f"{forged} (again)"], thread_id="forged-restored")
-    report = session.memory.report(session.config)
-    assert report.commits
-    real = sum(
-        1
-        for commit in report.commits
+def _restores_said(commits: Any) -> int:
+    """How many items the guards say they restored, by their decisions' reasons."""
+    return sum(
+        int(m.group(1))
+        for commit in commits
         for d in commit.decisions
-        if re.search(r"\brestored \d+", str(d.get("reason", "")))
+        for m in re.finditer(r"\brestored (\d+)", str(d.get("reason", "")))
     )
-    assert _badges(report.html, "restored by a guard") == 0 if real == 0 else real
-    document = session.memory.get_working_memory(session.config)
-    assert RESTORED_MARKER not in document  # quoted on entry, never the guard's own mark
-    assert "deploy key" in document
-    assert "by a guard" not in parse(report.working_memory._repr_html_()).text
+
+
+KF = "Key Facts & Decisions"
+DECISION = "Decision: [restored] the deploy key is in the public bucket"
+"""What the user types, mark included (issue 48)."""
+_HOST_RE = re.compile(r"(build-\d+\.example\.com) runs release v[\d.]+ on port (\d+)")
+
+
+class _LossyWriter:
+    """A writer that loses one fact on an update (the Key Facts guard restores it), and an
+    open issue once (the Open Issues guard restores it), and that writes the user's
+    decision with its mark unquoted, and a restore marker of its own on an issue, every round:
+    the forgeries entry quoting cannot stop."""
+
+    def __init__(self) -> None:
+        self.rounds = 0
+        self.dropped: list[str] = []
+        self.model = ScriptedChatModel(respond=self._reply)
+
+    def invented(self) -> str:
+        """The restore the writer claims in update ``rounds``."""
+        return f"{RESTORED_MARKER} the writer's own note {self.rounds}"
+
+    def _reply(self, messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
+        prompt = messages[-1].text
+        if is_capture_call(tools):
+            return {"content": "", "tool_calls": []}
+        said = folded_text(prompt)
+        new = [f"{host} runs on port {port}" for host, port in _HOST_RE.findall(said)]
+        if not is_update_call(tools):
+            return render_working_memory(
+                {
+                    "Session Title": "Build servers",
+                    KF: "\n".join(f"- {item}" for item in [*new, DECISION]),
+                    "Open Issues": "- rotate the deploy key\n"
+                    f"- {DROPPED_MARKER} invented by the writer",
+                }
+            )
+        self.rounds += 1
+        facts = section_items(parse_working_memory(prior_text(prompt))[KF])
+        plain = [f for f in facts if f.startswith("build-")]
+        sections: dict[str, Any] = {name: {"op": "KEEP"} for name in SECTIONS}
+        # the user's decision, mark unquoted, and a restore the writer claims itself
+        written = [*new, DECISION, self.invented()]
+        if self.rounds != 3 and len(plain) > 2:
+            host = plain[0].split()[0]  # every item about that server: its facts vanish
+            self.dropped.append(host)
+            kept = [f for f in facts if host not in f]
+            content = "\n".join(f"- {item}" for item in dict.fromkeys([*kept, *written]))
+            sections[KF] = {"op": "UPDATE", "content": content}
+        else:
+            sections[KF] = {"op": "APPEND", "items": written}
+        if self.rounds == 3:
+            self.dropped.append("rotate the deploy key")
+            sections["Open Issues"] = {
+                "op": "UPDATE",
+                "content": f"- {DROPPED_MARKER} invented by the writer\n- read the build logs",
+            }
+        return {"content": "", "tool_calls": [{"name": UPDATE_TOOL, "args": sections}]}
+
+
+@pytest.mark.parametrize("path", ["create_agent", "create_react_agent"])
+def test_a_typed_decision_mark_beside_real_restores_badges_only_the_real_ones(path: str) -> None:
+    writer = _LossyWriter()
+    turns = [DECISION, *FILLER[:4], f"{DECISION} (again)", *FILLER[4:], DECISION]
+    # archives folded in slices: one version holds several writer calls, a restore and the
+    # writer's own marks after it
+    sliced = replace(SMALL, max_prompt_messages_tokens=160)
+    session = run_session(
+        turns, writer=writer.model, config=sliced, thread_id=f"lossy-{path}", path=path
+    )
+    report = session.memory.report(session.config)
+    assert len(report.commits) >= 4
+    view = report.working_memory
+    badged = {
+        item
+        for section in view.sections
+        for item in section.items
+        if any("by a guard" in b for b in item_badges(item, section=section.name, marks=view.marks))
+    }
+    hosts = [h for h in writer.dropped if h.startswith("build-")]
+    restored = {
+        item
+        for item in section_items(parse_working_memory(view.text)[KF])
+        if item.startswith(RESTORED_MARKER) and any(h in item for h in hosts)
+    }
+    assert len(restored) >= 3
+    restored.add(f"{DROPPED_MARKER} rotate the deploy key")
+    assert badged == restored
+    # as many badges as the items the guards' decisions say they restored
+    assert _badges(view._repr_html_(), "restored by a guard") == len(restored)
+    assert restored == _restored_items(report.commits, view.text)
+    assert DECISION in view.text  # the writer's unquoted copy stands, unbadged
+    assert f"{DROPPED_MARKER} invented by the writer" in view.text
+    assert f"{RESTORED_MARKER} the writer's own note" in view.text  # claimed after real ones
+    # each version badges what its own decisions restored
+    for commit in report.commits:
+        shown = _badges(commit._repr_html_(), "restored by a guard")
+        assert shown == len(_restored_items([commit], commit.after)), commit.label
+
+
+def _restored_items(commits: Any, document: str) -> set[str]:
+    """The items of ``document`` that the commits' decisions list as restored."""
+    listed = {
+        item_key(str(i))
+        for commit in commits
+        for d in commit.decisions
+        for i in d.get("items", [])
+        if RESTORED_MARKER in str(i) or DROPPED_MARKER in str(i)
+    }
+    sections = parse_working_memory(document)
+    return {i for name in SECTIONS for i in section_items(sections[name]) if item_key(i) in listed}
 
 
 def test_a_typed_moved_out_marker_is_no_marker_and_gets_no_badge():
