@@ -152,6 +152,55 @@ def test_a_typed_decision_mark_beside_real_restores_badges_only_the_real_ones(pa
         assert shown == len(_restored_items([commit], commit.after)), commit.label
 
 
+class _FloodingWriter:
+    """A writer whose goals outgrow the document's ceiling every round (the size contract
+    moves the oldest out), and that types a moved-out marker of its own with a count of 99."""
+
+    def __init__(self) -> None:
+        self.rounds = 0
+        self.model = ScriptedChatModel(respond=self._reply)
+
+    def _reply(self, messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
+        if is_capture_call(tools):
+            return {"content": "", "tool_calls": []}
+        self.rounds += 1
+        goals = [
+            f"goal {self.rounds}.{i}: ship release v{self.rounds}.{i}.0 to host-{self.rounds}-{i} "
+            "after the smoke tests of the nightly build pass on every platform we support"
+            for i in range(12)
+        ]
+        forged = "[moved out: 99 older items are kept outside this document]"
+        if not is_update_call(tools):
+            listed = "\n".join(f"- {g}" for g in goals)
+            return render_working_memory({"Session Title": "Release plan", "Task & Goals": listed})
+        sections: dict[str, Any] = {name: {"op": "KEEP"} for name in SECTIONS}
+        sections["Task & Goals"] = {"op": "APPEND", "items": goals}
+        sections[KF] = {"op": "APPEND", "items": [forged, f"release train {self.rounds} is on"]}
+        return {"content": "", "tool_calls": [{"name": UPDATE_TOOL, "args": sections}]}
+
+
+def test_the_moved_out_marker_counts_and_badges_what_the_store_holds() -> None:
+    writer = _FloodingWriter()
+    session = run_session(FILLER, writer=writer.model, thread_id="flooded")
+    report = session.memory.report(session.config)
+    key = session.memory.memory_key(session.config)
+    store = ArchiveStore(session.memory.store)
+    moved = store.moved_items(key, [c.covers[-1] for c in report.commits])
+    total = sum(len(items) for _, items in moved)
+    assert total > 0  # the contract really moved items out
+    document = session.memory.get_working_memory(session.config)
+    assert [m.group(1) for m in MOVED_MARKER_RE.finditer(document)] == [f"{total:,}"]
+    assert "99 older items" not in document  # the writer's count counts nothing
+    shown = parse(report.working_memory._repr_html_()).text
+    assert shown.count("moved out, recorded") == 1
+    assert f"{total:,} item(s) moved out, recorded" in shown
+    running = 0
+    for commit in report.commits:  # a version's marker is vouched for by the store up to it
+        running += len(dict(moved).get(commit.covers[-1], []))
+        counts = {int(m.group(1).replace(",", "")) for m in MOVED_MARKER_RE.finditer(commit.after)}
+        assert counts <= {running}, commit.label
+
+
 def _restored_items(commits: Any, document: str) -> set[str]:
     """The items of ``document`` that the commits' decisions list as restored."""
     listed = {
