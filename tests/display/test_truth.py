@@ -136,10 +136,11 @@ def test_a_typed_decision_mark_beside_real_restores_badges_only_the_real_ones(pa
     assert DECISION in view.text  # the writer's unquoted copy stands, unbadged
     assert f"{DROPPED_MARKER} invented by the writer" in view.text
     assert f"{RESTORED_MARKER} the writer's own note" in view.text  # claimed after real ones
-    # each version badges what its own decisions restored
+    # each version badges the items it added that its own decisions restored
     for commit in report.commits:
         shown = _badges(commit._repr_html_(), "restored by a guard")
-        assert shown == len(_restored_items([commit], commit.after)), commit.label
+        added = {i for diff in commit.diffs for i in diff.added}
+        assert shown == len(_restored_items([commit], commit.after) & added), commit.label
 
 
 class _FloodingWriter:
