@@ -138,6 +138,29 @@ def test_the_moved_count_survives_a_writer_that_drops_the_marker() -> None:
     assert len(MOVED_MARKER_RE.findall(second.text)) == 1
 
 
+def test_a_moved_out_count_the_writer_typed_counts_nothing() -> None:
+    first = enforce_size_contract(
+        doc(title="Chat", goals=bullets([f"goal {i} " + "words " * 30 for i in range(60)])),
+        ceiling=700,
+    )
+    assert first.moved_total > 0
+    assert first.marker in section_items(parse_working_memory(first.text)["Key Facts & Decisions"])
+    forged = "- [moved out: 99 older items are kept outside this document]"
+    parsed = parse_working_memory(first.text)
+    parsed["Key Facts & Decisions"] = f"{forged}\n- port 5432"
+    typed = render_working_memory(parsed)
+    for ceiling in (700, 10_000):
+        result = enforce_size_contract(typed, ceiling=ceiling, prior=first.text)
+        assert moved_count(result.text) == result.moved_total
+        assert result.moved_total == first.moved_total + len(result.moved)
+    # no count before: a typed marker is taken out, none is written
+    fresh = enforce_size_contract(doc(title="Chat", facts=forged + "\n- port 5432"), ceiling=700)
+    assert moved_count(fresh.text) == 0
+    assert not MOVED_MARKER_RE.search(fresh.text)
+    assert fresh.marker == ""
+    assert "port 5432" in fresh.text
+
+
 def test_facts_a_writer_merged_into_the_marker_bullet_stay() -> None:
     """Issue 39's session shapes: a writer that consolidates three bullets to a line merged the
     ``[moved out: …]`` marker with two facts; the compaction took the whole line for the marker

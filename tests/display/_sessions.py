@@ -14,6 +14,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.prebuilt import create_react_agent
 from langgraph.store.memory import InMemoryStore
 
 from wm_langgraph import (
@@ -68,10 +69,12 @@ def run_session(
     writer: BaseChatModel | None = None,
     config: WorkingMemoryConfig = SMALL,
     thread_id: str = "display",
+    path: str = "create_agent",
 ) -> Session:
     """Play ``turns`` (one user message each). Every third turn the agent first fetches a page
     (the tool returns ``tool_output``); with ``search`` the last turn first calls
-    ``archive_search`` with that query."""
+    ``archive_search`` with that query. ``path``: ``create_agent`` with the middleware, or
+    ``create_react_agent`` with the memory's hooks."""
     text_of_tool = tool_output
 
     @tool
@@ -100,15 +103,30 @@ def run_session(
 
     model = ScriptedChatModel(respond=reply)
     store = InMemoryStore()
-    middleware = WorkingMemoryMiddleware(
-        writer or OfflineWorkingMemoryModel(), config=config, store=store
-    )
     checkpointer = InMemorySaver()
-    agent = create_agent(
-        model, [fetch], middleware=[middleware], checkpointer=checkpointer, store=store
-    )
+    writer = writer or OfflineWorkingMemoryModel()
+    agent: Any
+    if path == "create_agent":
+        middleware = WorkingMemoryMiddleware(writer, config=config, store=store)
+        memory = middleware.memory
+        agent = create_agent(
+            model, [fetch], middleware=[middleware], checkpointer=checkpointer, store=store
+        )
+    elif path == "create_react_agent":
+        memory = WorkingMemory(writer, config=config, store=store)
+        agent = create_react_agent(
+            model,
+            [fetch],
+            pre_model_hook=memory.pre_model_hook,
+            post_model_hook=memory.post_model_hook,
+            checkpointer=checkpointer,
+            store=store,
+            version="v2",
+        )
+    else:
+        raise ValueError(f"unknown integration path {path!r}")
     run: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     for text in turns:
         agent.invoke({"messages": [{"role": "user", "content": text}]}, run)
-    middleware.memory.wait(run)
-    return Session(middleware.memory, run, checkpointer, model, agent)
+    memory.wait(run)
+    return Session(memory, run, checkpointer, model, agent)

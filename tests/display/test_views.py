@@ -72,13 +72,14 @@ def test_an_input_over_usable_says_so():
 
 def test_the_working_memory_marks_what_code_and_the_guards_put_there():
     items, _ = section_limits(WorkingMemoryConfig())
+    marker = "[moved out: 12 older items, archive_search finds them]"
     document = render_working_memory(
         {
             "Session Title": "Payments",
             "Key Facts & Decisions": "\n".join(
                 [
                     "- [restored] the API runs on port 8443",
-                    "- [moved out: 12 older items, archive_search finds them]",
+                    f"- {marker}",
                     *(f"- fact {i}" for i in range(items + 1)),
                 ]
             ),
@@ -100,13 +101,12 @@ def test_the_working_memory_marks_what_code_and_the_guards_put_there():
         covers=["archive_001", "archive_002"],
         code_items={"Open Issues": ["wire the metrics"]},
         marks=Marks(
-            restored=frozenset(
-                {
-                    item_key("[restored] the API runs on port 8443"),
-                    item_key("[silently dropped, restored] rotate the key"),
-                }
-            ),
-            superseded=frozenset({item_key("superseded: port 8080 (now 8443)")}),
+            written={
+                ("Key Facts & Decisions", item_key("[restored] the API runs on port 8443")): 2,
+                ("Key Facts & Decisions", item_key(marker)): 2,
+                ("Open Issues", item_key("[silently dropped, restored] rotate the key")): 1,
+                ("Errors & Corrections", item_key("superseded: port 8080 (now 8443)")): 2,
+            },
             moved=12,
         ),
     )
@@ -118,8 +118,8 @@ def test_the_working_memory_marks_what_code_and_the_guards_put_there():
     parsed = assert_inert(html)
     text = parsed.text
     for badge in (
-        "restored by a guard",
-        "dropped by the writer, restored by a guard",
+        "restored by a guard in version 2",
+        "dropped by the writer, restored by a guard in version 1",
         "added by code",
         "moved out, recorded",
         "resolved",
@@ -159,11 +159,13 @@ def test_a_commit_shows_the_diff_the_decisions_and_the_fates():
             "branch": "update",
             "decisions": [
                 {"section": "Key Facts & Decisions", "requested": "UPDATE", "applied": "UPDATE",
-                 "reason": "restored 1 bullet(s) whose anchors vanished from the document"},
+                 "reason": "restored 1 bullet(s) whose anchors vanished from the document",
+                 "items": ["[restored] old fact"]},
                 {"section": "Open Issues", "requested": "UPDATE", "applied": "KEEP",
-                 "reason": "restored 1 silently dropped item"},
+                 "reason": "restored 1 silently dropped item",
+                 "items": ["[silently dropped, restored] rotate the key"]},
                 {"section": "Working Memory", "requested": "STORE", "applied": "COMPACT",
-                 "reason": "compacted 900 -> 700 tokens"},
+                 "reason": "compacted 900 -> 700 tokens", "items": []},
             ],
             "capture": [
                 {"kind": "fact", "text": "port 8443", "section": "Key Facts & Decisions",
@@ -188,8 +190,14 @@ def test_a_commit_shows_the_diff_the_decisions_and_the_fates():
     assert "UPDATE → KEEP" in text
     assert "restored 1 silently dropped item" in text
     assert "moved out: archive_search finds it" in text
-    assert "dropped by the writer, restored by a guard" in text
+    assert "dropped by the writer, restored by a guard in version 2" in text
     assert "restored by a guard" in text.replace("dropped by the writer, restored by a guard", "")
+    # the same version stored before the records: its marks' origin is not known, not guessed
+    unrecorded = [{k: v for k, v in d.items() if k != "items"} for d in commit.decisions]
+    (_, unknown) = marks_by_version([VersionRecord(before, []), VersionRecord(after, unrecorded)])
+    shown = parse(replace(commit, marks=unknown)._repr_html_()).text
+    assert "by a guard" not in shown
+    assert shown.count("origin of this mark not recorded") == 2
     assert "whole document" in text
     assert "compacted 900 -> 700 tokens" in text
     assert text.index("written by the writer") < text.index("dismissed by the writer")

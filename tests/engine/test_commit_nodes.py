@@ -423,6 +423,48 @@ def test_save_splits_a_batch_that_failed_deterministically():
     assert deps.archives.current_wm(THREAD, ["archive_001", "archive_002"]) is None
 
 
+def test_a_late_fold_keeps_the_records_of_the_version_it_replaces():
+    """A late fold stores its version under the key of the version it builds on: what that
+    version's guards wrote and what it moved out stay on record (the display's badges and
+    archive_search read them)."""
+    deps = _deps()
+    _deferred_thread(deps)
+    restored = {
+        "section": FACTS,
+        "requested": "UPDATE",
+        "applied": "UPDATE",
+        "reason": "restored 1 bullet(s)",
+        "items": ["[restored] FACT-000 noted"],
+    }
+    earlier = {"section": "Key Facts & Decisions", "text": "FACT-old noted"}
+    base = deps.archives.current_wm(THREAD, ["archive_001"])
+    assert base is not None
+    deps.archives.put_wm(THREAD, ["archive_001"], base.text, {**base.info, "decisions": [restored]})
+    deps.archives.put_moved(THREAD, "archive_001", [earlier], ["archive_001"])
+    started = Prepare(deps)(
+        {
+            "thread_id": THREAD,
+            "timeline": ["archive_001"],
+            "writer_works": True,
+            "job_started": time.time(),
+        }
+    )
+    assert started["late"] is True
+    assert started["plan"].base_decisions == [restored]
+    mine = {"section": FACTS, "requested": "APPEND", "applied": "APPEND", "reason": "", "items": []}
+    later = {"section": "Task & Goals", "text": "goal moved now"}
+    merge = MergeRecord(decisions=[mine], moved=[later])
+    state = _round(**{**started, "text": base.text, "merge": merge})
+    assert Save(deps)(state)["outcome"] == "done"
+    current = deps.archives.current_wm(THREAD, ["archive_001"])
+    assert current is not None
+    assert current.info["decisions"] == [restored, mine]
+    ((_, moved),) = deps.archives.moved_items(THREAD, ["archive_001"])
+    assert moved == [earlier, later]
+    (record,) = deps.archives.get_archives(THREAD, ["archive_001"])
+    assert record.metadata["decisions"] == [mine]  # the archive's own round only
+
+
 def test_save_defers_a_single_archive_that_failed_deterministically():
     deps = _deps()
     _pending_pair(deps)

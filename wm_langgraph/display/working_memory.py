@@ -12,7 +12,11 @@ An item carries a badge when the memory's code put it there or changed it, as it
 - ``moved out``: the size contract's marker of items moved out of the document, when the store
   holds the items it moved (``archive_search`` finds them);
 - ``superseded``: the merge retired a Key Facts bullet into Errors & Corrections;
+- ``written by a guard``: another item a guard wrote (the consolidation sentinel);
+- ``origin of this mark not recorded``: a mark's text in a version stored before the records;
 - ``new``, ``resolved``: the writer's tags, shown as badges.
+
+A guard's badge names the version that wrote the item (an item keeps it while it stands).
 
 Each section's size is set against the limits from which the writer is reminded to
 consolidate (:func:`section_limits`), and the whole document against its size contract (the
@@ -31,7 +35,12 @@ from wm_langgraph.context.assemble import compute_budgets
 from wm_langgraph.display.marks import NO_MARKS, Marks
 from wm_langgraph.display.markup import Part, badge, fragment, meter, number, stacked_bar, text
 from wm_langgraph.document.compaction import MOVED_MARKER_RE
-from wm_langgraph.document.guards import DROPPED_MARKER, is_resolved
+from wm_langgraph.document.guards import (
+    DROPPED_MARKER,
+    RESTORED_MARKER,
+    SUPERSEDED_PREFIX,
+    is_resolved,
+)
 from wm_langgraph.document.protocol import APPEND_ONLY_SECTIONS, BULLET_THRESHOLD, TOKEN_THRESHOLD
 from wm_langgraph.document.sections import (
     SECTIONS,
@@ -72,20 +81,40 @@ def item_badges(
     (``marks``: :mod:`.marks`; without them no guard badge is given), and the writer's tags."""
     found: list[str] = []
     key = item_key(item)
-    if key in marks.restored:
-        label = "dropped by the writer, restored by a guard"
-        found.append(badge(label if DROPPED_MARKER in item else "restored by a guard", "restored"))
+    origin = marks.origin(section, item)
+    if origin is not None:
+        found.append(_written_badge(item, origin, marks.moved))
+    elif marks.unknown(section, item):
+        found.append(badge("origin of this mark not recorded", "moved"))
     if key and any(item_key(c) == key for c in code_items):
         found.append(badge("added by code", "code"))
-    if marks.moved and MOVED_MARKER_RE.search(item):
-        found.append(badge(f"{marks.moved:,} item(s) moved out, recorded", "moved"))
     if _NEW_RE.match(item):
         found.append(badge("new", "new"))
     if section == "Open Issues" and is_resolved(item):
         found.append(badge("resolved", "resolved"))
-    if key in marks.superseded:
-        found.append(badge("superseded", "resolved"))
     return found
+
+
+def _written_badge(item: str, version: int, moved: int) -> str:
+    """The badge of an item the memory wrote in ``version`` (its records say so)."""
+    where = f"in version {version}"
+    marker = MOVED_MARKER_RE.search(item)
+    if marker is not None:
+        said = int(marker.group(1).replace(",", ""))
+        if moved and said == moved:
+            return badge(f"{moved:,} item(s) moved out, recorded", "moved")
+        return badge(
+            f"moved-out marker written {where}; its count is not the {moved:,} moved item(s) "
+            "the store holds",
+            "guard",
+        )
+    if DROPPED_MARKER in item:
+        return badge(f"dropped by the writer, restored by a guard {where}", "restored")
+    if RESTORED_MARKER in item:
+        return badge(f"restored by a guard {where}", "restored")
+    if item.strip().casefold().startswith(SUPERSEDED_PREFIX):
+        return badge(f"superseded, recorded {where}", "resolved")
+    return badge(f"written by a guard {where}", "guard")
 
 
 @dataclass(frozen=True, slots=True)

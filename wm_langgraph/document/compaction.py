@@ -21,8 +21,10 @@ ceiling the merge result is compacted in code, in this order, each step only whi
    Session Title stays (a title
    alone over the ceiling is shortened, its full text moved out). A marker bullet
    at the top of Key Facts & Decisions counts everything moved out so far
-   (``[moved out: N older items …]``); the count is read back from the previous document, so a
-   writer that drops the marker cannot reset it.
+   (``[moved out: N older items …]``); the count is read back from the previous document (the
+   stored one, whose marker this code wrote), so a writer that drops the marker cannot reset
+   it — and never from the new one, so a marker the writer typed or changed counts nothing:
+   it is taken out, and the marker is written anew with the recorded count (or not at all).
 
 Nothing is lost silently: steps 1-2 keep every clause's text (a repeated clause stays where it
 first stood), step 3 returns what it moved. No item is shortened in place (SPEC §11: never cut
@@ -68,6 +70,7 @@ __all__ = [
     "SizeContract",
     "enforce_size_contract",
     "moved_count",
+    "moved_marker",
     "size_contract",
 ]
 
@@ -486,6 +489,18 @@ class Compaction:
     tokens_before: int
     tokens: int
 
+    @property
+    def marker(self) -> str:
+        """The moved-out marker item this compaction wrote, as written (``""``: none)."""
+        if not self.steps or not self.moved_total:
+            return ""
+        return moved_marker(self.moved_total)
+
+
+def moved_marker(total: int) -> str:
+    """The moved-out marker item (without its bullet) for ``total`` items moved out."""
+    return _marker(total)[2:]
+
 
 def moved_count(document: str) -> int:
     """The count of the ``[moved out: N older items …]`` marker in ``document`` (0 without)."""
@@ -509,7 +524,8 @@ def enforce_size_contract(
     Args:
         document: The seven-section document the merge produced.
         ceiling: The hard limit (:attr:`SizeContract.ceiling`).
-        prior: The document the merge started from; its moved-out count carries forward.
+        prior: The stored document the merge started from; its moved-out count carries
+            forward (a count in ``document`` is the writer's and counts nothing).
         counter: Text -> tokens.
         item_tokens: The item bound (``SizeContract.limits.item_tokens``): the merge step
             never makes an item longer than it. ``None``: no bound.
@@ -519,7 +535,7 @@ def enforce_size_contract(
         moved out.
     """
     before = counter(document)
-    earlier = max(moved_count(prior), moved_count(document))
+    earlier = moved_count(prior)
     has_marker = MOVED_MARKER_RE.search(document) is not None
     if before <= ceiling and not earlier and not has_marker:
         return Compaction(document, (), 0, (), before, before)

@@ -14,7 +14,10 @@ Every section gets a :class:`GuardDecision`. ``requested`` is the op name asked 
 * any other op string, upper-cased (for example ``DELETE``) - an unknown op.
 
 All of these apply KEEP. ``reason`` is ``""`` exactly when the requested op was applied as
-asked.
+asked. ``items`` lists what the merge itself wrote into the section, as written: the items a
+guard restored (``[restored] …``, ``[silently dropped, restored] …``), the ``superseded: …``
+records of retired Key Facts, the consolidation sentinel. The same words written by the writer
+(or typed by a user) are in no decision's ``items``: a display badges only what is listed.
 """
 
 from __future__ import annotations
@@ -65,20 +68,24 @@ _BULLET_RE = re.compile(r"^(?:[-*+•]|\d{1,3}[.)])[ \t]+")
 
 @dataclass(frozen=True, slots=True)
 class GuardDecision:
-    """What happened to one section's op: asked for ``requested``, applied ``applied``."""
+    """What happened to one section's op: asked for ``requested``, applied ``applied``;
+    ``items``: what the merge wrote into the section itself, as written (module docstring)."""
 
     section: str
     requested: str
     applied: str
     reason: str = ""
+    items: tuple[str, ...] = ()
 
-    def as_dict(self) -> dict[str, str]:
-        """JSON-plain form for logs, store metadata and tracing."""
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-plain form for logs, store metadata and tracing (``items`` always present: a
+        decision stored without it predates the record, and its marks have no known origin)."""
         return {
             "section": self.section,
             "requested": self.requested,
             "applied": self.applied,
             "reason": self.reason,
+            "items": list(self.items),
         }
 
 
@@ -210,7 +217,9 @@ def _apply(
     applied = outcome.op
     reasons = [r for r in (problem, outcome.reason) if r]
     if applied.kind == "UPDATE":
-        return applied.content.strip(), GuardDecision(name, requested, "UPDATE", "; ".join(reasons))
+        body = applied.content.strip()
+        written = _written(outcome.written, section_items(body))
+        return body, GuardDecision(name, requested, "UPDATE", "; ".join(reasons), written)
     if applied.kind == "APPEND":
         fresh = new_items(old_body, applied.items)
         skipped = len(applied.items) - len(fresh)
@@ -221,8 +230,17 @@ def _apply(
                 reasons.append("no items to append")
             return old_body, GuardDecision(name, requested, "KEEP", "; ".join(reasons))
         body = _join(old_body, "\n".join(f"- {item}" for item in fresh))
-        return body, GuardDecision(name, requested, "APPEND", "; ".join(reasons))
+        written = _written(outcome.written, fresh)
+        return body, GuardDecision(name, requested, "APPEND", "; ".join(reasons), written)
     return old_body, GuardDecision(name, requested, "KEEP", "; ".join(reasons))
+
+
+def _written(claimed: Sequence[str], items: Sequence[str]) -> tuple[str, ...]:
+    """The items a guard wrote (``claimed``) as the section holds them (``items``), once each:
+    what did not reach the section (an item already there) is not recorded."""
+    wanted = {item_key(i) for i in claimed}
+    out = [item for item in items if item_key(item) in wanted]
+    return tuple(dict.fromkeys(out))
 
 
 def merge_working_memory(
@@ -382,8 +400,10 @@ def _restore_key_facts(
         limits=limits,
     )
     notes: list[str] = []
+    written: tuple[str, ...] = decision.items
     if settled.restored:
         new_sections[_KEY_FACTS] = settled.body
+        written = (*written, *settled.restored)
         notes.append(
             f"restored {len(settled.restored)} bullet(s) whose anchors vanished from the document"
         )
@@ -403,9 +423,12 @@ def _restore_key_facts(
             errors.requested,
             "UPDATE" if errors.applied == "UPDATE" else "APPEND",
             f"{errors.reason}; {note}" if errors.reason else note,
+            (*errors.items, *recorded),
         )
     if not notes:
         return
     note = "; ".join(notes)
     reason = f"{decision.reason}; {note}" if decision.reason else note
-    decisions[index] = GuardDecision(decision.section, decision.requested, "UPDATE", reason)
+    decisions[index] = GuardDecision(
+        decision.section, decision.requested, "UPDATE", reason, written
+    )

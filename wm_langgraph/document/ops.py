@@ -25,10 +25,17 @@ class SectionOp:
 
 @dataclass(frozen=True, slots=True)
 class GuardOutcome:
-    """The op a guard lets through and why ("" when the requested op passes unchanged)."""
+    """The op a guard lets through and why ("" when the requested op passes unchanged).
+
+    ``written`` names the items of ``op`` that the guard wrote itself, as it wrote them (a
+    restored item, the consolidation sentinel): the merge records those that reach the
+    document in the section's decision, so that a display can tell the guard's marks from the
+    same words written by anyone else.
+    """
 
     op: SectionOp
     reason: str = ""
+    written: tuple[str, ...] = ()
 
 
 KEEP = SectionOp("KEEP")

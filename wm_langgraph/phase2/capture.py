@@ -62,7 +62,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
@@ -259,7 +259,7 @@ class CaptureResult:
 
     text: str
     fates: list[Fate] = field(default_factory=list)
-    decisions: list[dict[str, str]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
     asked: int = 0
     code_items: dict[str, list[str]] = field(default_factory=dict)
     artifact_trail: list[str] = field(default_factory=list)
@@ -490,7 +490,7 @@ def _append(
     section: str,
     items: Sequence[str],
     guards: bool,
-    decisions: list[dict[str, str]],
+    decisions: list[dict[str, Any]],
     *,
     limits: SectionLimits = SEED_LIMITS,
 ) -> str:
@@ -520,7 +520,7 @@ class _Check:
     chat: bool = False
     sections: dict[str, str] = field(init=False)
     fates: dict[int, Fate] = field(default_factory=dict)
-    decisions: list[dict[str, str]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.sections = parse_working_memory(self.text)

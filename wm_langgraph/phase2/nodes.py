@@ -182,6 +182,12 @@ def _held_code_items(
     return out
 
 
+def _decisions_of(current: WorkingMemoryVersion | None) -> list[dict[str, Any]]:
+    """The guard decisions ``current`` recorded (its ``decisions`` info)."""
+    raw = current.info.get("decisions") if current is not None else None
+    return [dict(d) for d in raw if isinstance(d, dict)] if isinstance(raw, list) else []
+
+
 def _dismissed_of(current: WorkingMemoryVersion | None) -> list[str]:
     """The dismissal keys ``current`` keeps (its ``dismissed`` info; absent: none)."""
     raw = current.info.get("dismissed") if current is not None else None
@@ -312,6 +318,7 @@ class Prepare:
             deferred=_deferred_of(current),
             code_items=_code_items_of(current),
             dismissed=_dismissed_of(current),
+            base_decisions=_decisions_of(current) if late else [],
             overhead_tokens=overhead,
             max_tokens=deps.limits.max_tokens(cfg.writer_max_tokens),
             deadline=inputs.deadline,
@@ -781,10 +788,12 @@ class Save:
         archives, thread_id, batch = self._deps.archives, state["thread_id"], state["batch"]
         plan, merge, text, late = state["plan"], state["merge"], state["text"], state["late"]
         covers = list(plan.covers) if late else [*plan.covers, *batch]
+        decisions = [*merge.earlier_decisions, *merge.decisions]
         info = {
             "branch": state["step"].branch,
             "fallback": state["reply"].fallback,
-            "decisions": [*merge.earlier_decisions, *merge.decisions],
+            # a late fold's version takes its base version's place: both rounds' decisions
+            "decisions": [*plan.base_decisions, *decisions],
             "artifact_trail": [*merge.earlier_trail, *merge.artifact_trail],
             "artifact_sources": dict(merge.trail_sources),
             "error_trail": merge.error_trail,
@@ -813,7 +822,7 @@ class Save:
             batch,
             status="done",
             overview=text,
-            metadata={**info, "error": None, "deferred": False},
+            metadata={**info, "decisions": decisions, "error": None, "deferred": False},
             each={
                 archive_id: {"abstract": abstract, "metadata": {"abstract_by": "writer"}}
                 for archive_id, abstract in abstracts.items()

@@ -30,12 +30,16 @@ def contract_for(config: WorkingMemoryConfig) -> SizeContract:
 
 def fit_to_contract(
     text: str, prior: str, config: WorkingMemoryConfig, counter: TokenCounter
-) -> tuple[str, list[dict[str, str]], dict[str, str] | None]:
+) -> tuple[str, list[dict[str, str]], dict[str, Any] | None]:
     """Compact a merge result to the ceiling.
+
+    ``prior`` is the document the round started from; its moved-out count carries forward
+    when it is a seven-section document (a legacy summary's text counts nothing).
 
     Returns:
         The text to store, the items moved out of it (JSON-plain, oldest first), and a
-        decision dict for the guard log (``None`` when nothing changed).
+        decision dict for the guard log (``None`` when nothing changed), whose ``items`` hold
+        the moved-out marker when this compaction wrote it (in Key Facts & Decisions).
     """
     if not is_working_memory(text):
         return text, [], None
@@ -44,7 +48,7 @@ def fit_to_contract(
     result = enforce_size_contract(
         text,
         ceiling=ceiling,
-        prior=prior,
+        prior=prior if is_working_memory(prior) else "",
         counter=counter,
         item_tokens=contract.limits.item_tokens,
     )
@@ -65,5 +69,6 @@ def fit_to_contract(
         "requested": "STORE",
         "applied": "COMPACT",
         "reason": reason,
+        "items": [result.marker] if result.marker else [],
     }
     return result.text, moved, decision

@@ -65,6 +65,8 @@ class RoundPlan:
             check's candidates (``phase2.capture``; checked once, on the last slice).
         dismissed: Keys of the statements the writer dismissed in earlier rounds (the base
             WM version's ``dismissed``; ``phase2.capture.dismissal_key``), oldest first.
+        base_decisions: The base WM version's guard decisions: a late fold stores its version
+            in that version's place, and keeps them (what its guards wrote stays on record).
     """
 
     base_prior: str = ""
@@ -78,6 +80,7 @@ class RoundPlan:
     code_items: dict[str, list[str]] = field(default_factory=dict)
     units: list[Candidate] = field(default_factory=list)
     dismissed: list[str] = field(default_factory=list)
+    base_decisions: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,11 +137,11 @@ class MergeRecord:
         abstracts: Archive id -> the abstracts the guards accepted for it, one per slice.
     """
 
-    decisions: list[dict[str, str]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
     artifact_trail: list[str] = field(default_factory=list)
     error_trail: list[str] = field(default_factory=list)
     moved: list[dict[str, str]] = field(default_factory=list)
-    earlier_decisions: list[dict[str, str]] = field(default_factory=list)
+    earlier_decisions: list[dict[str, Any]] = field(default_factory=list)
     earlier_trail: list[str] = field(default_factory=list)
     capture: list[dict[str, str]] = field(default_factory=list)
     captured_items: dict[str, list[str]] = field(default_factory=dict)

@@ -797,15 +797,22 @@ class ArchiveStore:
     def put_moved(
         self, thread_id: str, key: str, items: Sequence[Mapping[str, str]], covers: Sequence[str]
     ) -> None:
-        """Store the items the WM version ``key`` moved out of its document (size contract)."""
+        """Store the items the WM version ``key`` moved out of its document (size contract).
+
+        Items already recorded under ``key`` stay: a late fold stores its version in the
+        place of the version it builds on, and what that one moved out is kept (an item
+        recorded twice, a round run again after a crash, is kept once)."""
+        store, ns = self._io(thread_id), self.namespace(thread_id, "moved")
+        old = store.get(ns, key)
+        kept = [i for i in (old.value.get("items") or []) if isinstance(i, Mapping)] if old else []
+        rows = [(str(i.get("section", "")), str(i.get("text", ""))) for i in kept]
+        rows += [(str(i["section"]), str(i["text"])) for i in items]
         value = {
-            "items": [{"section": str(i["section"]), "text": str(i["text"])} for i in items],
+            "items": [{"section": s, "text": t} for s, t in dict.fromkeys(rows)],
             "covers": list(covers),
             "created_at": now_iso(),
         }
-        self._io(thread_id).put(
-            self.namespace(thread_id, "moved"), key, value, index=False, ttl=None
-        )
+        store.put(ns, key, value, index=False, ttl=None)
 
     def moved_items(
         self, thread_id: str, keys: Sequence[str]

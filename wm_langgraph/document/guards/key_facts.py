@@ -714,6 +714,7 @@ def guard_key_facts(
         return GuardOutcome(
             SectionOp("APPEND", items=(CONSOLIDATION_SENTINEL,)),
             "Key Facts in emergency size: APPEND refused, consolidation sentinel appended",
+            (CONSOLIDATION_SENTINEL,),
         )
     if is_oversized(old_body, counter, limits):
         fresh = new_items(old_body, op.items)

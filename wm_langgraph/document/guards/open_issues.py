@@ -36,6 +36,7 @@ __all__ = [
     "DROPPED_MARKER",
     "guard_open_issues",
     "is_resolved",
+    "restore_marked",
     "restore_open_issues",
     "speaks_of",
 ]
@@ -152,6 +153,15 @@ def _unresolve_unspoken(old_body: str, content: str, conversation: str) -> tuple
 def restore_open_issues(
     old_body: str, content: str, errors: str = "", conversation: str | None = None
 ) -> tuple[str, str]:
+    """Apply the Open Issues rule to an UPDATE's ``content``: ``(content, reason)`` of
+    :func:`restore_marked`."""
+    content, reason, _ = restore_marked(old_body, content, errors, conversation)
+    return content, reason
+
+
+def restore_marked(
+    old_body: str, content: str, errors: str = "", conversation: str | None = None
+) -> tuple[str, str, list[str]]:
     """Apply the Open Issues rule to an UPDATE's ``content``.
 
     Args:
@@ -162,8 +172,8 @@ def restore_open_issues(
             unless they speak of it (None: the tag is taken as written).
 
     Returns:
-        The content to apply (dropped unresolved items restored, marked once) and the reason
-        (``""`` when the UPDATE passes unchanged).
+        The content to apply (dropped unresolved items restored, marked once), the reason
+        (``""`` when the UPDATE passes unchanged) and the restored items as written.
     """
     content, forged = _strip_forged_markers(old_body, content)
     unresolved = 0
@@ -193,7 +203,7 @@ def restore_open_issues(
         lines = "\n".join(f"- {item}" for item in restored)
         content = f"{content.rstrip()}\n{lines}" if content.strip() else lines
         notes.insert(0, f"restored {_count(len(restored), 'silently dropped item')}")
-    return content, "; ".join(notes)
+    return content, "; ".join(notes), restored
 
 
 def guard_open_issues(
@@ -211,7 +221,7 @@ def guard_open_issues(
     """
     if op.kind != "UPDATE":
         return GuardOutcome(op)
-    content, reason = restore_open_issues(old_body, op.content, errors, conversation)
+    content, reason, restored = restore_marked(old_body, op.content, errors, conversation)
     if content == op.content:
         return GuardOutcome(op, reason)
-    return GuardOutcome(SectionOp("UPDATE", content=content), reason)
+    return GuardOutcome(SectionOp("UPDATE", content=content), reason, tuple(restored))
