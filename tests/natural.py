@@ -56,7 +56,9 @@ DEVELOPMENT = _load("natural_sessions.json")
 HELD_OUT = _load("natural_sessions_heldout.json")
 SESSIONS: dict[str, dict[str, Any]] = {**DEVELOPMENT, **HELD_OUT}
 
-_RECORD_RE = re.compile(r"^(?:\[[^\]\n]{0,40}\]\s*)*(?:User correction|Superseded|用户纠正|已被更正)[:：]")
+_RECORD_RE = re.compile(
+    r"^(?:\[[^\]\n]{0,40}\]\s*)*(?:User correction|Superseded|用户纠正|已被更正)[:：]"
+)
 """A correction record in Errors & Corrections: the corrected fact stands as the current value
 in its own section (one statement, two roles), not a duplicate."""
 
@@ -106,7 +108,11 @@ def duplicates(document: str, session: Mapping[str, Any] | None = None) -> list[
         key = statement_key(item)
         if len(key) <= 20:
             continue
-        out += [f"{section}: {item} (inside {o})" for s, o in plain if s != section and key in o.casefold()]
+        out += [
+            f"{section}: {item} (inside {o})"
+            for s, o in plain
+            if s != section and key in o.casefold()
+        ]
     return out
 
 
@@ -139,9 +145,7 @@ def missing_facts(document: str, session: Mapping[str, Any]) -> list[str]:
 def cut_identifiers(document: str, session: Mapping[str, Any]) -> list[str]:
     """Identifiers not whole in the document, and words cut with "…"."""
     out = [token for token in session["identifiers"] if token not in document]
-    said = " ".join(
-        e.get("user", "") + " " + e.get("assistant", "") for e in session["messages"]
-    )
+    said = " ".join(e.get("user", "") + " " + e.get("assistant", "") for e in session["messages"])
     for cut in re.findall(r"(\S+)…", document):
         whole = [w for w in said.split() if w.startswith(cut) and w != cut]
         out += [f"{cut}… cuts {whole[0]}"] if whole else []

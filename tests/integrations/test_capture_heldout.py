@@ -111,7 +111,7 @@ def _agent(session: Mapping[str, Any]) -> tuple[ScriptedChatModel, list[BaseTool
 
 
 def _tool(name: str, fields: list[str], outputs: list[str]) -> BaseTool:
-    schema = create_model(f"{name}_args", **{f: (str, ...) for f in fields})  # type: ignore[call-overload]
+    schema = create_model(f"{name}_args", **dict.fromkeys(fields, (str, ...)))  # type: ignore[call-overload]
 
     def run(**_: str) -> str:
         return outputs.pop(0) if len(outputs) > 1 else outputs[0]

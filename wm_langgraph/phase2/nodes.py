@@ -638,6 +638,7 @@ class GuardMerge:
             guards=cfg.guards,
             dismissed=plan.dismissed,
             limits=limits,
+            prior=prior,
         )
         text, missing, errors = capture.text, capture.artifact_trail, capture.error_trail
         sources = {path: piece.sources.get(path, "") for path in missing}

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from wm_langgraph.document.text import extract_paths
+from wm_langgraph.document.text.settle import SETTLING_RE
 from wm_langgraph.document.text.shorten import shorten
 from wm_langgraph.document.text.units import (
     CHAT_KINDS,
@@ -22,6 +23,8 @@ from wm_langgraph.document.text.units import (
     echoes,
     extract_units,
     is_chat,
+    is_correction,
+    is_personal_fact,
     shorten_whole,
     statement_key,
     without_ack,
@@ -250,7 +253,7 @@ def _goal_of(text: str) -> str:
 
 
 def _is_correction(text: str) -> bool:
-    return bool(_CORRECTION_RE.search(first_sentence(text)))
+    return bool(_CORRECTION_RE.search(first_sentence(text))) or is_correction(text)
 
 
 def _fact_sentences(turn: Turn, language: Language) -> list[str]:
@@ -263,14 +266,26 @@ def _fact_sentences(turn: Turn, language: Language) -> list[str]:
         if turn.role == "assistant":
             firm = _ASSISTANT_FACT_RE.search(sentence) or _NUMBER_FACT_RE.search(sentence)
         else:
-            firm = _FACT_RE.search(sentence) or _NUMBER_FACT_RE.search(sentence)
+            firm = (
+                _FACT_RE.search(sentence)
+                or _NUMBER_FACT_RE.search(sentence)
+                or is_personal_fact(sentence)  # "My blood type is O negative"
+            )
         if firm or corrected_value:
             facts.append(shorten_whole(sentence, max_words=40))  # once, without a speaker label
     return facts
 
 
+_FAILING_RE = re.compile(r"[\w./-]+::[\w\[\]./-]+|\b\w+(?:Error|Exception)\b")
+"""What failed, named short: a test id (``tests/test_x.py::test_y``) or an exception class."""
+
+
 def _failure_item(what: str, summary: str, action: str, language: Language) -> str:
-    """An Open Issues line for a failure that no later step fixed."""
+    """An Open Issues line for a failure that no later step fixed. It names the failure
+    short (a test id, an exception class): Errors & Corrections quotes the whole error, and
+    one thing is written once."""
+    named = _FAILING_RE.search(summary)
+    summary = named.group(0) if named else shorten(summary, max_words=8, max_cjk=20)
     if language == "zh":
         return (
             f"让 {what} 通过（{summary}）"
@@ -481,7 +496,9 @@ def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> F
                 if path in acted and (worth_listing(path) or path in notes):
                     note(notes, path, "mentioned", "")
             collect_open(turns, index, open_candidates)
-            found.resolution_texts.extend(s for s in sentences(turn.text) if RESOLVED_RE.search(s))
+            found.resolution_texts.extend(
+                s for s in sentences(turn.text) if RESOLVED_RE.search(s) or SETTLING_RE.search(s)
+            )
         if turn.role == "assistant" and turn.text.strip():
             found.latest_reply = first_sentence(turn.text)
         if turn.role == "user" and _is_correction(turn.text):
