@@ -340,10 +340,13 @@ def _plain_anchors(text: str) -> frozenset[str]:
     return frozenset(extract_anchors(text, include_markers=False, include_phrases=False))
 
 
-def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
+def unit_candidates(messages: Iterable[BaseMessage], *, known: str = "") -> list[Candidate]:
     """The salient units of the user's and the assistant's messages (tool output is data and
     gives none; the trails cover what tools report), never one that reads as an instruction;
-    an assistant's line that only relays a tool result's line is tool output too."""
+    an assistant's line that only relays a tool result's line is tool output too. A word
+    capitalised only because it opens the sentence is no anchor, unless the folded messages or
+    the document the round starts from (``known``) write it capitalised mid-sentence: a name
+    said in an earlier round ("coding with Yuki") is still a name ("Yuki can't do Fridays")."""
     messages = list(messages)
     relayed = tool_result_lines(messages)
     pairs = [
@@ -351,7 +354,11 @@ def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
         for role, text in ((_role(m), entry_text(content_text(m.content))) for m in messages)
     ]
     units: list[Unit] = extract_units(pairs)
-    named = {m.casefold() for _, text in pairs for m in _MID_SENTENCE_CAPS_RE.findall(text)}
+    named = {
+        m.casefold()
+        for text in [*(t for _, t in pairs), known]
+        for m in _MID_SENTENCE_CAPS_RE.findall(text)
+    }
     out: list[Candidate] = []
     for unit in units:
         if reads_as_instruction(unit.text):

@@ -582,7 +582,8 @@ _DECISION_RE = re.compile(
 )
 _CONSTRAINT_RE = re.compile(
     r"\b(?:must|never|always|at most|at least|no more than|required|requirement|deadline|"
-    r"budget|limit|don't|do not|should|should not|shouldn't|only)\b"
+    r"budget|limit|don't|do not|should|should not|shouldn't|only|can't|cannot|can not)\b"
+    r"|,\s*not\s+(?:my|our|the|a|an|on|at|in|to)\b"
     r"|必须|务必|不要|不能|禁止|截止|预算|限制|应该",
     _I,
 )
@@ -590,7 +591,7 @@ _CODING_PREFERENCE_RE = re.compile(r"\b(?:prefer|prefers|preferred|preference)\b
 _TODO_RE = re.compile(
     r"\bTODO\b|\b(?:still|also) (?:need(?:s)?|ha(?:ve|s) to)\b|\bfollow[- ]up\b|\bremind me\b"
     r"|\bdon't forget\b|\b(?:I|we) (?:still )?need (?:a|an|the|some)\b|\bescalated\b"
-    r"|\b(?:waiting|wait) (?:for|on)\b|\bawaiting\b|\blet me know (?:when|if|once|what)\b"
+    r"|\b(?:waiting|wait) (?:for|on)\b|\bawaiting\b|\blet me know (?:when|once) (?!you\b)"
     r"|\bnext step\b|待办|还需要|别忘了|记得|还没(?:决定|定|确定)|未定"
     r"|\b(?:will|'ll|’ll|to|must|need to|needs to|has to|have to)\s+(?:double-)?"
     r"(?:check|confirm|verify|find out|look into)\b|\bto be (?:confirmed|decided|determined)\b"
@@ -749,7 +750,7 @@ def _names(sentence: str) -> tuple[str, ...]:
         )
         if first in _SENTENCE_START_WORDS or (at_start and " " not in name and not person):
             continue
-        if first in _WEEKDAYS or first in _MONTHS or name.casefold() in _MONTHS:
+        if first.removesuffix("s") in _WEEKDAYS or first in _MONTHS or name.casefold() in _MONTHS:
             continue
         if name not in out:
             out.append(name)

@@ -13,7 +13,6 @@ import re
 from dataclasses import dataclass, field, replace
 
 from wm_langgraph.document.text import extract_paths
-from wm_langgraph.document.text.settle import SETTLING_RE
 from wm_langgraph.document.text.shorten import shorten
 from wm_langgraph.document.text.units import (
     CHAT_KINDS,
@@ -52,7 +51,6 @@ from wm_langgraph.writer.offline._lang import (
 from wm_langgraph.writer.offline._open import (
     QUESTION_RE,
     REQUEST_RE,
-    RESOLVED_RE,
     collect_open,
     is_open_phrasing,
     relates,
@@ -264,9 +262,9 @@ def _fact_sentences(turn: Turn, language: Language) -> list[str]:
             continue
         corrected_value = correction and re.search(r"\d", sentence)
         if turn.role == "assistant":
-            firm = _ASSISTANT_FACT_RE.search(sentence) or _NUMBER_FACT_RE.search(sentence)
+            firm = bool(_ASSISTANT_FACT_RE.search(sentence) or _NUMBER_FACT_RE.search(sentence))
         else:
-            firm = (
+            firm = bool(
                 _FACT_RE.search(sentence)
                 or _NUMBER_FACT_RE.search(sentence)
                 or is_personal_fact(sentence)  # "My blood type is O negative"
@@ -496,9 +494,9 @@ def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> F
                 if path in acted and (worth_listing(path) or path in notes):
                     note(notes, path, "mentioned", "")
             collect_open(turns, index, open_candidates)
-            found.resolution_texts.extend(
-                s for s in sentences(turn.text) if RESOLVED_RE.search(s) or SETTLING_RE.search(s)
-            )
+            # every statement: ``resolves`` asks for an outcome itself (a settling word, or the
+            # answer of the person an open item waits on, "Priscilla says …")
+            found.resolution_texts.extend(sentences(turn.text))
         if turn.role == "assistant" and turn.text.strip():
             found.latest_reply = first_sentence(turn.text)
         if turn.role == "user" and _is_correction(turn.text):

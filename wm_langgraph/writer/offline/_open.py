@@ -154,6 +154,14 @@ def _answered(question: str, replies: list[str]) -> bool:
     )
 
 
+_WHO_ANSWERS_RE = re.compile(
+    r"^\s*(?:I'll|I will|we'll|we will|let me|I'm going to)\s+(?:ask|check with|email|call)\s+"
+    r"[A-Z]\w+",
+    _I,
+)
+"""A promise to ask someone, right after a question: part of that open item."""
+
+
 def collect_open(turns: list[Turn], index: int, out: list[tuple[int, str]]) -> None:
     """Open questions, TODOs and follow-ups said in ``turns[index]`` that the next turns do
     not answer.
@@ -170,8 +178,13 @@ def collect_open(turns: list[Turn], index: int, out: list[tuple[int, str]]) -> N
             break
         if later.role == "assistant" and turn.role == "user":
             replies.append(later.text)
-    for said in sentences(turn.text):
+    said_all = sentences(turn.text)
+    for n, said in enumerate(said_all):
         sentence = without_tag_question(said)  # "I need X, can you ask them?" states a need
+        after = said_all[n + 1] if n + 1 < len(said_all) else ""
+        if QUESTION_RE.search(sentence) and _WHO_ANSWERS_RE.match(after):
+            # "Should refunds count? I'll ask Priscilla.": who will answer belongs to the item
+            sentence = f"{sentence} {after}"
         listed = list_items(sentence)
         if listed:
             out.extend(

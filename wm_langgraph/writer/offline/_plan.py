@@ -197,6 +197,12 @@ def _goals_op(
     return {"op": "UPDATE", "content": content}
 
 
+def _a_goal(key: str, goal_keys: set[str]) -> bool:
+    """Whether a statement (its key) is one of the goals: the same, or one holds the other
+    whole ("Please ship …" and the goal "Ship …")."""
+    return any(g and (g in key or key in g) for g in goal_keys)
+
+
 def _superseded(old_items: list[str], corrections: list[str]) -> dict[int, str]:
     """Old facts a user correction retires: index -> the correcting sentence.
 
@@ -245,7 +251,7 @@ def _facts_ops(
     new = [
         f
         for f in _fresh(found.facts, old_items)
-        if not _restates_error(f, errors) and statement_key(f) not in goal_keys
+        if not _restates_error(f, errors) and not _a_goal(statement_key(f), goal_keys)
     ]
     retired = _superseded(old_items, found.corrections)
     retired_new = _superseded(new, found.corrections)  # said and corrected in this chunk
