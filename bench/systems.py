@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -174,17 +174,23 @@ class TrimMiddleware(AgentMiddleware[Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         """The request with its messages trimmed."""
-        system = [request.system_message] if request.system_message else []
+        trimmed = self.trimmed(request.messages, request.system_message)
+        return handler(request.override(messages=trimmed))
+
+    def trimmed(
+        self, messages: Sequence[BaseMessage], system_message: BaseMessage | None = None
+    ) -> list[BaseMessage]:
+        """The messages this middleware sends for ``messages`` (and the system message)."""
+        system = [system_message] if system_message else []
         room = self.usable - self.count(system)
-        trimmed = trim_messages(
-            request.messages,
+        return trim_messages(
+            list(messages),
             strategy="last",
             token_counter=self.count,
             max_tokens=room,
             start_on="human",
             include_system=True,
         )
-        return handler(request.override(messages=trimmed))
 
 
 # ------------------------------------------------------------------------------------------

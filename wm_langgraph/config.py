@@ -10,12 +10,16 @@ from typing import Literal
 __all__ = [
     "DEFAULT_ARCHIVE_MEMORY_TOKENS",
     "DEFAULT_MODEL_TIMEOUT_SECONDS",
+    "DEFAULT_RECALL_MIN_SCORE",
+    "DEFAULT_RECALL_TOKENS",
     "DEFAULT_RESERVE_TOKENS",
     "DEFAULT_WRITER_MAX_TOKENS",
     "MAX_KEEP_RECENT_COUNT",
+    "RECALL_SHARE",
     "BudgetFraction",
     "WorkingMemoryConfig",
     "model_input_window",
+    "recall_room",
     "reply_reserve",
 ]
 
@@ -43,6 +47,22 @@ def reply_reserve(token_budget: int, reserve_tokens: int) -> int:
     fifteen_percent = (15 * token_budget + 99) // 100
     applies = token_budget >= RESERVE_FROM or reserve_tokens != DEFAULT_RESERVE_TOKENS
     return min(token_budget, max(fifteen_percent, reserve_tokens if applies else 0))
+
+
+DEFAULT_RECALL_TOKENS = 2_000
+"""Default cap of the recalled layer (docs/budgets.md, "The split of the budget")."""
+
+RECALL_SHARE = 0.3
+"""The recalled layer is at most this share of the usable budget."""
+
+DEFAULT_RECALL_MIN_SCORE = 2.0
+"""Default lowest search score a recalled hit may have (docs/budgets.md)."""
+
+
+def recall_room(usable: int, recall_tokens: int) -> int:
+    """The most the recalled layer counts at ``usable``: ``recall_tokens``, at most
+    :data:`RECALL_SHARE` of ``usable``."""
+    return min(recall_tokens, int(RECALL_SHARE * usable))
 
 
 MAX_KEEP_RECENT_COUNT = 10_000
@@ -162,6 +182,16 @@ class WorkingMemoryConfig:
             The other layers keep the usable budget.
             False leaves that room empty (smaller, cheaper model calls). While the whole
             history fits, it is the input either way.
+        recall: True (default): on a user's turn, once the history outgrows the usable
+            budget, the memory searches the thread's archives with the user's message (the
+            search of ``archive_search``) and shows the best hits the input does not show
+            already, quoted and marked as recalled, in a layer of their own; its room comes
+            out of the verbatim fill's, never on top. False: no recall, the input is what it
+            was without it.
+        recall_tokens: The most the recalled layer may count (it is also at most
+            ``RECALL_SHARE`` of the usable budget, so a small window keeps its recent turns).
+        recall_min_score: Hits the search scores below this are not recalled (0: every hit
+            that matches a word of the message may be).
     """
 
     token_budget: int | BudgetFraction = 128_000
@@ -184,6 +214,9 @@ class WorkingMemoryConfig:
     model_timeout_seconds: float | None = DEFAULT_MODEL_TIMEOUT_SECONDS
     guards: bool = True
     verbatim_fill: bool = True
+    recall: bool = True
+    recall_tokens: int = DEFAULT_RECALL_TOKENS
+    recall_min_score: float = DEFAULT_RECALL_MIN_SCORE
 
     def __post_init__(self) -> None:
         budget = self.token_budget
@@ -222,6 +255,9 @@ class WorkingMemoryConfig:
         _check_float("phase2_stall_seconds", self.phase2_stall_seconds, 0.001, 1e6)
         _check_bool("guards", self.guards)
         _check_bool("verbatim_fill", self.verbatim_fill)
+        _check_bool("recall", self.recall)
+        _check_int("recall_tokens", self.recall_tokens, 0, 100_000_000)
+        _check_float("recall_min_score", self.recall_min_score, 0.0, 1e6)
         if self.model_timeout_seconds is not None:
             _check_float("model_timeout_seconds", self.model_timeout_seconds, 0.001, 1e6)
         ns = self.long_term_namespace

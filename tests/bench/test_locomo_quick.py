@@ -17,6 +17,7 @@ if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))  # after site-packages: the installed wm_langgraph stays first
 
 from bench.locomo.data import load_locomo, parse_sample, synthetic_sample  # noqa: E402
+from bench.locomo.retrieval import SLICES, retrieval_available  # noqa: E402
 from bench.locomo.run import evidence_in_hits  # noqa: E402
 from bench.locomo.score import content_words, coverage, words  # noqa: E402
 from bench.locomo.systems import (  # noqa: E402
@@ -29,12 +30,16 @@ from bench.provenance import code_fingerprint, read_stamp  # noqa: E402
 from bench.run import main  # noqa: E402
 
 # systems whose input is kept inside `usable` by construction
-BOUNDED = ("trimming", "wm_langgraph", "wm_langgraph_minilm")
+BOUNDED = ("trimming", "trimming_retrieval", "wm_langgraph", "wm_langgraph_minilm")
 
 
 def _systems() -> tuple[str, ...]:
     """The systems the quick run plays here (an optional one only where its extra is)."""
-    optional = {"langmem": langmem_available(), "wm_langgraph_minilm": embedding_available()}
+    optional = {
+        "langmem": langmem_available(),
+        "wm_langgraph_minilm": embedding_available(),
+        "trimming_retrieval": retrieval_available(),
+    }
     return tuple(s for s in SYSTEMS if optional.get(s, True))
 
 
@@ -56,7 +61,8 @@ def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("locomo_quick")
     assert _main(["--locomo", "--quick", "--out", str(out)]) == 0
     data = json.loads((out / "locomo_results.json").read_text(encoding="utf-8"))
-    return out, data["meta"], data["results"]
+    # the slice tuning's runs of the slices not chosen are in the file, not in the tables
+    return out, data["meta"], [r for r in data["results"] if not r.get("tuning_only")]
 
 
 @pytest.mark.slow
@@ -72,7 +78,28 @@ def test_every_system_is_run_and_scored(quick):
         for q in r["questions"]:
             assert isinstance(q["covered"], bool)
             assert q["covered"] or not q["covered_all"]
+            assert isinstance(q["asked"], bool)  # answerable when asked
+            assert q["asked"] or not q["asked_all"]
+        assert len(r["asked_tokens"]) == len(r["questions"])
     assert meta["budgets"] == [1_500]
+
+
+@pytest.mark.slow
+def test_the_peer_s_slice_is_tuned_and_the_chosen_one_runs(quick):
+    _, meta, results = quick
+    if not retrieval_available():
+        pytest.skip("langchain-community / rank_bm25 not installed ([bench])")
+    tried = meta["slice_tuning"]
+    assert sorted(row["slice"] for row in tried) == sorted(SLICES)
+    assert {row["conv"] for row in tried} == {"conv-synthetic"}  # the tuning conversations only
+    chosen = [row for row in tried if row["chosen"]]
+    assert len(chosen) == 1
+    peer = next(r for r in results if r["system"] == "trimming_retrieval")
+    assert peer["slice"] == chosen[0]["slice"]
+    assert peer["slice_source"] == "tuned on conv-synthetic"
+    best = max(row["asked"] for row in tried)
+    assert chosen[0]["asked"] == best
+    assert peer["layers"]["recalled"] > 0  # the final input holds retrieved messages
 
 
 @pytest.mark.slow
@@ -114,6 +141,9 @@ def test_report_is_written_with_every_table(quick):
     out, _, _ = quick
     report = (out / "LOCOMO.md").read_text(encoding="utf-8")
     for heading in (
+        "## Answerable when asked",
+        "<!-- asked: copied into RESULTS.md -->",
+        "### Per conversation (answerable when asked)",
         "## Coverage",
         "### Per conversation",
         "### By question category",
@@ -156,6 +186,8 @@ def test_report_is_written_with_every_table(quick):
     assert "| seconds" not in report  # wall times have their own file
     timings = (out / "LOCOMO_TIMINGS.md").read_text(encoding="utf-8")
     assert "## Replay time per system" in timings
+    assert "## The recall step" in timings
+    assert "| 10 | 80 |" in timings  # --quick: 10 and 100 archives, 8 questions x 10 rounds
     for text in (report, timings):
         stamp = read_stamp(text)
         assert stamp["fingerprint"] == code_fingerprint()
@@ -235,3 +267,32 @@ def test_evidence_matching_of_search_hits():
     hit = "[archive_001 · message 3/10]\n…  I adopted a  greyhound YESTERDAY, we named him Pixel."
     assert evidence_in_hits([hit], evidence)
     assert not evidence_in_hits(["[archive_001]\nsomething else"], evidence)
+
+
+def test_the_slice_is_tuned_on_26_and_30_only_and_the_others_run_with_it(tmp_path):
+    if not retrieval_available():
+        pytest.skip("langchain-community / rank_bm25 not installed ([bench])")
+    with zipfile.ZipFile(tmp_path / "locomo10.zip", "w") as archive:
+        for stem, seed in (("26", 0), ("7", 3)):
+            sample = synthetic_sample(seed=seed)
+            flat = {**sample["conversation"], "qa": sample["qa"]}
+            archive.writestr(f"data/multimodal_dialog/locomo10_v2/{stem}.json", json.dumps(flat))
+    out = tmp_path / "out"
+    argv = ["--locomo", str(tmp_path), "--systems", "trimming_retrieval", "--budgets", "1500"]
+    assert _main([*argv, "--out", str(out)]) == 0
+    data = json.loads((out / "locomo_results.json").read_text(encoding="utf-8"))
+    runs = data["results"]
+    assert sorted((r["conv"], r["slice"]) for r in runs if r["conv"] == "conv-26") == [
+        ("conv-26", s) for s in sorted(SLICES)
+    ]
+    chosen = next(r["slice"] for r in runs if r["conv"] == "conv-26" and not r["tuning_only"])
+    others = [r for r in runs if r["conv"] == "conv-7"]
+    assert [(r["slice"], r["tuning"], r["tuning_only"]) for r in others] == [(chosen, False, False)]
+    assert {row["conv"] for row in data["meta"]["slice_tuning"]} == {"conv-26"}
+    report = (out / "LOCOMO.md").read_text(encoding="utf-8")
+    assert "### trimming_retrieval: the slice, tuned on conv-26" in report
+    assert f"1.5k {chosen:.0%}; tuned on conv-26" in report
+    tuning = report.split("### trimming_retrieval: the slice", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in tuning.splitlines() if line.startswith("| 1.5k")]
+    assert len(rows) == len(SLICES)
+    assert all(" | 5 | " in row for row in rows)  # conv-26's five questions, not conv-7's too

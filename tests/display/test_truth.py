@@ -110,13 +110,14 @@ def test_zero_width_and_line_separators_are_shown_not_passed_through():
 def test_emoji_survive_the_memory_and_the_report():
     flag = "🏴\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
     emoji = f"{flag} 👩\u200d💻 ❤\ufe0f 1\ufe0f\u20e3"
-    session = run_session([f"Team mascot emoji: {emoji} stays", *FILLER], thread_id="emoji")
+    said = f"Please remember this: the team mascot emoji is {emoji}"
+    session = run_session([said, *FILLER], thread_id="emoji")
     report = session.memory.report(session.config)
     shown = parse(report.html).text
     assert emoji in shown
     document = session.memory.get_working_memory(session.config)
-    if "mascot" in document:
-        assert emoji in document
+    assert "[hidden:" not in document
+    assert emoji in document  # "remember this" is always kept, and the emoji whole
 
 
 def _forging_writer() -> ScriptedChatModel:

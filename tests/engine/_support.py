@@ -6,11 +6,20 @@ import re
 import threading
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from hypothesis import strategies as st
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    trim_messages,
+)
 from langgraph.graph import END, START, StateGraph
 
 from wm_langgraph.document.sections import SECTIONS, render_working_memory
 from wm_langgraph.memory import WorkingMemory
+from wm_langgraph.messages import message_tokens
 from wm_langgraph.state import WorkingMemoryState
 from wm_langgraph.testing import ScriptedChatModel
 
@@ -223,3 +232,82 @@ def assert_nothing_lost(
     assert len(ids) == len(set(ids)), "a message is both archived and live, or archived twice"
     humans = [m.text for m in everything if isinstance(m, HumanMessage)]
     assert humans == sent
+
+
+# -- random histories for assemble's properties -------------------------------------------
+
+
+def quarter_count(message: BaseMessage) -> int:
+    """A cheap message counter (a quarter of the characters, plus the per-message overhead)."""
+    return message_tokens(message, lambda text: len(text) // 4 + 1)
+
+
+def quarter_total(messages: list[BaseMessage]) -> int:
+    return sum(quarter_count(m) for m in messages)
+
+
+def trimmed(system: SystemMessage | None, history: list[BaseMessage], usable: int) -> Any:
+    """The bench's trimming baseline (bench/systems.py ``TrimMiddleware``) with
+    :func:`quarter_count`."""
+    room = usable - (quarter_count(system) if system is not None else 0)
+    kept = trim_messages(
+        history,
+        strategy="last",
+        token_counter=quarter_total,
+        max_tokens=room,
+        start_on="human",
+        include_system=True,
+    )
+    return ([system] if system is not None else []) + kept
+
+
+def turn_sizes(history: list[BaseMessage]) -> list[int]:
+    """The size of each turn of ``history`` (a user message and every step up to the next)."""
+    sizes: list[int] = []
+    for message in history:
+        if isinstance(message, HumanMessage) or not sizes:
+            sizes.append(0)
+        sizes[-1] += quarter_count(message)
+    return sizes
+
+
+@st.composite
+def histories(draw: Any) -> dict[str, Any]:
+    """A random history (message sizes, parallel tool calls), cut into folded, pending and
+    live messages at archive boundaries, with a Working Memory, a system prompt and a budget."""
+    history: list[BaseMessage] = []
+    for t in range(draw(st.integers(1, 14))):
+        history.append(HumanMessage("u " * draw(st.integers(1, 300)), id=f"u{t}"))
+        for step in range(draw(st.integers(0, 2))):
+            ids = [f"c{t}_{step}_{k}" for k in range(draw(st.integers(1, 3)))]
+            history.append(
+                AIMessage(
+                    "",
+                    tool_calls=[{"name": "f", "args": {"k": i}, "id": i} for i in ids],
+                    id=f"a{t}_{step}",
+                )
+            )
+            history.extend(
+                ToolMessage("r " * draw(st.integers(1, 400)), tool_call_id=i, id=f"t{i}")
+                for i in ids
+            )
+        history.append(AIMessage("a " * draw(st.integers(1, 200)), id=f"f{t}"))
+    # archive boundaries: never between a tool call and its results
+    cuts = [i for i, m in enumerate(history) if not isinstance(m, ToolMessage)]
+    folded_end = draw(st.sampled_from(cuts))
+    pending_end = draw(st.sampled_from([c for c in cuts if c >= folded_end]))
+    if draw(st.booleans()):
+        folded_end = pending_end = 0  # no archive yet
+    items = draw(st.integers(0, 40))
+    wm = "# Working Memory\n\n## Session Title\nT\n\n## Key Facts & Decisions\n" + "\n".join(
+        f"- fact {k} " + "w " * 15 for k in range(items)
+    )
+    return {
+        "history": history,
+        "folded": history[:folded_end],
+        "pending": history[folded_end:pending_end],
+        "live": history[pending_end:],
+        "wm": wm if folded_end or pending_end else "",
+        "system": draw(st.sampled_from([None, "You are careful. " * draw(st.integers(1, 40))])),
+        "budget": draw(st.integers(400, 8_000)),
+    }

@@ -10,84 +10,24 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
-    trim_messages,
 )
 
+from tests.engine._support import histories, quarter_count, quarter_total, trimmed
 from wm_langgraph.context.assemble import FILL_HEADER, SUMMARY_HEADER, assemble_context
-from wm_langgraph.messages import message_tokens
 
-
-def _count(message: BaseMessage) -> int:
-    return message_tokens(message, lambda text: len(text) // 4 + 1)
-
-
-def _total(messages: list[BaseMessage]) -> int:
-    return sum(_count(m) for m in messages)
-
-
-def _trimmed(system: SystemMessage | None, history: list[BaseMessage], usable: int) -> Any:
-    """The bench's trimming baseline (bench/systems.py ``TrimMiddleware``)."""
-    room = usable - (_count(system) if system is not None else 0)
-    kept = trim_messages(
-        history,
-        strategy="last",
-        token_counter=_total,
-        max_tokens=room,
-        start_on="human",
-        include_system=True,
-    )
-    return ([system] if system is not None else []) + kept
-
-
-@st.composite
-def _histories(draw: Any) -> dict[str, Any]:
-    history: list[BaseMessage] = []
-    for t in range(draw(st.integers(1, 14))):
-        history.append(HumanMessage("u " * draw(st.integers(1, 300)), id=f"u{t}"))
-        for step in range(draw(st.integers(0, 2))):
-            ids = [f"c{t}_{step}_{k}" for k in range(draw(st.integers(1, 3)))]
-            history.append(
-                AIMessage(
-                    "",
-                    tool_calls=[{"name": "f", "args": {"k": i}, "id": i} for i in ids],
-                    id=f"a{t}_{step}",
-                )
-            )
-            history.extend(
-                ToolMessage("r " * draw(st.integers(1, 400)), tool_call_id=i, id=f"t{i}")
-                for i in ids
-            )
-        history.append(AIMessage("a " * draw(st.integers(1, 200)), id=f"f{t}"))
-    # archive boundaries: never between a tool call and its results
-    cuts = [i for i, m in enumerate(history) if not isinstance(m, ToolMessage)]
-    folded_end = draw(st.sampled_from(cuts))
-    pending_end = draw(st.sampled_from([c for c in cuts if c >= folded_end]))
-    if draw(st.booleans()):
-        folded_end = pending_end = 0  # no archive yet
-    items = draw(st.integers(0, 40))
-    wm = "# Working Memory\n\n## Session Title\nT\n\n## Key Facts & Decisions\n" + "\n".join(
-        f"- fact {k} " + "w " * 15 for k in range(items)
-    )
-    return {
-        "history": history,
-        "folded": history[:folded_end],
-        "pending": history[folded_end:pending_end],
-        "live": history[pending_end:],
-        "wm": wm if folded_end or pending_end else "",
-        "system": draw(st.sampled_from([None, "You are careful. " * draw(st.integers(1, 40))])),
-        "budget": draw(st.integers(400, 8_000)),
-    }
+_count = quarter_count
+_total = quarter_total
+_trimmed = trimmed
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_histories())
+@given(histories())
 def test_the_input_never_counts_more_than_trimming_and_is_the_history_while_it_fits(
     case: dict[str, Any],
 ) -> None:

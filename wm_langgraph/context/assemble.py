@@ -17,9 +17,16 @@ shows or what no summary holds yet).
 
 Output order: one leading ``SystemMessage`` (the system-prompt addition followed by the
 thread's own system text), then one ``[Session History Summary]`` user message holding the
-Working Memory, then the verbatim fill (an ``[Earlier messages, verbatim]`` user message and the
-newest messages of archives the WM already covers), then the messages of archives whose Phase 2
-is not done (pending), then the live messages.
+Working Memory, then on a user's turn the recalled layer (one ``[Recalled from the archive]``
+user message: the archived messages the search finds for the user's message, quoted; see
+:mod:`wm_langgraph.context.recalled`), then the verbatim fill (an ``[Earlier messages,
+verbatim]`` user message and the newest messages of archives the WM already covers), then the
+messages of archives whose Phase 2 is not done (pending), then the live messages.
+
+The recalled layer and the fill share one room: what the other layers leave under trimming's
+size. The room the recall takes is kept before the Working Memory is shown whole (a WM that
+does not fit beside it is cut, down to its share); the fill takes what the recall leaves; the
+room a cut WM frees goes to both (docs/budgets.md, "The split of the budget").
 
 Budgets: ``reserved = min(T, max(0.15·T, reserve_tokens if it applies else 0))`` is kept free
 for the reply (the default ``reserve_tokens`` applies from ``T >= 40,000`` on, one set
@@ -66,6 +73,7 @@ messages leave; older records are never fetched or deserialised.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -83,16 +91,26 @@ from langchain_core.messages import (
 from wm_langgraph.config import reply_reserve
 from wm_langgraph.context.fit import fit_document
 from wm_langgraph.context.live import LiveView
+from wm_langgraph.context.recalled import (
+    QUOTED_RECALL_HEADER,
+    RECALL_HEADER,
+    RecallCandidate,
+    Recalled,
+    pack_recalled,
+)
 from wm_langgraph.document.tokens import longest_fitting
 from wm_langgraph.messages import content_text
 
 __all__ = [
     "FILL_HEADER",
     "LAYERS",
+    "RECALL_HEADER",
     "SUMMARY_HEADER",
     "AssembledContext",
     "Budgets",
     "Layer",
+    "RecallSource",
+    "Recalled",
     "assemble_context",
     "compute_budgets",
     "fill_marker",
@@ -106,14 +124,18 @@ QUOTEDSUMMARY_HEADER = "[quoted text: Session History Summary]"
 """What a ``[Session History Summary]`` line that the engine did not write is shown as."""
 
 _HEADER_LINE_RE = re.compile(r"(?m)^(\s*)" + re.escape(SUMMARY_HEADER))
+_RECALL_LINE_RE = re.compile(r"(?m)^(\s*)" + re.escape(RECALL_HEADER))
 
 
-def neutralise_text(text: str) -> str:
+def neutralise_text(text: str, *, recall: bool = False) -> str:
     """``text`` with every line that starts with the summary header (after any blank space)
-    shown as quoted text instead."""
-    if SUMMARY_HEADER not in text:
-        return text
-    return _HEADER_LINE_RE.sub(lambda m: m.group(1) + QUOTEDSUMMARY_HEADER, text)
+    shown as quoted text instead; with ``recall`` (the recalled layer is on), the recall
+    header too."""
+    if SUMMARY_HEADER in text:
+        text = _HEADER_LINE_RE.sub(lambda m: m.group(1) + QUOTEDSUMMARY_HEADER, text)
+    if recall and RECALL_HEADER in text:
+        text = _RECALL_LINE_RE.sub(lambda m: m.group(1) + QUOTED_RECALL_HEADER, text)
+    return text
 
 
 _BLOCK_TEXTS = ("text", "title", "context", "data")
@@ -121,45 +143,52 @@ _BLOCK_TEXTS = ("text", "title", "context", "data")
 data) in which a forged header is quoted; nested ``source`` and ``content`` are walked."""
 
 
-def _neutral_block(block: Any, depth: int = 0) -> Any:
+def _forged(text: str, recall: bool) -> bool:
+    return SUMMARY_HEADER in text or (recall and RECALL_HEADER in text)
+
+
+def _neutral_block(block: Any, recall: bool, depth: int = 0) -> Any:
     if isinstance(block, str):
-        return neutralise_text(block)
+        return neutralise_text(block, recall=recall)
     if not isinstance(block, dict) or depth > 8:
         return block
     changed: dict[str, Any] = {
-        key: neutralise_text(block[key])
+        key: neutralise_text(block[key], recall=recall)
         for key in _BLOCK_TEXTS
-        if isinstance(block.get(key), str) and SUMMARY_HEADER in block[key]
+        if isinstance(block.get(key), str) and _forged(block[key], recall)
     }
     for key in ("source", "content"):
         inner = block.get(key)
         if isinstance(inner, dict | list):
             walked = (
-                _neutral_block(inner, depth + 1)
+                _neutral_block(inner, recall, depth + 1)
                 if isinstance(inner, dict)
-                else [_neutral_block(b, depth + 1) for b in inner]
+                else [_neutral_block(b, recall, depth + 1) for b in inner]
             )
             if walked != inner:
                 changed[key] = walked
     return {**block, **changed} if changed else block
 
 
-def _neutral_content(content: Any) -> Any:
+def _neutral_content(content: Any, recall: bool) -> Any:
     if isinstance(content, str):
-        return neutralise_text(content)
+        return neutralise_text(content, recall=recall)
     if isinstance(content, list):
-        return [_neutral_block(block) for block in content]
+        return [_neutral_block(block, recall) for block in content]
     return content
 
 
-def neutralise_summary_headers(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+def neutralise_summary_headers(
+    messages: Sequence[BaseMessage], *, recall: bool = False
+) -> list[BaseMessage]:
     """Only the engine writes the ``[Session History Summary]`` message, and the system-prompt
     addition tells the model to read it as the summary of earlier turns. A message of the
     conversation whose text starts a line with that header (a pasted or forged summary) is
-    shown with the header quoted (a copy; the state keeps the message verbatim)."""
+    shown with the header quoted (a copy; the state keeps the message verbatim). With
+    ``recall`` the ``[Recalled from the archive]`` header is quoted the same way."""
     out: list[BaseMessage] = []
     for message in messages:
-        content = _neutral_content(message.content)
+        content = _neutral_content(message.content, recall)
         out.append(
             message
             if content == message.content
@@ -272,6 +301,8 @@ class AssembledContext:
             assemble places the message, so a message whose text imitates the engine's headers
             is never taken for the Working Memory or the fill. In a whole-history input the
             archived messages a Working Memory covers are ``"verbatim fill"``.
+        recalled: The hits the recalled layer shows (one ``"recalled"`` message holds them),
+            in the order shown; ``()`` when it shows none.
     """
 
     system_message: SystemMessage | None
@@ -282,6 +313,7 @@ class AssembledContext:
     wm_omitted: int = 0
     whole_history: bool = False
     layers: tuple[Layer, ...] = ()
+    recalled: tuple[Recalled, ...] = ()
 
     @property
     def all_messages(self) -> list[BaseMessage]:
@@ -455,6 +487,16 @@ def _shrink_tool_outputs(
     return out
 
 
+RECALL_BEFORE_MEMORY = True
+"""The room the recalled layer takes is kept before the Working Memory is shown whole: a WM
+that does not fit beside the recall is cut (down to its share, ``budgets.archive``) rather than
+crowd the recall out (docs/budgets.md, "The split of the budget")."""
+
+RecallSource = Callable[[], Sequence[RecallCandidate]]
+"""Runs the recall for the user's newest message: the hits best first (assemble calls it only
+when the layer has room, so a call that shows the whole history or no fill searches nothing)."""
+
+
 def assemble_context(
     *,
     system_message: SystemMessage | None,
@@ -471,8 +513,10 @@ def assemble_context(
     live_view: LiveView | None = None,
     whole_history: bool = False,
     verbatim_fill: bool = True,
+    recall: RecallSource | None = None,
+    recall_tokens: int = 0,
 ) -> AssembledContext:
-    """Build the model input from the three layers, inside the budget (see the module docstring).
+    """Build the model input from the layers, inside the budget (see the module docstring).
 
     Args:
         system_message: The thread's own system message, if any.
@@ -492,13 +536,18 @@ def assemble_context(
             other layers leave (see the module docstring).
         folded_sizes: Their token counts (``None``: counted with ``count``).
         live_view: The :class:`~wm_langgraph.context.live.LiveView` of ``live_messages`` built
-            with ``count`` (kept per thread, so a call after one new message looks at that
-            message only); ``None`` builds it here.
+            with ``count`` and :func:`neutraliser` (kept per thread, so a call after one new
+            message looks at that message only); ``None`` builds it here.
         whole_history: ``folded_messages`` and ``pending_messages`` are every archived message
             of the thread's timeline (none left unread): when they and the live messages fit
             ``usable``, that history is the input, without the Working Memory.
         verbatim_fill: Whether ``folded_messages`` fill the room the layers leave once the
             history outgrows ``usable`` (``False``: they serve only the whole-history check).
+        recall: The recalled layer is on: runs the recall (see :data:`RecallSource`); ``None``
+            switches the layer off (and the recall header is then not quoted: the input is
+            what it was without the layer).
+        recall_tokens: The most the recalled layer may count; its room comes out of the
+            verbatim fill's.
 
     Returns:
         The assembled context; the inputs are not modified.
@@ -507,92 +556,46 @@ def assemble_context(
         ValueError: A budget value is out of range.
     """
     budgets = compute_budgets(token_budget, reserve_tokens, archive_memory_tokens)
-    live = live_view or LiveView.build(live_messages, count, neutralise_message)
+    shown = neutraliser(recall is not None)
+    if recall is not None:
+        recall = functools.cache(recall)
+    live = live_view or LiveView.build(live_messages, count, shown)
     if whole_history:
-        history = _whole_history(system_message, folded_messages, pending_messages, live, count)
+        history = _whole_history(
+            system_message, folded_messages, pending_messages, live, count, shown=shown
+        )
         if history.tokens <= budgets.usable:
             return replace(history, budgets=budgets, whole_history=True)
-    head, tail = _joined(
-        LiveView.build(pending_messages, count, neutralise_message, pin_head=False), live, count
-    )
-    folded = _system_notes(head, tail)
-    plain = _merge_system(system_message, folded, None)
-    plain_size = count(plain) if plain is not None else 0
-    # Never more than trimming: the verbatim fill, which repeats turns the Working Memory
-    # already covers, stops where the input reaches what trimming this history to ``usable``
-    # sends (see :func:`_trimmed_size`).
-    trimmed = _trimmed_size(
-        plain_size,
-        folded=folded_messages,
-        folded_sizes=folded_sizes,
-        head=head,
-        tail=tail,
+    frame = _frame(
+        system_message,
+        working_memory,
+        pending_messages,
+        live,
+        folded=(folded_messages, folded_sizes),
         usable=budgets.usable,
         count=count,
+        shown=shown,
+        system_addition=system_addition,
     )
-    above_trimming = 0 if trimmed is None else max(0, budgets.usable - trimmed)
-    fill_source, fill_sizes = (folded_messages, folded_sizes) if verbatim_fill else ((), None)
-    left_out = _left_out(head, tail)
-    has_memory = bool(working_memory.strip()) or bool(pending_messages)
-    if has_memory and system_addition is None:
-        from wm_langgraph.writer.prompts import load_prompt
-
-        system_addition = load_prompt("system")
-    system = _merge_system(system_message, folded, system_addition if has_memory else None)
-    system_size = count(system) if system is not None else 0
-    available = budgets.usable - system_size
+    head, tail, system_addition = frame.head, frame.tail, frame.addition
+    available = budgets.usable - frame.system_size
+    above_trimming = frame.above_trimming
 
     body = _Body(head, tail)
     whole_size = count(_summary_message(working_memory)) if working_memory.strip() else 0
     # The WM's guaranteed minimum: raw messages other than the newest turn never take it.
     floor = min(whole_size, budgets.archive)
-    kept: list[BaseMessage] = []
-    kept_size = 0
-    start = body.size
-    if body.size:
-        starts = body.starts()
-        newest_start = starts[-1]
-        newest = body.suffix(newest_start)
-        if floor + newest <= available:
-            # Whole turns, newest first, while they fit beside the floor: the oldest turn start
-            # whose suffix fits (the suffix only grows as the start moves back).
-            start = starts[
-                bisect.bisect_left(starts, True, key=lambda s: body.suffix(s) + floor <= available)
-            ]
-            kept = body.since(start)
-            kept_size = body.suffix(start)
-        elif newest <= available:
-            start = newest_start
-            kept = body.since(start)
-            kept_size = newest
-        else:
-            start = newest_start
-            kept = _shrink_tool_outputs(body.since(start), available, count)
-            kept_size = sum(count(m) for m in kept)
-    fill: list[BaseMessage] = []
-    fill_size = 0
-    room = available - whole_size - kept_size  # the WM is shown whole before any fill
-    fitted = None
-    if room <= 0 and whole_size:
-        # The WM does not fit whole: it takes what the raw messages leave, and the fill gets
-        # that room only when not even the WM's most reduced form fits there.
-        fitted = _fit_working_memory(working_memory, available - kept_size, count, whole_size)
-        if fitted[0] is None:
-            room = available - kept_size
-    if fill_source and start == 0 and room - above_trimming > 0:
-        sizes_in = list(fill_sizes) if fill_sizes is not None else None
-        answered = set(head.results | tail.results)
-        fill, fill_size = _verbatim_fill(
-            fill_source, sizes_in, answered, room - above_trimming, count
-        )
-    # Whatever the raw messages leave goes to the WM (at least its floor, see above).
-    summary, omitted, summary_size = (
-        fitted
-        if fitted is not None and not fill
-        else _fit_working_memory(
-            working_memory, available - kept_size - fill_size, count, whole_size
-        )
+    start, kept, kept_size = _kept_turns(body, floor, available, count)
+    # The recall runs when every pending and live message is shown and the WM's floor leaves
+    # room under trimming's size; its layer's room is kept from the WM (down to the floor).
+    free = available - kept_size - floor - above_trimming
+    candidates, reserve = _recall_reserve(
+        recall if start == 0 else None, min(recall_tokens, free), kept, count
     )
+    # The WM takes what the raw messages (and the recall) leave; it is cut (whole items) only
+    # as far as that needs, and the room a cut frees goes to the recall and the fill.
+    wm_room = available - kept_size - reserve
+    summary, omitted, summary_size = _fit_working_memory(working_memory, wm_room, count, whole_size)
     if summary is None and whole_size and system_addition:
         # The addition explains the summary: a Working Memory that found no room takes it
         # along, and the messages get its room (in a tight budget, what lets the newest turn
@@ -611,24 +614,249 @@ def assemble_context(
             folded_sizes=folded_sizes,
             live_view=live,
             verbatim_fill=verbatim_fill,
+            recall=recall,  # (cached: the search runs once)
+            recall_tokens=recall_tokens,
         )
-    dropped = body.size - len(kept) + left_out
-    summary_layer: tuple[Layer, ...] = ("working memory",) if summary is not None else ()
+    extra = _Extra()
+    room = available - kept_size - summary_size - above_trimming
+    if start == 0 and room > 0:
+        # every pending and live message is shown: the room left holds the recalled layer
+        # and the verbatim fill, both below trimming's size
+        extra = _recall_and_fill(
+            room,
+            fill=(folded_messages, folded_sizes) if verbatim_fill else ((), None),
+            answered=set(head.results | tail.results),
+            candidates=candidates,
+            recall_room=min(recall_tokens, room),
+            shown_ids={m.id for m in kept if m.id is not None},
+            shown_text=content_text(summary.content) if summary is not None else "",
+            count=count,
+            shown=shown,
+        )
+    return _composed(
+        frame,
+        summary=(summary, omitted, summary_size),
+        extra=extra,
+        kept=(kept, kept_size),
+        pending=pending_messages,
+        dropped=body.size - len(kept) + _left_out(head, tail),
+        budgets=budgets,
+    )
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """What every layout of an outgrown history starts from."""
+
+    head: LiveView
+    tail: LiveView
+    system: SystemMessage | None
+    system_size: int
+    above_trimming: int
+    addition: str | None
+
+
+def _frame(
+    system_message: SystemMessage | None,
+    working_memory: str,
+    pending: Sequence[BaseMessage],
+    live: LiveView,
+    *,
+    folded: tuple[Sequence[BaseMessage], Sequence[int] | None],
+    usable: int,
+    count: MessageCounter,
+    shown: Callable[[BaseMessage], BaseMessage],
+    system_addition: str | None,
+) -> _Frame:
+    """The pending and live views, the leading system message (with the addition while a WM
+    or pending archive exists) and how far ``usable`` is above trimming's size."""
+    head, tail = _joined(LiveView.build(pending, count, shown, pin_head=False), live, count, shown)
+    notes = _system_notes(head, tail)
+    plain = _merge_system(system_message, notes, None)
+    plain_size = count(plain) if plain is not None else 0
+    # Never more than trimming: the verbatim fill (and the recalled layer, whose room is the
+    # fill's), which repeat turns the Working Memory already covers, stop where the input
+    # reaches what trimming this history to ``usable`` sends (see :func:`_trimmed_size`).
+    trimmed = _trimmed_size(
+        plain_size,
+        folded=folded[0],
+        folded_sizes=folded[1],
+        head=head,
+        tail=tail,
+        usable=usable,
+        count=count,
+    )
+    has_memory = bool(working_memory.strip()) or bool(pending)
+    if has_memory and system_addition is None:
+        from wm_langgraph.writer.prompts import load_prompt
+
+        system_addition = load_prompt("system")
+    system = _merge_system(system_message, notes, system_addition if has_memory else None)
+    return _Frame(
+        head=head,
+        tail=tail,
+        system=system,
+        system_size=count(system) if system is not None else 0,
+        above_trimming=0 if trimmed is None else max(0, usable - trimmed),
+        addition=system_addition,
+    )
+
+
+def _recall_reserve(
+    recall: RecallSource | None, room: int, kept: Sequence[BaseMessage], count: MessageCounter
+) -> tuple[Sequence[RecallCandidate], int]:
+    """The recall's candidates (the search runs only when the layer has ``room``) and the room
+    its layer takes, kept from the WM when :data:`RECALL_BEFORE_MEMORY` (before the fill and
+    the WM's text leave out theirs)."""
+    if recall is None or room <= 0:
+        return (), 0
+    candidates = recall()
+    if not candidates or not RECALL_BEFORE_MEMORY:
+        return candidates, 0
+    shown_ids = {m.id for m in kept if m.id is not None}
+    _, _, reserve = pack_recalled(candidates, room, count, shown_ids=shown_ids)
+    return candidates, reserve
+
+
+def _composed(
+    frame: _Frame,
+    *,
+    summary: tuple[HumanMessage | None, int, int],
+    extra: _Extra,
+    kept: tuple[list[BaseMessage], int],
+    pending: Sequence[BaseMessage],
+    dropped: int,
+    budgets: Budgets,
+) -> AssembledContext:
+    """The input in the layers' order, each message's layer recorded."""
+    message, omitted, summary_size = summary
+    shown, kept_size = kept
+    recalled_layer: tuple[Layer, ...] = ("recalled",) if extra.recalled is not None else ()
+    summary_layer: tuple[Layer, ...] = ("working memory",) if message is not None else ()
     fill_layer: Layer = "verbatim fill"
-    fill_layers = (fill_layer,) * len(fill)
-    layers = summary_layer + fill_layers + _message_layers(kept, pending_messages)
-    # ``kept`` is a new list: the summary and the fill go in front of it (no second copy).
-    messages: list[BaseMessage] = kept
-    messages[:0] = ([summary] if summary is not None else []) + fill
-    tokens = summary_size + fill_size + kept_size + system_size
+    layers = (
+        summary_layer
+        + recalled_layer
+        + (fill_layer,) * len(extra.fill)
+        + _message_layers(shown, pending)
+    )
+    # ``shown`` is a new list: the layers go in front of it (no second copy).
+    messages: list[BaseMessage] = shown
+    messages[:0] = [
+        *([message] if message is not None else []),
+        *([extra.recalled] if extra.recalled is not None else []),
+        *extra.fill,
+    ]
     return AssembledContext(
-        system_message=system,
+        system_message=frame.system,
         messages=messages,
-        tokens=tokens,
+        tokens=summary_size + extra.size + kept_size + frame.system_size,
         dropped=dropped,
         budgets=budgets,
-        wm_omitted=omitted if summary is not None else 0,
+        wm_omitted=omitted if message is not None else 0,
         layers=layers,
+        recalled=extra.records,
+    )
+
+
+def _kept_turns(
+    body: _Body, floor: int, available: int, count: MessageCounter
+) -> tuple[int, list[BaseMessage], int]:
+    """The pending and live messages shown: whole turns, newest first, while they fit beside
+    the WM's ``floor``; the newest turn always (its tool outputs cut when it alone is over).
+
+    Returns:
+        Where the shown messages start in ``body`` (``body.size`` when it is empty), the
+        messages, and their tokens.
+    """
+    if not body.size:
+        return body.size, [], 0
+    starts = body.starts()
+    newest_start = starts[-1]
+    newest = body.suffix(newest_start)
+    if floor + newest <= available:
+        # Whole turns, newest first, while they fit beside the floor: the oldest turn start
+        # whose suffix fits (the suffix only grows as the start moves back).
+        start = starts[
+            bisect.bisect_left(starts, True, key=lambda s: body.suffix(s) + floor <= available)
+        ]
+        return start, body.since(start), body.suffix(start)
+    if newest <= available:
+        return newest_start, body.since(newest_start), newest
+    kept = _shrink_tool_outputs(body.since(newest_start), available, count)
+    return newest_start, kept, sum(count(m) for m in kept)
+
+
+_SETTLE_ROUNDS = 4
+"""Rounds in which the fill and the recall settle who shows a message (see _recall_and_fill)."""
+
+
+@dataclass(frozen=True)
+class _Extra:
+    """The layers placed in the room the others leave: the recalled layer and the fill."""
+
+    recalled: HumanMessage | None = None
+    records: tuple[Recalled, ...] = ()
+    fill: tuple[BaseMessage, ...] = ()
+    size: int = 0
+
+
+def _recall_and_fill(
+    room: int,
+    *,
+    fill: tuple[Sequence[BaseMessage], Sequence[int] | None],
+    answered: set[str],
+    candidates: Sequence[RecallCandidate],
+    recall_room: int,
+    shown_ids: set[str],
+    shown_text: str,
+    count: MessageCounter,
+    shown: Callable[[BaseMessage], BaseMessage],
+) -> _Extra:
+    """The recalled layer (at most ``recall_room``) and the verbatim fill in ``room``.
+
+    The fill takes what the recall leaves. A hit the fill shows is not recalled: the recall
+    is packed leaving out the fill's messages, the fill then takes the room the recall left,
+    and while the grown fill shows a recalled hit after all, the recall is packed again without
+    the fill's messages and the fill takes the room that frees (at most
+    :data:`_SETTLE_ROUNDS` times; then the last fill that shows none of the recall's hits
+    stays, its room short of what the recall freed: never shown twice, never over ``room``).
+    """
+    source, sizes = fill
+    sizes_in = list(sizes) if sizes is not None else None
+
+    def fill_in(space: int) -> tuple[list[BaseMessage], int]:
+        if not source:
+            return [], 0
+        return _verbatim_fill(source, sizes_in, set(answered), space, count, shown=shown)
+
+    if not candidates or recall_room <= 0:
+        messages, size = fill_in(room)
+        return _Extra(fill=tuple(messages), size=size)
+    filled, _ = fill_in(room - recall_room)
+    excluded = shown_ids | {m.id for m in filled if m.id is not None}
+    recalled, records, recalled_size = pack_recalled(
+        candidates, recall_room, count, shown_ids=excluded, shown_text=shown_text
+    )
+    for _ in range(_SETTLE_ROUNDS):
+        filled, fill_size = fill_in(room - recalled_size)
+        fill_ids = {m.id for m in filled if m.id is not None}
+        if not any(r.message_id in fill_ids for r in records):
+            break
+        # the fill grew over a recalled message: the recall is packed again in its own room
+        # without the fill's messages (it only gets smaller), and the fill takes what it frees
+        recalled, records, recalled_size = pack_recalled(
+            candidates,
+            recalled_size,
+            count,
+            shown_ids=shown_ids | fill_ids,
+            shown_text=shown_text,
+        )
+    return _Extra(
+        recalled=recalled,
+        records=records,
+        fill=tuple(filled),
+        size=recalled_size + fill_size,
     )
 
 
@@ -697,14 +925,23 @@ def _trimmed_size(
     return None
 
 
-def _joined(head: LiveView, tail: LiveView, count: MessageCounter) -> tuple[LiveView, LiveView]:
+def _joined(
+    head: LiveView,
+    tail: LiveView,
+    count: MessageCounter,
+    shown: Callable[[BaseMessage], BaseMessage] | None = None,
+) -> tuple[LiveView, LiveView]:
     """The archived messages' view and the live one; one list when a live tool result answers
     a call among the archived messages (then ``head`` is empty)."""
     if not (head.body and tail.answers_any(head)):
         return head, tail
     rest = tail.source[1:] if tail.pinned is not None else tail.source
     joined = LiveView.build(
-        [*head.source, *rest], count, neutralise_message, pin_head=False, pinned=tail.pinned
+        [*head.source, *rest],
+        count,
+        shown or neutralise_message,
+        pin_head=False,
+        pinned=tail.pinned,
     )
     return LiveView(pin_head=False), joined
 
@@ -725,16 +962,18 @@ def _whole_history(
     pending: Sequence[BaseMessage],
     live: LiveView,
     count: MessageCounter,
+    *,
+    shown: Callable[[BaseMessage], BaseMessage] | None = None,
 ) -> AssembledContext:
     """The whole history as the input: the system message, every archived message, every live
     one, as the same agent without a memory sends them (no system-prompt addition, no summary,
     no marker). What is shaped the same way with or without the memory stays so: the newest
     later system note joins the leading system message, tool results without their call are
-    left out, forged summary headers are quoted. Its ``budgets`` are the caller's to set."""
+    left out, forged engine headers are quoted (``shown``). Its ``budgets`` are the caller's to
+    set."""
+    shown = shown or neutralise_message
     head, tail = _joined(
-        LiveView.build([*folded, *pending], count, neutralise_message, pin_head=False),
-        live,
-        count,
+        LiveView.build([*folded, *pending], count, shown, pin_head=False), live, count, shown
     )
     system = _merge_system(system_message, _system_notes(head, tail), None)
     tokens = (count(system) if system is not None else 0) + head.tokens + tail.tokens
@@ -752,6 +991,18 @@ def _whole_history(
 def neutralise_message(message: BaseMessage) -> BaseMessage:
     """``message`` as shown: a line starting with the summary header quoted (a copy)."""
     return neutralise_summary_headers([message])[0]
+
+
+def neutralise_with_recall(message: BaseMessage) -> BaseMessage:
+    """``message`` as shown while the recalled layer is on: a line starting with the summary
+    header or the recall header quoted (a copy)."""
+    return neutralise_summary_headers([message], recall=True)[0]
+
+
+def neutraliser(recall: bool) -> Callable[[BaseMessage], BaseMessage]:
+    """How a conversation message is shown: :func:`neutralise_with_recall` while the recalled
+    layer is on, else :func:`neutralise_message` (the input without it is what it was)."""
+    return neutralise_with_recall if recall else neutralise_message
 
 
 class _Body:
@@ -806,6 +1057,8 @@ def _verbatim_fill(
     answered: set[str],
     room: int,
     count: MessageCounter,
+    *,
+    shown: Callable[[BaseMessage], BaseMessage] | None = None,
 ) -> tuple[list[BaseMessage], int]:
     """The newest whole turns of ``folded`` that fit ``room`` with the marker, oldest first.
 
@@ -839,7 +1092,7 @@ def _verbatim_fill(
     texts: dict[int, BaseMessage] = {}
     for index in range(len(pairs) - 1, -1, -1):
         message, size = pairs[index]
-        shown_copy = neutralise_summary_headers([message])[0]
+        shown_copy = (shown or neutralise_message)(message)
         if shown_copy is not message:  # a quoted header counts a little more
             texts[index] = shown_copy
             size = count(shown_copy)

@@ -32,10 +32,11 @@ question-as-query recall (the measurements are in docs/budgets.md).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from langchain_core.messages import BaseMessage
 
@@ -51,6 +52,8 @@ from wm_langgraph.document.text.ranking import (
     stem,
     term_counts,
 )
+from wm_langgraph.document.text.units import date_line, format_date
+from wm_langgraph.storage.archives import StoredMessages
 from wm_langgraph.storage.search_index import (
     ABSTRACT_POSITION,
     AbstractIndex,
@@ -142,15 +145,17 @@ def store_corpus(
     hidden: set[str],
     moved: list[MovedItem],
     settled: set[str] | None = None,
+    write: bool = True,
 ) -> Corpus:
     """The corpus of memory ``key`` on ``timeline``, read through ``index`` (per-archive
     postings and abstracts from the process cache or the store; messages only for the
-    archives shown). ``settled``: the archives whose abstract can no longer appear."""
-    indexes = index.indexes(key, timeline)
+    archives shown). ``settled``: the archives whose abstract can no longer appear;
+    ``write=False``: an archive without an index record is indexed in memory only."""
+    indexes = index.indexes(key, timeline, write=write)
     digests = {i.archive_id: i.digest for i in indexes}
     on_timeline = [i.archive_id for i in indexes]
 
-    def load(ids: Sequence[str]) -> dict[str, list[BaseMessage]]:
+    def load(ids: Sequence[str]) -> dict[str, Sequence[BaseMessage]]:
         loaded = index.messages(key, ids)
         for archive_id, (digest, _) in loaded.items():
             if digest != digests.get(archive_id, digest):
@@ -173,13 +178,16 @@ def store_corpus(
 
 @dataclass(frozen=True, slots=True)
 class Neighbour:
-    """A message next to a hit (the turn before or after it)."""
+    """A message next to a hit (the turn before or after it); ``seq``: its archive's position
+    in the timeline; ``message_id``: its id (``""`` without one)."""
 
     archive_id: str
     number: int
     total: int
     role: str
     text: str
+    seq: int = 0
+    message_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +211,16 @@ class Hit:
         section: For a moved item, its section; ``moved_key``: the WM version that moved it.
         abstract: The archive's abstract (``""`` when it has none). A hit whose ``role`` is
             ``"abstract"`` is the abstract itself (``text``; ``number`` 0).
+        message_id: The archived message's id (``""`` for an abstract or a moved item, or a
+            message without one).
+        score: Its keyword score (BM25, for a question with its neighbours' share; 0 when
+            only the semantic search or a literal scan found it). A literal match, or with a
+            vector index the weighed similarity, can rank it above a higher score.
+        similarity: The store's semantic similarity of it to the query (0 without a vector
+            index, or when the semantic search did not return it).
+        session_date: The date of the session the message belongs to (the newest leading
+            date line, ``[1:56 pm on 8 May, 2023] …``, at or before it in the conversation),
+            as ``8 May 2023``; ``""`` when none was found or dates were not asked for.
     """
 
     archive_id: str | None
@@ -219,6 +237,10 @@ class Hit:
     section: str = ""
     moved_key: str = ""
     abstract: str = ""
+    message_id: str = ""
+    score: float = 0.0
+    session_date: str = ""
+    similarity: float = 0.0
 
 
 ABSTRACT_ROLE = "abstract"
@@ -251,32 +273,45 @@ class _Query:
 class _Texts:
     """Message texts loaded on demand (one load call per batch of archives)."""
 
-    def __init__(self, corpus: Corpus) -> None:
+    def __init__(self, corpus: Corpus, *, neighbours: bool = True, dates: bool = False) -> None:
         self._corpus = corpus
-        self._messages: dict[str, list[BaseMessage]] = {}
+        self._messages: dict[str, Sequence[BaseMessage]] = {}
+        self.neighbours = neighbours
+        self.dates = dates
 
     def need(self, archive_ids: Sequence[str]) -> None:
         missing = [a for a in dict.fromkeys(archive_ids) if a not in self._messages]
         if missing:
             loaded = self._corpus.load(missing)
             for archive_id in missing:
-                self._messages[archive_id] = list(loaded.get(archive_id) or [])
+                self._messages[archive_id] = loaded.get(archive_id) or []
 
-    def messages(self, archive_id: str) -> list[BaseMessage]:
+    def messages(self, archive_id: str) -> Sequence[BaseMessage]:
         self.need([archive_id])
         return self._messages[archive_id]
 
 
-def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
+def rank(
+    corpus: Corpus,
+    query: str,
+    limit: int,
+    *,
+    neighbours: bool = True,
+    dates: bool = False,
+) -> tuple[list[Hit], bool]:
     """The best ``limit`` hits for ``query`` and whether more matched.
 
     Args:
         corpus: What to search.
         query: The query (see the module docstring for how it is read).
         limit: At most this many hits.
+        neighbours: Read each hit's neighbouring messages (``before`` / ``after``); without
+            them only the hits' own archives are read.
+        dates: Find each message hit's session date (:attr:`Hit.session_date`), reading back
+            at most :data:`DATE_LOOKBACK_ARCHIVES` archives before the hit's.
     """
     parsed = _Query.parse(query)
-    texts = _Texts(corpus)
+    texts = _Texts(corpus, neighbours=neighbours, dates=dates)
     indexes = corpus.indexes
     hidden = corpus.hidden
     moved_counts = [term_counts(text) for _, _, text in corpus.moved]
@@ -286,11 +321,12 @@ def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
         for a, index in enumerate(indexes)
         if index.archive_id in corpus.abstracts
     ]
-    scores, matched = _keyword_scores(parsed.terms, indexes, hidden, moved_counts, summaries)
-    need = 1 if question else len(parsed.terms)
-    if question:
-        scores = _with_context(scores, indexes, hidden)
-    candidates = list(scores) if question else [k for k, n in matched.items() if n >= need]
+    if question:  # every document with a term, scored with its neighbours' share
+        scores = _question_scores(parsed.terms, indexes, hidden, moved_counts, summaries)
+        candidates = list(scores)
+    else:  # every term in the document
+        scores, matched = _keyword_scores(parsed.terms, indexes, hidden, moved_counts, summaries)
+        candidates = [k for k, n in matched.items() if n >= len(parsed.terms)]
     seqs = [index.seq for index in indexes]
 
     def order(key: DocKey) -> tuple[float, int, int]:
@@ -308,7 +344,7 @@ def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
         offset = len(indexes) - len(recent)
         found = _literal_scan(parsed.text, recent, hidden, corpus.moved, texts)
         found = [(a + offset, p) if a >= 0 else (a, p) for a, p in found]
-        return _finish(corpus, parsed, texts, found, limit=limit, total=len(found))
+        return _finish(corpus, parsed, texts, found, limit=limit, total=len(found), scores={})
     top = heapq.nsmallest(max(limit + 1, _LITERAL_CHECKS), candidates, key=order)
     # the whole-query tier reorders the hits to be shown (their texts are read anyway)
     checked = list(top[: limit + 1]) if parsed.keywords and not parsed.identifier else []
@@ -319,6 +355,7 @@ def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
     pool = list(dict.fromkeys([*top, *tiers]))
     keyword = sorted(pool, key=lambda k: (*tiers.get(k, (0, 0)), *order(k)))
     total = len(set(candidates) | set(tiers))
+    fused: dict[DocKey, float] = {}
     if semantic:
         fused = _weighed(scores, keyword, semantic, eligible=set(candidates) | set(tiers))
         pool = list(fused)
@@ -330,8 +367,12 @@ def rank(corpus: Corpus, query: str, limit: int) -> tuple[list[Hit], bool]:
     keyword = [k for k in keyword if k[1] != ABSTRACT_POSITION] + [
         k for k in keyword if k[1] == ABSTRACT_POSITION
     ]
-    keyword = _spread(keyword, limit, literal=set(tiers), neighbours=question)
-    return _finish(corpus, parsed, texts, keyword, limit=limit, total=total)
+    # a hit another one shows as its neighbour moves back (only where neighbours are shown)
+    keyword = _spread(keyword, limit, literal=set(tiers), neighbours=question and neighbours)
+    hits, more = _finish(corpus, parsed, texts, keyword, limit=limit, total=total, scores=scores)
+    if semantic:  # the store's similarity beside the keyword score
+        hits = [_with_similarity(h, semantic, indexes) for h in hits]
+    return hits, more
 
 
 def _spread(
@@ -454,6 +495,98 @@ def _keyword_scores(
             scores[key] = scores.get(key, 0.0) + part
             matched[key] = matched.get(key, 0) + 1
     return scores, matched
+
+
+def _statistics(
+    indexes: Sequence[ArchiveIndex], hidden: set[str], moved: Sequence[Mapping[str, int]]
+) -> tuple[int, float]:
+    """How many documents (visible messages and moved items) and their mean length."""
+    documents = len(moved)
+    total = sum(sum(c.values()) for c in moved)
+    for index in indexes:
+        if hidden:
+            visible = [n for n, i in zip(index.lengths, index.ids, strict=True) if i not in hidden]
+            documents += len(visible)
+            total += sum(visible)
+        else:
+            documents += len(index.lengths)
+            total += sum(index.lengths)
+    return documents, total / documents if documents else 1.0
+
+
+def _question_scores(
+    terms: Sequence[str],
+    indexes: Sequence[ArchiveIndex],
+    hidden: set[str],
+    moved: Sequence[Mapping[str, int]],
+    abstracts: Sequence[tuple[int, AbstractIndex]] = (),
+) -> dict[DocKey, float]:
+    """:func:`_keyword_scores` followed by :func:`_with_context`, in one pass per archive (the
+    same scores: a question reads every posting of its terms, so this is the hot loop of a
+    recall; per-archive position maps keep it off tuple keys until the end)."""
+    if not terms:
+        return {}
+    documents, average = _statistics(indexes, hidden, moved)
+    k1, b = BM25_K1, BM25_B
+    scale = k1 * b / max(average, 1e-9)
+    base = k1 * (1.0 - b)
+    moved_lengths = [sum(c.values()) for c in moved]
+    abstract_mean = sum(x.length for _, x in abstracts) / len(abstracts) if abstracts else 1.0
+    abstract_scale = k1 * b / max(abstract_mean, 1e-9)
+    per: dict[int, dict[int, float]] = {}
+    extra: dict[DocKey, float] = {}  # moved items and abstracts
+    for term in terms:
+        lists = [(a, i, i.postings[term]) for a, i in enumerate(indexes) if term in i.postings]
+        moved_tf = [(m, counts[term]) for m, counts in enumerate(moved) if counts.get(term)]
+        abstract_tf = [(a, x.length, x.counts[term]) for a, x in abstracts if x.counts.get(term)]
+        frequency = sum(len(p) for _, _, p in lists) + len(moved_tf)
+        if hidden:
+            frequency -= sum(
+                1 for _, index, p in lists for position, _ in p if index.ids[position] in hidden
+            )
+        if frequency <= 0 and not abstract_tf:
+            continue
+        weight = idf(documents, max(0, frequency)) * (k1 + 1.0)
+        for a, index, postings in lists:
+            acc = per.get(a)
+            if acc is None:
+                acc = per[a] = {}
+            lengths = index.lengths
+            if hidden:
+                ids = index.ids
+                for position, tf in postings:
+                    if ids[position] not in hidden:
+                        part = weight * tf / (tf + base + scale * lengths[position])
+                        acc[position] = acc.get(position, 0.0) + part
+            else:
+                for position, tf in postings:
+                    part = weight * tf / (tf + base + scale * lengths[position])
+                    acc[position] = acc.get(position, 0.0) + part
+        for m, tf in moved_tf:
+            part = weight * tf / (tf + base + scale * moved_lengths[m])
+            extra[(-1, m)] = extra.get((-1, m), 0.0) + part
+        for a, length, tf in abstract_tf:
+            part = weight * tf / (tf + base + abstract_scale * length)
+            key = (a, ABSTRACT_POSITION)
+            extra[key] = extra.get(key, 0.0) + part
+    out: dict[DocKey, float] = {}
+    for a, acc in per.items():
+        ids = indexes[a].ids
+        size = len(ids)
+        shown = dict(acc)
+        for position, score in acc.items():
+            share = CONTEXT_WEIGHT * score
+            if hidden:
+                for q in _adjacent(ids, position, hidden):
+                    shown[q] = shown.get(q, 0.0) + share
+                continue
+            if position > 0:
+                shown[position - 1] = shown.get(position - 1, 0.0) + share
+            if position + 1 < size:
+                shown[position + 1] = shown.get(position + 1, 0.0) + share
+        out.update(((a, position), value) for position, value in shown.items())
+    out.update(extra)
+    return out
 
 
 NEIGHBOURS = 2
@@ -637,29 +770,54 @@ def _finish(
     *,
     limit: int,
     total: int,
+    scores: Mapping[DocKey, float],
 ) -> tuple[list[Hit], bool]:
     chosen = list(ranked[:limit])
-    return read_hits(corpus, parsed, texts, chosen), total > limit
+    return read_hits(corpus, parsed, texts, chosen, scores), total > limit
 
 
-def read_hits(corpus: Corpus, parsed: _Query, texts: _Texts, keys: Sequence[DocKey]) -> list[Hit]:
-    """The hits of ``keys``: each message with its neighbours, as the tools show them."""
+def read_hits(
+    corpus: Corpus,
+    parsed: _Query,
+    texts: _Texts,
+    keys: Sequence[DocKey],
+    scores: Mapping[DocKey, float] | None = None,
+) -> list[Hit]:
+    """The hits of ``keys``: each message with its neighbours (when ``texts`` reads them), as
+    the tools show them, with its score from ``scores``."""
     indexes = corpus.indexes
     wanted: list[str] = []
     for a, position in keys:
         if a >= 0 and position >= 0:
             wanted.append(indexes[a].archive_id)
+            if not texts.neighbours:
+                continue
             if position < NEIGHBOURS and a > 0:
                 wanted.append(indexes[a - 1].archive_id)
             if position >= len(indexes[a].ids) - NEIGHBOURS and a + 1 < len(indexes):
                 wanted.append(indexes[a + 1].archive_id)
     texts.need(wanted)
+    dates = _session_dates(corpus, texts, keys) if texts.dates else {}
+    scores = scores or {}
     hits: list[Hit] = []
     for a, position in keys:
         if a < 0:
             key, section, text = corpus.moved[position]
             start, length = _match_span(text, parsed)
-            hits.append(Hit(None, 0, 0, "", text, start, length, section=section, moved_key=key))
+            hits.append(
+                Hit(
+                    None,
+                    0,
+                    0,
+                    "",
+                    text,
+                    start,
+                    length,
+                    section=section,
+                    moved_key=key,
+                    score=scores.get((a, position), 0.0),
+                )
+            )
             continue
         index = indexes[a]
         found = corpus.abstracts.get(index.archive_id)
@@ -679,14 +837,16 @@ def read_hits(corpus: Corpus, parsed: _Query, texts: _Texts, keys: Sequence[DocK
                     created_at=index.created_at,
                     seq=index.seq,
                     abstract=abstract,
+                    score=scores.get((a, position), 0.0),
                 )
             )
             continue
-        visible = _visible(texts.messages(index.archive_id), corpus.hidden)
-        number = next((n for n, (p, _) in enumerate(visible) if p == position), None)
+        messages = texts.messages(index.archive_id)
+        visible = _visible(messages, corpus.hidden)
+        number = _number(visible, position)
         if number is None:
             continue
-        message = visible[number][1]
+        message = messages[position]
         text = searchable_text(message)
         start, length = _match_span(text, parsed)
         hits.append(
@@ -698,18 +858,99 @@ def read_hits(corpus: Corpus, parsed: _Query, texts: _Texts, keys: Sequence[DocK
                 text=text,
                 start=start,
                 length=length,
-                before=_around(corpus, texts, a, number, -1),
-                after=_around(corpus, texts, a, number, 1),
+                before=_around(corpus, texts, a, number, -1) if texts.neighbours else (),
+                after=_around(corpus, texts, a, number, 1) if texts.neighbours else (),
                 created_at=index.created_at,
                 seq=index.seq,
                 abstract=abstract,
+                message_id=str(message.id or ""),
+                score=scores.get((a, position), 0.0),
+                session_date=dates.get((a, position), ""),
             )
         )
     return hits
 
 
-def _visible(messages: Sequence[BaseMessage], hidden: set[str]) -> list[tuple[int, BaseMessage]]:
-    return [(p, m) for p, m in enumerate(messages) if not hidden or str(m.id) not in hidden]
+def _with_similarity(
+    hit: Hit, semantic: Mapping[DocKey, float], indexes: Sequence[ArchiveIndex]
+) -> Hit:
+    if hit.archive_id is None:
+        return hit
+    where = next((a for a, i in enumerate(indexes) if i.archive_id == hit.archive_id), None)
+    if where is None:
+        return hit
+    position = ABSTRACT_POSITION if hit.role == ABSTRACT_ROLE else None
+    if position is None:
+        ids = indexes[where].ids
+        position = next((p for p, i in enumerate(ids) if i == hit.message_id), None)
+    if position is None:
+        return hit
+    return replace(hit, similarity=semantic.get((where, position), 0.0))
+
+
+DATE_LOOKBACK_ARCHIVES = 2
+"""A hit's session date is looked for in its own archive and at most this many before it."""
+
+
+def _session_dates(corpus: Corpus, texts: _Texts, keys: Sequence[DocKey]) -> dict[DocKey, str]:
+    """The session date of each message hit of ``keys``: the newest leading date line at or
+    before it (its own archive first, then up to :data:`DATE_LOOKBACK_ARCHIVES` earlier ones,
+    read in one batch per step back)."""
+    indexes = corpus.indexes
+    out: dict[DocKey, str] = {}
+    open_keys = [(a, p) for a, p in keys if a >= 0 and p >= 0]
+    cursor = {key: (key[0], key[1]) for key in open_keys}  # (archive, last position to read)
+    for _ in range(DATE_LOOKBACK_ARCHIVES + 1):
+        if not open_keys:
+            break
+        texts.need([indexes[cursor[k][0]].archive_id for k in open_keys])
+        still: list[DocKey] = []
+        for key in open_keys:
+            a, last = cursor[key]
+            messages = texts.messages(indexes[a].archive_id)
+            found = _newest_date(messages, min(last, len(messages) - 1), corpus.hidden)
+            if found:
+                out[key] = found
+            elif a > 0:
+                cursor[key] = (a - 1, 1 << 30)
+                still.append(key)
+        open_keys = still
+    return out
+
+
+def _newest_date(messages: Sequence[BaseMessage], last: int, hidden: set[str]) -> str:
+    """The newest leading date of ``messages[: last + 1]`` as ``8 May 2023`` (``""``: none)."""
+    for position in range(last, -1, -1):
+        if hidden and _id_at(messages, position) in hidden:
+            continue
+        text = messages.text_start(position) if isinstance(messages, StoredMessages) else None
+        if text is None:
+            text = searchable_text(messages[position])
+        if not text.lstrip().startswith("["):
+            continue
+        when, _ = date_line(text)
+        if when is not None:
+            return format_date(when)
+    return ""
+
+
+def _id_at(messages: Sequence[BaseMessage], position: int) -> str:
+    if isinstance(messages, StoredMessages):
+        return messages.id_at(position)
+    return str(messages[position].id)
+
+
+def _visible(messages: Sequence[BaseMessage], hidden: set[str]) -> list[int]:
+    """The positions of the messages not hidden (without making stored messages)."""
+    if not hidden:
+        return list(range(len(messages)))
+    return [p for p in range(len(messages)) if _id_at(messages, p) not in hidden]
+
+
+def _number(visible: Sequence[int], position: int) -> int | None:
+    """The 0-based number among the visible messages of the one at ``position``."""
+    at = bisect.bisect_left(visible, position)
+    return at if at < len(visible) and visible[at] == position else None
 
 
 def _around(corpus: Corpus, texts: _Texts, a: int, number: int, step: int) -> tuple[Neighbour, ...]:
@@ -718,21 +959,31 @@ def _around(corpus: Corpus, texts: _Texts, a: int, number: int, step: int) -> tu
     the timeline; oldest first."""
     indexes = corpus.indexes
     found: list[Neighbour] = []
-    visible = _visible(texts.messages(indexes[a].archive_id), corpus.hidden)
+    messages = texts.messages(indexes[a].archive_id)
+    visible = _visible(messages, corpus.hidden)
     while len(found) < NEIGHBOURS:
         number += step
         if not 0 <= number < len(visible):
             a += step
             if not 0 <= a < len(indexes):
                 break
-            visible = _visible(texts.messages(indexes[a].archive_id), corpus.hidden)
+            messages = texts.messages(indexes[a].archive_id)
+            visible = _visible(messages, corpus.hidden)
             if not visible:
                 break
             number = len(visible) - 1 if step < 0 else 0
-        message = visible[number][1]
+        message = messages[visible[number]]
         text = searchable_text(message)
         found.append(
-            Neighbour(indexes[a].archive_id, number + 1, len(visible), role_label(message), text)
+            Neighbour(
+                indexes[a].archive_id,
+                number + 1,
+                len(visible),
+                role_label(message),
+                text,
+                seq=indexes[a].seq,
+                message_id=str(message.id or ""),
+            )
         )
     return tuple(reversed(found)) if step < 0 else tuple(found)
 

@@ -45,7 +45,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp
@@ -139,6 +139,55 @@ def _restore(value: Any) -> Any:
 def message_list(value: Mapping[str, Any]) -> list[BaseMessage]:
     """The messages of a stored archive record value (without reading its other fields)."""
     return messages_from_dict(_restore(value.get("messages") or []))
+
+
+class StoredMessages(Sequence[BaseMessage]):
+    """The messages of a stored archive record value, each made into a message only when it is
+    read (a search shows a few messages of an archive of hundreds)."""
+
+    def __init__(self, value: Mapping[str, Any]) -> None:
+        raw = value.get("messages") or []
+        self._raw: list[Any] = list(raw) if isinstance(raw, list) else []
+        self._made: dict[int, BaseMessage] = {}
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    @overload
+    def __getitem__(self, index: int) -> BaseMessage: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[BaseMessage]: ...
+
+    def __getitem__(self, index: int | slice) -> BaseMessage | list[BaseMessage]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._raw)))]
+        if index < 0:
+            index += len(self._raw)
+        if not 0 <= index < len(self._raw):
+            raise IndexError(index)
+        made = self._made.get(index)
+        if made is None:
+            made = messages_from_dict([_restore(self._raw[index])])[0]
+            self._made[index] = made
+        return made
+
+    def id_at(self, index: int) -> str:
+        """``str(message.id)`` of message ``index`` without making the message."""
+        made = self._made.get(index)
+        if made is not None:
+            return str(made.id)
+        raw = self._raw[index]
+        data = raw.get("data") if isinstance(raw, Mapping) else None
+        return str(data.get("id") if isinstance(data, Mapping) else None)
+
+    def text_start(self, index: int) -> str | None:
+        """Message ``index``'s content when it is plain text, read without making the message
+        (``None``: content blocks; read the message)."""
+        raw = self._raw[index]
+        data = raw.get("data") if isinstance(raw, Mapping) else None
+        content = data.get("content") if isinstance(data, Mapping) else None
+        return content if isinstance(content, str) else None
 
 
 def digest_of(messages: Sequence[BaseMessage]) -> str:

@@ -37,7 +37,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
 from wm_langgraph.document.text.ranking import term_counts
-from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, message_list
+from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, StoredMessages
 
 __all__ = [
     "ABSTRACT_POSITION",
@@ -385,12 +385,14 @@ class SearchIndex:
             )
 
     # -- reading ----------------------------------------------------------------------------
-    def indexes(self, key: str, timeline: Sequence[str]) -> list[ArchiveIndex]:
+    def indexes(
+        self, key: str, timeline: Sequence[str], *, write: bool = True
+    ) -> list[ArchiveIndex]:
         """The index of every archive of ``timeline`` that exists, in timeline order.
 
         Cached indexes are used as they are; the rest are read in one batch, and an archive
         without an index record (written before the index existed) is indexed now and its
-        record written.
+        record written (``write=False``: only cached, for a reader that writes nothing).
         """
         found: dict[str, ArchiveIndex] = {}
         missing: list[str] = []
@@ -414,7 +416,11 @@ class SearchIndex:
                 found[archive_id] = index
                 self._indexes.put((*prefix, archive_id), index)
             for record in self._archives.get_archives(key, unindexed):
-                found[record.id] = self.write(key, record)
+                if write:
+                    found[record.id] = self.write(key, record)
+                else:
+                    found[record.id] = index_of(record)
+                    self._indexes.put((*prefix, record.id), found[record.id])
         return [found[a] for a in timeline if a in found]
 
     def _abstract_prefix(self, key: str) -> tuple[int, tuple[str, ...]]:
@@ -455,16 +461,19 @@ class SearchIndex:
                     self._abstracts.put((*prefix, index.archive_id), _MISSING)
         return found
 
-    def messages(self, key: str, ids: Sequence[str]) -> dict[str, tuple[str, list[BaseMessage]]]:
+    def messages(
+        self, key: str, ids: Sequence[str]
+    ) -> dict[str, tuple[str, Sequence[BaseMessage]]]:
         """The digest and messages of the archives ``ids`` (read from the store, never cached:
-        only the few archives a result shows are read)."""
+        only the few archives a result shows are read; each message is made only when read,
+        :class:`~wm_langgraph.storage.archives.StoredMessages`)."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
         ns = self._archives.namespace(key, "archives")
         items = self._archives.io(key).batch([GetOp(ns, a) for a in wanted])
         return {
-            archive_id: (str(item.value.get("digest") or ""), message_list(item.value))
+            archive_id: (str(item.value.get("digest") or ""), StoredMessages(item.value))
             for archive_id, item in zip(wanted, items, strict=True)
             if isinstance(item, Item)
         }
