@@ -1,8 +1,9 @@
 """Natural sessions and the properties of the notes kept over them (issue 46).
 
-The sessions are in ``tests/models/data``: ``natural_sessions.json`` (the development set) and
-``natural_sessions_heldout.json`` (written before the code ran on them, kept as held-out
-checks). Each lists what a careful person would note:
+The sessions are in ``tests/models/data``: ``natural_sessions.json`` (the development set),
+``natural_sessions_heldout.json`` (written before the code ran on them; the round that wrote
+them fixed capture on them) and ``natural_sessions_fresh.json`` (written after that fix, before
+the code ran on them: a check that it generalises). Each lists what a careful person would note:
 
 - ``errors``: text that must stand in Errors & Corrections;
 - ``open``: text of an item that must stand in Open Issues exactly once, unresolved;
@@ -31,6 +32,7 @@ from wm_langgraph.document.text.units import statement_key
 
 __all__ = [
     "DEVELOPMENT",
+    "FRESH",
     "HELD_OUT",
     "PROPERTIES",
     "SESSIONS",
@@ -54,7 +56,8 @@ def _load(file: str) -> dict[str, dict[str, Any]]:
 
 DEVELOPMENT = _load("natural_sessions.json")
 HELD_OUT = _load("natural_sessions_heldout.json")
-SESSIONS: dict[str, dict[str, Any]] = {**DEVELOPMENT, **HELD_OUT}
+FRESH = _load("natural_sessions_fresh.json")
+SESSIONS: dict[str, dict[str, Any]] = {**DEVELOPMENT, **HELD_OUT, **FRESH}
 
 _RECORD_RE = re.compile(
     r"^(?:\[[^\]\n]{0,40}\]\s*)*(?:User correction|Superseded|用户纠正|已被更正)[:：]"

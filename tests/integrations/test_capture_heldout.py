@@ -34,7 +34,7 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import create_model
 
 from tests.common import thread_config
-from tests.natural import HELD_OUT, PROPERTIES, SESSIONS
+from tests.natural import FRESH, HELD_OUT, PROPERTIES, SESSIONS
 from wm_langgraph import OfflineWorkingMemoryModel, WorkingMemoryMiddleware
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.document.sections import SECTIONS, render_working_memory
@@ -140,10 +140,25 @@ def play(writer: str, name: str) -> str:
     return middleware.memory.get_working_memory(config)
 
 
+KNOWN_GAPS = {
+    ("offline", "garden", "facts kept"): "an unanchored event in a chat",
+    ("silent", "garden", "facts kept"): "an unanchored event in a chat",
+}
+"""Cases that fail, and why: in a chat, code adds no unit without an anchor (the rule that keeps
+small talk out), so "The tomatoes died last summer because of aphids" stays with the writer
+(the misfiling writer keeps it; the offline one drops it in these rounds)."""
 CASES = [
-    pytest.param(writer, name, prop, id=f"{writer}-{name}-{prop.replace(' ', '_')}")
+    pytest.param(
+        writer,
+        name,
+        prop,
+        id=f"{writer}-{name}-{prop.replace(' ', '_')}",
+        marks=[pytest.mark.xfail(reason=KNOWN_GAPS[writer, name, prop], strict=True)]
+        if (writer, name, prop) in KNOWN_GAPS
+        else [],
+    )
     for writer in WRITERS
-    for name in sorted(HELD_OUT)
+    for name in sorted([*HELD_OUT, *FRESH])
     for prop in PROPERTIES
     if not (writer == "misfiling" and prop == "chit-chat nowhere")
 ]

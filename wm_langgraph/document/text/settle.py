@@ -5,8 +5,10 @@
 "not decided yet" settles nothing), or be the answer of the person the item waits on ("I'll ask
 Priscilla" … "Priscilla says …"); it must be a statement, not a question nor a new open item;
 and it must clearly refer to the item: at least two of the item's content words (stems, a
-shared prefix of five letters counts: "cancel" / "cancelled"), and besides those an anchor of
-the item (a name, a number, an id) or a third shared word.
+shared prefix of five letters counts: "cancel" / "cancelled", an irregular past its verb:
+"bought" / "buy"; the words that only say it is open, "not sure yet whether", aside), and
+besides those a third shared word, half of the item's words, or an anchor of the item (a
+name, a number, an id).
 
     >>> settles("I still have to cancel the Eneco energy contract.",
     ...         "Cancelled the Eneco contract this morning.")
@@ -30,6 +32,7 @@ _I = re.IGNORECASE
 SETTLING_RE = re.compile(
     r"\b(?:done|fixed|resolved|solved|answered|confirmed|confirms|decided|settled|agreed|chose|"
     r"cancell?ed|booked|paid|sent|filed|submitted|signed|closed|finished|completed|scheduled|"
+    r"bought|found|got|picked up|returned|replaced|installed|called|emailed|delivered|"
     r"arranged|ordered|renewed|rotated|checked|verified|clarified|merged|shipped|deployed|"
     r"found out|turns out|turned out|no longer needed|not needed|not worth)\b"
     r"|已(?:经)?(?:解决|完成|修复|确认|确定|取消|预订|订好|发送|提交|付)|决定了|定了|确认了|确定了|"
@@ -48,9 +51,48 @@ _PREFIX = 5
 """Two stems that share their first five letters are one word ("cancel", "cancell")."""
 
 
+_HEDGES = frozenset(
+    re.findall(
+        r"\S+",
+        "not sure yet if whether still open question need needs todo maybe undecided decide "
+        "tbd tbc pending have has to also",
+    )
+)
+"""Words that say an item is open, not what it is about."""
+_IRREGULAR = {
+    "bought": "buy",
+    "found": "find",
+    "got": "get",
+    "sent": "send",
+    "paid": "pay",
+    "made": "make",
+    "took": "take",
+    "gave": "give",
+    "told": "tell",
+    "wrote": "write",
+    "chose": "choose",
+    "sold": "sell",
+    "brought": "bring",
+    "met": "meet",
+    "ran": "run",
+    "did": "do",
+    "kept": "keep",
+    "built": "build",
+    "left": "leave",
+    "spoke": "speak",
+}
+"""Irregular past forms: "Bought a pot" settles "buy a bigger pot"."""
+
+
 @lru_cache(maxsize=4096)
 def _words(text: str) -> frozenset[str]:
-    return key_words(text)
+    plain = re.sub(
+        r"\b(" + "|".join(_IRREGULAR) + r")\b",
+        lambda m: _IRREGULAR[m[1].casefold()],
+        text,
+        flags=_I,
+    )
+    return frozenset(w for w in key_words(plain) if w not in _HEDGES)
 
 
 def _shared(item: frozenset[str], statement: frozenset[str]) -> int:
@@ -79,9 +121,12 @@ def settles(item: str, statement: str) -> bool:
         return False
     if statement_kind(statement) == "todo":
         return False  # a new open item, not an outcome
-    shared = _shared(_words(core), _words(statement))
+    words = _words(core)
+    shared = _shared(words, _words(statement))
     if shared < 2:
         return False
+    if shared >= 3 or 2 * shared >= len(words):
+        return True
     anchors = extract_anchors(core, include_markers=False, include_phrases=False)
     said = extract_anchors(statement, include_markers=False, include_phrases=False)
-    return shared >= 3 or bool(anchors & said)
+    return bool(anchors & said)

@@ -630,7 +630,7 @@ _PROSE_ERROR_RE = re.compile(
     r"\b(?:fails?|failed|failing|failures?|crash(?:es|ed|ing)?|timed out|times out|timeouts?|"
     r"errors?|exceptions?|broken|breaks|broke|hangs|hung|panic(?:s|ked)?|segfaults?|OOM|"
     r"out of memory|(?:does not|doesn't|did not|didn't|won't) (?:work|start|build|compile|run)|"
-    r"not working|returns? (?:an? )?(?:HTTP )?[45]\d\d)\b|报错|失败|出错|超时|崩溃"
+    r"not working|returns? (?:an? )?(?:HTTP )?[45]\d\d)\b|报错|失败|出错|超时|崩溃|错误|过期了"
     r"|エラー|失敗|タイムアウト|クラッシュ",
     _I,
 )
@@ -648,7 +648,7 @@ _TECH_RE = re.compile(
     r"service|requests?|query|queries|migrations?|pipelines?|image|container|pods?|endpoints?|"
     r"api|webhooks?|database|db|cron|workers?|compil\w+|install\w*|upgrade|release|"
     r"function|module|login|checkout|cluster|node|port|timeout|config|schema|queue|cache)\b"
-    r"|代码|部署|服务|脚本|接口|数据库|测试"
+    r"|代码|部署|服务|脚本|接口|数据库|测试|网关|证书|服务器|集群"
     r"|ビルド|デプロイ|サーバー|スクリプト|データベース|テスト|モジュール|コード",
     _I,
 )
@@ -734,7 +734,14 @@ _NOT_PERSONS = frozenset(
 """Verbs that make a capitalised first word a person ("Maria owns the migration plan")."""
 
 
-def _names(sentence: str) -> tuple[str, ...]:
+_MID_CAPS_RE = re.compile(r"(?<=[a-z0-9,;] )[\"'(]?([A-Z][a-z]{2,})\b")
+"""A capitalised word after a lower-case word: how a name shows it is one."""
+
+
+def _names(sentence: str, known: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The names ``sentence`` mentions; a capitalised first word counts when a person verb
+    follows it ("Maria owns …") or the conversation writes it capitalised mid-sentence too
+    (``known``: "my son Leo" makes "Leo is allergic to kiwi" name Leo)."""
     out: list[str] = []
     # "Way to go, Tomas!", "Tomas, you won't believe it": a name said to the reader.
     sentence = _VOCATIVE_RE.sub(" ", sentence)
@@ -748,7 +755,9 @@ def _names(sentence: str) -> tuple[str, ...]:
             and after[0].casefold().strip(",;:") in _PERSON_VERBS
             and first not in _NOT_PERSONS
         )
-        if first in _SENTENCE_START_WORDS or (at_start and " " not in name and not person):
+        if first in _SENTENCE_START_WORDS or (
+            at_start and " " not in name and not person and first not in known
+        ):
             continue
         if first.removesuffix("s") in _WEEKDAYS or first in _MONTHS or name.casefold() in _MONTHS:
             continue
@@ -782,7 +791,8 @@ _FEELING_WORDS = frozenset(
         "exhausted sick lucky curious afraid scared confused impressed amazed honored honoured "
         "delighted pleased relieved so really very just not kind pretty quite too bit little lot "
         "totally still also always never feeling doing trying thinking wondering hoping "
-        "looking going planning getting off on in at with about all fun cool lost late early "
+        "looking going planning getting having working waiting coming leaving heading "
+        "struggling loving enjoying missing off on in at with about all fun cool lost late early "
         "home free away new old hungry cold hot awake asleep jealous upset angry mad annoyed "
         "down fed over sold hooked blessed speechless obsessed",
     )
@@ -790,7 +800,7 @@ _FEELING_WORDS = frozenset(
 """What follows "I'm" in a feeling, a mood or a passing state ("I'm fine", "I'm so happy for
 you", "I'm just tired", "I'm going to …"): chit-chat or another kind, no standing fact."""
 _PASSING_RE = re.compile(
-    r"\b(?:today|tonight|right now|at the moment|lately|this (?:morning|afternoon|evening|week)|"
+    r"\b(?:today|tonight|lately|this (?:morning|afternoon|evening|week)|"
     r"you|your)\b",
     _I,
 )
@@ -809,10 +819,10 @@ def is_personal_fact(sentence: str) -> bool:
     if match.group("be"):
         words = [w.casefold().strip("'’") for w in match.group("pred").split()]
         first = words[1] if words[0] in {"a", "an", "the"} and len(words) > 1 else words[0]
-        if first in _FEELING_WORDS or first.endswith("ing"):
+        if first in _FEELING_WORDS:
             return False  # "I'm fine", "I'm a bit tired", "I'm going to …"
     what = (match.group("what") or "").casefold()
-    if what and (what in _FEELING_WORDS or what.endswith("ing")):
+    if what and what in _FEELING_WORDS:
         return False
     return len(_CONTENT_WORD_RE.findall(sentence)) >= 3
 
@@ -981,6 +991,7 @@ def _unit(
     when: date | None,
     correction: bool,
     ignore: frozenset[str] = frozenset(),
+    known: frozenset[str] = frozenset(),
 ) -> Unit | None:
     sentence = _TAG_QUESTION_RE.sub(".", sentence)
     if _QUESTION_RE.search(sentence) or _chit_chat(sentence) or reads_as_instruction(sentence):
@@ -990,7 +1001,7 @@ def _unit(
         return None
     resolved = resolve_relative_dates(sentence, when)
     dated = resolved != sentence
-    names = tuple(n for n in _names(sentence) if n.casefold() not in ignore)
+    names = tuple(n for n in _names(sentence, known) if n.casefold() not in ignore)
     anchors = {
         a
         for a in extract_anchors(resolved, include_markers=False, include_phrases=False)
@@ -1064,6 +1075,7 @@ def extract_units(
     *,
     session_date: date | None = None,
     speakers: Iterable[str] = (),
+    known: str = "",
 ) -> list[Unit]:
     """The salient units of ``messages``, in order.
 
@@ -1074,6 +1086,9 @@ def extract_units(
             following messages).
         speakers: The names of the people talking: a sentence that only addresses one of
             them ("Way to go, Tomas!") names no one worth a unit.
+        known: Text said before (the notes so far): a word it writes capitalised
+            mid-sentence is a name when a sentence opens with it ("my son Leo" earlier makes
+            "Leo is allergic to kiwi" name Leo), as one the messages write so does.
 
     Returns:
         One unit per salient sentence (questions, greetings, reactions, instruction-like text
@@ -1081,6 +1096,9 @@ def extract_units(
     """
     when = session_date
     ignore = frozenset(name.casefold() for name in speakers if name)
+    messages = list(messages)
+    spoken = [raw for role, raw in messages if role in {"user", "assistant"}]
+    names = frozenset(m.casefold() for raw in [*spoken, known] for m in _MID_CAPS_RE.findall(raw))
     out: list[Unit] = []
     seen: set[str] = set()
     said: set[str] = set()  # the users' statements: an assistant's echo of one is no unit
@@ -1100,7 +1118,13 @@ def extract_units(
                     said.add(statement_key(sentence))
                 statement = without_ack(sentence) if role == "assistant" else sentence
                 unit = _unit(
-                    statement, index, role, when=when, correction=correction, ignore=ignore
+                    statement,
+                    index,
+                    role,
+                    when=when,
+                    correction=correction,
+                    ignore=ignore,
+                    known=names,
                 )
                 if unit is None or statement_key(unit.text) in seen:
                     continue
