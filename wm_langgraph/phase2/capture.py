@@ -206,6 +206,9 @@ _MID_SENTENCE_CAPS_RE = re.compile(r"(?<=[a-z0-9,;] )[\"'(]?([A-Z][a-z]{2,})\b")
 """A capitalised word after a lower-case word: a name shows its capital mid-sentence somewhere
 in the fold; a common word ("Wish", "Blue", "Everyone") capitalised only because it opens the
 sentence is no anchor of that sentence (as for the units' names)."""
+_IN_NOTES_CAPS_RE = re.compile(r"(?<=[a-z0-9,] )[\"'(]?([A-Z][a-z]{2,})\b")
+"""A name as the notes show one: capitalised after a lower-case word or a comma (a bullet
+joins statements with "; ", so a word after it may only open a sentence: "…; Big news: …")."""
 _SPEAKER_RE = re.compile(r"^[^\W\d_][\w .'’-]{0,39}:\s+")
 
 
@@ -346,11 +349,9 @@ def unit_candidates(messages: Iterable[BaseMessage], *, known: str = "") -> list
         for role, text in ((_role(m), entry_text(content_text(m.content))) for m in messages)
     ]
     units: list[Unit] = extract_units(pairs)
-    named = {
-        m.casefold()
-        for text in [*(t for _, t in pairs), known]
-        for m in _MID_SENTENCE_CAPS_RE.findall(text)
-    }
+    named = {m.casefold() for _, text in pairs for m in _MID_SENTENCE_CAPS_RE.findall(text)}
+    # in the notes "; " joins statements: a word after it opens a sentence
+    named |= {m.casefold() for m in _IN_NOTES_CAPS_RE.findall(known)}
     out: list[Candidate] = []
     for unit in units:
         if reads_as_instruction(unit.text) or (

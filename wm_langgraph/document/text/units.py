@@ -736,6 +736,8 @@ _NOT_PERSONS = frozenset(
 
 _MID_CAPS_RE = re.compile(r"(?<=[a-z0-9,;] )[\"'(]?([A-Z][a-z]{2,})\b")
 """A capitalised word after a lower-case word: how a name shows it is one."""
+_NOTES_CAPS_RE = re.compile(r"(?<=[a-z0-9,] )[\"'(]?([A-Z][a-z]{2,})\b")
+"""The same in notes, where "; " joins statements (a word after it may open a sentence)."""
 
 
 def _names(sentence: str, known: frozenset[str] = frozenset()) -> tuple[str, ...]:
@@ -1098,7 +1100,9 @@ def extract_units(
     ignore = frozenset(name.casefold() for name in speakers if name)
     messages = list(messages)
     spoken = [raw for role, raw in messages if role in {"user", "assistant"}]
-    names = frozenset(m.casefold() for raw in [*spoken, known] for m in _MID_CAPS_RE.findall(raw))
+    names = frozenset(m.casefold() for raw in spoken for m in _MID_CAPS_RE.findall(raw))
+    # in the notes "; " joins statements: a word after it opens a sentence ("…; Big news: …")
+    names |= {m.casefold() for m in _NOTES_CAPS_RE.findall(known)}
     out: list[Unit] = []
     seen: set[str] = set()
     said: set[str] = set()  # the users' statements: an assistant's echo of one is no unit

@@ -481,7 +481,10 @@ def _chat_ops(
     ops["Current State"] = {"op": "UPDATE", "content": state}
     plans = [u for u in found.units if u.kind == "plan"]
     todos = [u for u in found.units if u.kind == "todo" and not u.pasted]
-    failures = [u for u in found.units if u.kind in {"error", "fix"} and not u.pasted]
+    # an error the user tells (an assistant's relays a page or a log: data, not the session's)
+    failures = [
+        u for u in found.units if u.kind in {"error", "fix"} and u.role == "user" and not u.pasted
+    ]
     rest = [u for u in found.units if u.kind not in {"plan", "todo", "error", "fix"}]
     # a follow-up is an open issue, and a later statement that settles one closes it
     follow_ups = replace(found, open_items=[u.text for u in todos], open_failures=[])
