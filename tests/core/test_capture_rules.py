@@ -669,3 +669,90 @@ def test_an_item_added_by_code_keeps_its_resolved_date_whole() -> None:
     assert item.endswith("it rained every single day")
     assert "…" not in item
     assert item in result.text
+
+
+# --- misfiled items and settled open items (issue 46, natural sessions) -----------------------
+
+
+def _doc(**sections: str) -> str:
+    return render_working_memory(
+        {"Session Title": "A chat", "Current State": "Talking.", **sections}
+    )
+
+
+def _said(kind: str, text: str, *anchors: str, message: int = 0) -> Candidate:
+    section = {"todo": "Open Issues", "correction": "Errors & Corrections"}.get(
+        kind, "Key Facts & Decisions"
+    )
+    return Candidate(kind, text, section, tuple(anchors), "user", 4, message=message)
+
+
+def test_a_follow_up_the_writer_filed_as_a_fact_this_round_moves_to_open_issues() -> None:
+    said = "I still have to cancel the Eneco energy contract."
+    merged = _doc(**{"Key Facts & Decisions": f"- User: {said}"})
+    result = run_capture(merged, [_said("todo", said, "eneco")], ask=None, prior=_doc())
+    sections = parse_working_memory(result.text)
+    assert said in sections["Open Issues"]
+    assert said not in sections["Key Facts & Decisions"]
+    assert any(d["section"] == "Key Facts & Decisions" for d in result.decisions)
+
+
+def test_an_item_the_document_already_held_is_never_moved_out_of_its_section() -> None:
+    said = "I still have to cancel the Eneco energy contract."
+    before = _doc(**{"Key Facts & Decisions": f"- User: {said}"})
+    result = run_capture(before, [_said("todo", said, "eneco")], ask=None, prior=before)
+    assert f"User: {said}" in parse_working_memory(result.text)["Key Facts & Decisions"]
+
+
+def test_a_correction_filed_as_a_fact_gets_its_record_in_errors_and_corrections() -> None:
+    said = "Sorry, the blood test is at 8:45, not 8:15."
+    merged = _doc(**{"Key Facts & Decisions": f"- {said}"})
+    cand = _said("correction", said, "8:15", "8:45")
+    result = run_capture(merged, [cand], ask=None, prior=_doc())
+    sections = parse_working_memory(result.text)
+    assert f"User correction: {said}" in sections["Errors & Corrections"]
+    assert said in sections["Key Facts & Decisions"]  # the corrected fact stands where it is
+
+
+def test_a_later_statement_that_settles_an_open_item_closes_it_whatever_the_writer_did() -> None:
+    item = "Our accountant Maria says rule_7 may apply after tax, she'll check."
+    before = _doc(**{"Open Issues": f"- {item}"})
+    settled = _said("fact", "Maria confirmed rule_7 applies BEFORE tax.", "maria", "rule_7")
+    result = run_capture(before, [settled], ask=None, prior=before)
+    assert f"[resolved] {item}" in parse_working_memory(result.text)["Open Issues"]
+    closing = [d for d in result.decisions if d["section"] == "Open Issues"]
+    assert closing
+    assert "settled" in closing[0]["reason"]
+
+
+def test_a_statement_that_does_not_settle_or_comes_before_the_item_leaves_it_open() -> None:
+    item = "I still need to buy a bigger pot for the lemon tree."
+    before = _doc(**{"Open Issues": f"- {item}"})
+    unrelated = _said("fact", "Bought basil seeds at the market.")
+    result = run_capture(before, [unrelated], ask=None, prior=before)
+    assert "[resolved]" not in parse_working_memory(result.text)["Open Issues"]
+    # opened this round by message 5: an outcome said in message 2 settles nothing
+    cands = [
+        _said("fact", "Bought a 40 cm pot for the lemon tree.", "40 cm", message=2),
+        _said("todo", item, message=5),
+    ]
+    result = run_capture(before, cands, ask=None, prior=_doc())
+    assert "[resolved]" not in parse_working_memory(result.text)["Open Issues"]
+
+
+_ITEM = st.text(alphabet=st.sampled_from(list("abcdefgh ")), min_size=8, max_size=40).map(
+    lambda t: f"I still need to {t.strip() or 'x'} today"
+)
+
+
+@given(
+    st.lists(_ITEM, min_size=1, max_size=5, unique=True),
+    st.sampled_from(["Key Facts & Decisions", "Task & Goals", "Errors & Corrections"]),
+)
+def test_code_never_takes_an_item_the_document_held_out_of_its_section(
+    items: list[str], section: str
+) -> None:
+    before = _doc(**{section: "\n".join(f"- {i}" for i in items)})
+    result = run_capture(before, [_said("todo", i) for i in items], ask=None, prior=before)
+    after = parse_working_memory(result.text)
+    assert all(i in after[section] for i in items), after

@@ -272,11 +272,41 @@ ASSISTANT = [
 ]
 
 
+def _misfiling() -> ScriptedChatModel:
+    """A writer that appends every folded user message to Key Facts (``User: …``), never
+    touches Open Issues and says nothing when the capture check asks."""
+    block_re = re.compile(r"^\[user\]\n(.*?)(?=\n\n\[|\Z)", re.MULTILINE | re.DOTALL)
+
+    def reply(messages: list[BaseMessage], tools: Any, tool_choice: Any) -> Any:
+        names = {t.get("function", {}).get("name") for t in tools or []}
+        if "capture_working_memory" in names:
+            return "Nothing to add."
+        prompt = messages[-1].text
+        folded = prompt[prompt.rfind("<messages>") : prompt.rfind("</messages>")]
+        facts = [f"User: {' '.join(m.split())}" for m in block_re.findall(folded)]
+        if "update_working_memory" not in names:
+            body = dict.fromkeys(SECTIONS, "")
+            body["Session Title"] = "Planning the month"
+            body["Key Facts & Decisions"] = "\n".join(f"- {f}" for f in facts)
+            return render_working_memory(body)
+        ops: dict[str, Any] = {name: {"op": "KEEP"} for name in SECTIONS}
+        ops["Key Facts & Decisions"] = {"op": "APPEND", "items": facts}
+        return tool_reply("update_working_memory", {"sections": ops})
+
+    return ScriptedChatModel(respond=reply)
+
+
+WRITERS = pytest.mark.parametrize(
+    "writer", [OfflineWorkingMemoryModel, _misfiling], ids=["offline", "misfiling"]
+)
+
+
 @PATHS
+@WRITERS
 def test_a_personal_assistant_chat_keeps_what_was_asked_and_closes_what_was_settled(
-    build: Build,
+    build: Build, writer: Callable[[], BaseChatModel]
 ) -> None:
-    wm, config = _play(build, OfflineWorkingMemoryModel(), _brief(), ASSISTANT)
+    wm, config = _play(build, writer(), _brief(), ASSISTANT)
     document = wm.get_working_memory(config)
     items = _durable(document)
     durable = "\n".join(i for got in items.values() for i in got)

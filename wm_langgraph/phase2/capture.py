@@ -68,9 +68,15 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from wm_langgraph.document.guards import SEED_LIMITS, SectionLimits
 from wm_langgraph.document.guards.key_facts import clauses
+from wm_langgraph.document.guards.open_issues import is_resolved
 from wm_langgraph.document.guards.sizes import SEED_ASKED, SEED_CODE_UNITS
 from wm_langgraph.document.merge import merge_working_memory
-from wm_langgraph.document.sections import DURABLE_SECTIONS, parse_working_memory, section_items
+from wm_langgraph.document.sections import (
+    DURABLE_SECTIONS,
+    parse_working_memory,
+    render_working_memory,
+    section_items,
+)
 from wm_langgraph.document.text import (
     extract_anchors,
     item_present,
@@ -83,11 +89,16 @@ from wm_langgraph.document.text.entry import entry_text
 from wm_langgraph.document.text.match import join_texts, term_in, terms_in_texts
 from wm_langgraph.document.text.provenance import reads_as_instruction
 from wm_langgraph.document.text.session_paths import sessions_error
+from wm_langgraph.document.text.settle import settles
+from wm_langgraph.document.text.shorten import shorten
 from wm_langgraph.document.text.units import (
     Unit,
     chat_kinds,
     extract_units,
+    is_small_talk,
+    split_sentences,
     statement_key,
+    statement_kind,
     tells_failure,
 )
 from wm_langgraph.messages import content_text
@@ -103,6 +114,8 @@ __all__ = [
     "ASKED_WITHOUT_ANCHOR",
     "FRAMING_MIN",
     "FRAMING_SHARE",
+    "HOME_SECTIONS",
+    "KEPT_WITHOUT_ANCHOR",
     "KIND_SECTIONS",
     "MAX_ASKED",
     "MAX_CODE_UNITS",
@@ -134,7 +147,27 @@ KIND_SECTIONS: Mapping[str, str] = {
     "path": FILES,
 }
 """The section of a unit's kind; every other kind (decision, constraint, preference, fact,
-event, plan, possession, relationship, person, place) goes to Key Facts & Decisions."""
+event, plan, possession, relationship, person, place, personal) goes to Key Facts & Decisions."""
+HOME_SECTIONS: Mapping[str, str] = {
+    "todo": OPEN,
+    "error": ERRORS,
+    "fix": ERRORS,
+    "correction": ERRORS,
+}
+"""Kinds whose statement is written only when its own section holds it: a follow-up stands in
+Open Issues (where it can be closed), an error, a fix or a correction in Errors & Corrections.
+Held only elsewhere (a writer's Key Facts item), it is *misfiled*: a writer's item new this
+round that is the statement itself moves to its section (it was never in the document: no
+item the document held leaves a section), a correction gets its record there
+(``User correction: …``) beside the corrected fact, and anything else reaches its section
+by code like a missing statement."""
+KEPT_WITHOUT_ANCHOR = frozenset({"personal"})
+"""Kinds kept without an anchor, in a chat too (like an explicit "please remember"): a
+present-tense statement about the speaker's world ("I'm vegetarian", "My blood type is O
+negative") is what an assistant must not forget (``units.is_personal_fact``)."""
+CORRECTION_RECORD = "User correction: "
+"""The label of a correction's record in Errors & Corrections (the offline writer's own)."""
+CORRECTION_RECORD_CJK = "用户纠正："
 MAX_ASKED = SEED_ASKED
 """The most statements one follow-up call lists at the seed's size (the most salient first);
 a memory's own bound is ``SectionLimits.asked``, raised for a dense round."""
@@ -173,6 +206,9 @@ _MID_SENTENCE_CAPS_RE = re.compile(r"(?<=[a-z0-9,;] )[\"'(]?([A-Z][a-z]{2,})\b")
 """A capitalised word after a lower-case word: a name shows its capital mid-sentence somewhere
 in the fold; a common word ("Wish", "Blue", "Everyone") capitalised only because it opens the
 sentence is no anchor of that sentence (as for the units' names)."""
+_IN_NOTES_CAPS_RE = re.compile(r"(?<=[a-z0-9,] )[\"'(]?([A-Z][a-z]{2,})\b")
+"""A name as the notes show one: capitalised after a lower-case word or a comma (a bullet
+joins statements with "; ", so a word after it may only open a sentence: "…; Big news: …")."""
 _SPEAKER_RE = re.compile(r"^[^\W\d_][\w .'’-]{0,39}:\s+")
 
 
@@ -294,14 +330,17 @@ def _short(text: str) -> str:
     return " ".join(text.split())
 
 
-def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
+def unit_candidates(messages: Iterable[BaseMessage], *, known: str = "") -> list[Candidate]:
     """The salient units of the user's and the assistant's messages (tool output is data and
     gives none; the trails cover what tools report), never one that reads as an instruction;
     an assistant's line that only relays a tool result's line is tool output too. An error is
     a candidate only in the user's own words, or in the assistant's when it quotes what one of
     the session's own runs reported (errors come from what the session ran,
     ``session_paths.runs_here``): a page the assistant relays, or a log or traceback the user
-    pasted, is someone else's text."""
+    pasted, is someone else's text. A word capitalised only because it opens the sentence is
+    no anchor, unless the folded messages or the document the round starts from (``known``)
+    write it capitalised mid-sentence: a name said in an earlier round ("coding with Yuki") is
+    still a name ("Yuki can't do Fridays")."""
     messages = list(messages)
     relayed = tool_result_lines(messages)
     ran = " ".join(own_run_outputs(messages).split()).casefold()
@@ -311,6 +350,8 @@ def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
     ]
     units: list[Unit] = extract_units(pairs)
     named = {m.casefold() for _, text in pairs for m in _MID_SENTENCE_CAPS_RE.findall(text)}
+    # in the notes "; " joins statements: a word after it opens a sentence
+    named |= {m.casefold() for m in _IN_NOTES_CAPS_RE.findall(known)}
     out: list[Candidate] = []
     for unit in units:
         if reads_as_instruction(unit.text) or (
@@ -366,19 +407,37 @@ def _written(
     text: str,
     sections: Mapping[str, str],
     framing: frozenset[str] = frozenset(),
+    only: str = "",
 ) -> bool:
+    """Whether the document holds ``candidate`` (module docstring); with ``only``, whether
+    that one section does."""
     if candidate.kind == "path" and candidate.trail:
         return paths_listed([candidate.text], sections[FILES])[0]
     if candidate.kind == "error" and candidate.trail:
         return not missing_errors([candidate.text], sections[ERRORS])
-    if statement_key(candidate.text) in _item_keys(text):
+    items = _section_items(text, only) if only else _items(text)
+    if statement_key(candidate.text) in (_item_keys(text) if not only else _keys(items)):
         return True  # the same item, whatever its markers, speaker or acknowledgement
-    if item_present(candidate.text, _items(text)):
+    if item_present(candidate.text, items):
         return True  # said whole inside one item ("Owen: A; B; C" holds B)
     if candidate.anchors:
-        return _held_by_a_clause(candidate, _document_clauses(text), framing)
-    items = _items(text)
-    return item_present(candidate.text, items) or any(restates(candidate.text, i) for i in items)
+        found = _section_clauses(text, only) if only else _document_clauses(text)
+        return _held_by_a_clause(candidate, found, framing)
+    return any(restates(candidate.text, i) for i in items)
+
+
+@lru_cache(maxsize=32)
+def _section_items(text: str, section: str) -> tuple[str, ...]:
+    return tuple(section_items(parse_working_memory(text)[section]))
+
+
+@lru_cache(maxsize=32)
+def _section_clauses(text: str, section: str) -> _Clauses:
+    return _Clauses.of(_section_items(text, section))
+
+
+def _keys(items: Iterable[str]) -> frozenset[str]:
+    return frozenset(statement_key(i) for i in items)
 
 
 @dataclass(frozen=True, slots=True)
@@ -518,12 +577,18 @@ class _Check:
     limits: SectionLimits = SEED_LIMITS
     framing: frozenset[str] = frozenset()
     chat: bool = False
+    prior: str = ""
     sections: dict[str, str] = field(init=False)
     fates: dict[int, Fate] = field(default_factory=dict)
     decisions: list[dict[str, Any]] = field(default_factory=list)
+    old_keys: dict[str, frozenset[str]] = field(init=False)
+    """Section -> the keys of the items the round started from (``prior``): an item the
+    writer wrote this round is not among them."""
 
     def __post_init__(self) -> None:
         self.sections = parse_working_memory(self.text)
+        before = parse_working_memory(self.prior)
+        self.old_keys = {name: _keys(section_items(before[name])) for name in DURABLE_SECTIONS}
 
     def settle(self, n: int, fate: FateName, reason: str = "", section: str = "") -> None:
         """Candidate ``n`` ends with ``fate`` (in its own section unless ``section`` says)."""
@@ -531,8 +596,32 @@ class _Check:
         self.fates[n] = Fate(cand.kind, cand.text, section or cand.section, fate, reason)
 
     def written(self, n: int) -> bool:
-        """Whether the document now holds candidate ``n``."""
+        """Whether the document now holds candidate ``n``, in its own section for a kind
+        that has one (:data:`HOME_SECTIONS`)."""
+        cand = self.candidates[n]
+        home = "" if cand.trail else HOME_SECTIONS.get(cand.kind, "")
+        return _written(cand, self.text, self.sections, self.framing, home)
+
+    def held_anywhere(self, n: int) -> bool:
+        """Whether some section that keeps what it holds has candidate ``n``."""
         return _written(self.candidates[n], self.text, self.sections, self.framing)
+
+    def replace_items(self, section: str, changes: Mapping[str, str | None]) -> None:
+        """Rewrite the lines of ``section`` whose item is a key of ``changes``: to the new item,
+        or away (``None``)."""
+        lines: list[str] = []
+        left = dict(changes)
+        for line in self.sections[section].splitlines():
+            items = section_items(line)
+            if len(items) == 1 and items[0] in left:
+                new = left.pop(items[0])
+                if new is not None:
+                    lines.append(f"- {new}")
+                continue
+            lines.append(line)
+        self.sections[section] = "\n".join(lines)
+        self.text = render_working_memory(self.sections)
+        self.sections = parse_working_memory(self.text)
 
     def append(self, section: str, items: Sequence[str]) -> None:
         """APPEND ``items`` to ``section`` through the guards, their decisions recorded."""
@@ -572,15 +661,153 @@ def _unthrottled(limits: SectionLimits) -> SectionLimits:
 _NO_LIMIT = 10**12
 
 
-def _missing_ones(check: _Check) -> list[int]:
-    """The candidates the merged document lacks; the others end ``written``."""
+def _missing_ones(check: _Check) -> tuple[list[int], list[int]]:
+    """The candidates the merged document lacks, and those it holds only outside their own
+    section (*misfiled*, :data:`HOME_SECTIONS`); the others end ``written``."""
     missing: list[int] = []
+    misfiled: list[int] = []
     for n in range(len(check.candidates)):
         if check.written(n):
             check.settle(n, "written")
+        elif not check.candidates[n].trail and check.held_anywhere(n):
+            misfiled.append(n)
         else:
             missing.append(n)
-    return missing
+    return missing, misfiled
+
+
+_SAME_STATEMENT_EXTRA = 2
+"""An item that holds a statement whole is that statement when each other sentence it has is
+small talk, a question, of the statement's own section, or at most this many content words
+("User: Good. <statement>, can you ask them?"); otherwise the item says more than it."""
+
+
+def _is_statement(item: str, statement: str, home: str) -> bool:
+    """Whether ``item`` is ``statement`` itself (:data:`_SAME_STATEMENT_EXTRA`)."""
+    key = statement_key(statement)
+    own = statement_key(item)
+    if own == key:
+        return True
+    if not key or key not in own:
+        return False
+    return all(
+        is_small_talk(rest)
+        or rest.rstrip().endswith(("?", "？"))
+        or len(key_words(rest)) <= _SAME_STATEMENT_EXTRA
+        or HOME_SECTIONS.get(statement_kind(rest), "") == home
+        for rest in split_sentences(own.replace(key, "\n"))
+    )
+
+
+def _holders(check: _Check, n: int) -> list[tuple[str, str]]:
+    """The items outside candidate ``n``'s own section that are its statement itself."""
+    cand = check.candidates[n]
+    home = HOME_SECTIONS[cand.kind]
+    return [
+        (name, item)
+        for name in DURABLE_SECTIONS
+        if name != home
+        for item in section_items(check.sections[name])
+        if _is_statement(item, cand.text, home)
+    ]
+
+
+def _record(text: str) -> str:
+    """A correction's record for Errors & Corrections."""
+    label = CORRECTION_RECORD_CJK if _CJK_RE.search(text) else CORRECTION_RECORD
+    return f"{label}{_short(text)}"
+
+
+_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+
+
+def _refile(check: _Check, misfiled: list[int]) -> tuple[dict[str, list[str]], list[int]]:
+    """Settle the misfiled candidates (:data:`HOME_SECTIONS`): a writer's item new this round
+    that is the statement moves to its section (for an error or a fix only when the user tells
+    the failure in words, as code would add it); a correction gets its record in Errors &
+    Corrections beside the fact; the statement of an item from an earlier round is written.
+    Returns the records code adds (section -> items) and the candidates left to code (held
+    only by an item that says more than the statement)."""
+    records: dict[str, list[str]] = {}
+    left: list[int] = []
+    moved: dict[str, dict[str, str | None]] = {}
+    for n in misfiled:
+        cand = check.candidates[n]
+        home = HOME_SECTIONS[cand.kind]
+        holders = _holders(check, n)
+        new = [(s, i) for s, i in holders if statement_key(i) not in check.old_keys[s]]
+        if cand.kind == "correction" and (new or not holders):
+            item = _record(cand.text)
+            records.setdefault(home, []).append(item)
+            check.fates[n] = Fate(cand.kind, item, home, "added_by_code", "a correction's record")
+        elif new and (cand.kind == "todo" or (cand.source == "user" and tells_failure(cand.text))):
+            section, item = new[0]
+            if item not in moved.setdefault(section, {}):
+                moved[section][item] = None
+                records.setdefault(home, []).append(item)
+            check.settle(n, "written", f"moved from {section}")
+        elif holders:
+            check.settle(n, "written")  # an earlier round filed it; nothing moves back
+        else:
+            left.append(n)
+    for section, changes in moved.items():
+        if changes:
+            check.replace_items(section, changes)
+            check.decisions.append(
+                {
+                    "section": section,
+                    "requested": "CAPTURE",
+                    "applied": "UPDATE",
+                    "reason": f"moved {len(changes)} item(s) new this round to their own "
+                    f"section: {'; '.join(shorten(i, max_words=12) for i in changes)}",
+                    "items": [],  # removed here; their own section's APPEND records them
+                }
+            )
+    return records, left
+
+
+def _close_settled(check: _Check) -> None:
+    """Mark ``[resolved]`` each open item of Open Issues that a later statement of the round
+    settles (:func:`~wm_langgraph.document.text.settle.settles`: an outcome that clearly
+    refers to the item), whatever the writer did; the decision is recorded. An item opened
+    this round is settled only by a statement after the one that opened it."""
+    cands = [c for c in check.candidates if not c.trail and not c.pasted and c.message >= 0]
+    old = check.old_keys[OPEN]
+    closed: dict[str, str | None] = {}
+    reasons: list[str] = []
+    for item in section_items(check.sections[OPEN]):
+        if is_resolved(item):
+            continue
+        opened = -1
+        if statement_key(item) not in old:
+            opened = max(
+                (
+                    c.message
+                    for c in cands
+                    if item_present(c.text, [item]) or restates(c.text, item)
+                ),
+                default=-1,
+            )
+        by = next((c for c in cands if c.message > opened and settles(item, c.text)), None)
+        if by is not None:
+            closed[item] = f"[resolved] {_OPEN_MARKS_RE.sub('', item).strip()}"
+            said = shorten(by.text, max_words=10)
+            reasons.append(f"{shorten(item, max_words=10)} (settled by: {said})")
+    if closed:
+        check.replace_items(OPEN, closed)
+        check.decisions.append(
+            {
+                "section": OPEN,
+                "requested": "CAPTURE",
+                "applied": "UPDATE",
+                "reason": f"marked {len(closed)} item(s) resolved that the conversation "
+                f"settled: {'; '.join(reasons)}",
+                "items": [text for text in closed.values() if text],
+            }
+        )
+
+
+_OPEN_MARKS_RE = re.compile(r"^(?:\s*\[(?:new|silently dropped, restored)\]\s*)+", re.IGNORECASE)
 
 
 def _askable(check: _Check, units: list[int], dismissed: Collection[str]) -> list[int]:
@@ -590,7 +817,11 @@ def _askable(check: _Check, units: list[int], dismissed: Collection[str]) -> lis
     cands = check.candidates
     for n in units:
         cand = cands[n]
-        if not cand.anchors and not cand.explicit and cand.kind not in ASKED_WITHOUT_ANCHOR:
+        if (
+            not cand.anchors
+            and not cand.explicit
+            and cand.kind not in ASKED_WITHOUT_ANCHOR | KEPT_WITHOUT_ANCHOR
+        ):
             check.settle(n, "skipped", "no anchor")
     askable = [n for n in units if n not in check.fates]
     earlier = set(dismissed)
@@ -637,6 +868,7 @@ def _code_refusal(check: _Check, n: int, added: list[str]) -> str:
     if (
         not cand.anchors
         and not cand.explicit
+        and cand.kind not in KEPT_WITHOUT_ANCHOR
         and (check.chat or cand.kind not in ASKED_WITHOUT_ANCHOR)
     ):
         # small talk, and in a chat "always", "never", "because" say how someone feels
@@ -736,11 +968,15 @@ def run_capture(
     max_code_units: int | None = None,
     dismissed: Collection[str] = (),
     limits: SectionLimits = SEED_LIMITS,
+    prior: str = "",
 ) -> CaptureResult:
     """The capture check of one round over the merged ``text`` (module docstring).
 
     Args:
         text: The merged document.
+        prior: The document the round started from: an item it did not hold is the writer's
+            of this round (a misfiled one moves to its section; an open item it opened is
+            settled only by a later statement).
         candidates: The round's candidates (:func:`candidates_of`).
         ask: The follow-up call, or None when the writer cannot be asked (not a tool-calling
             model). It may raise nothing: the caller turns failures into None.
@@ -758,19 +994,29 @@ def run_capture(
     """
     established = _established(candidates)
     check = _Check(
-        text, candidates, guards, _unthrottled(limits), _framing(candidates), _chat(candidates)
+        text,
+        candidates,
+        guards,
+        _unthrottled(limits),
+        _framing(candidates),
+        _chat(candidates),
+        prior,
     )
-    missing = _missing_ones(check)
+    missing, misfiled = _missing_ones(check)
+    records, left = _refile(check, misfiled)
     units = sorted(
         (n for n in missing if not candidates[n].trail),
         key=lambda n: (-candidates[n].salience, n),  # the most salient first
     )
     asked_ids = _askable(check, units, dismissed)[: limits.capture_bound(limits.asked, established)]
     answered = _follow_up(check, asked_ids, ask) if asked_ids and ask is not None else {}
+    units = sorted([*units, *left], key=lambda n: (-candidates[n].salience, n))
     anchored = [n for n in units if candidates[n].anchors]
     unanchored = [n for n in units if not candidates[n].anchors]
     bound = limits.code_units if max_code_units is None else max_code_units
     code = _code_units(check, [*anchored, *unanchored], answered, bound)
+    for section, items in records.items():
+        code.setdefault(section, []).extend(items)
     paths, errors = _trail_items(check, missing)
     if paths:
         code.setdefault(FILES, []).extend(paths)
@@ -778,6 +1024,7 @@ def run_capture(
         code.setdefault(ERRORS, []).extend(errors)
     for section, items in code.items():
         check.append(section, items)
+    _close_settled(check)
     held = _held_code_items(check)
     return CaptureResult(
         text=check.text,

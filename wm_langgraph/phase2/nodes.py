@@ -359,7 +359,7 @@ class Prepare:
             slices = [replace(piece, text=f"{note}\n\n{piece.text}") for piece in slices]
         messages = [m for record in batch.archives for m in record.messages]
         errors = extract_errors_from_messages(messages)
-        units = unit_candidates(messages)
+        units = unit_candidates(messages, known=prior)
         return {
             **start,
             "batch": batch.ids,
@@ -645,6 +645,7 @@ class GuardMerge:
             guards=cfg.guards,
             dismissed=plan.dismissed,
             limits=limits,
+            prior=plan.base_prior,
         )
         text, missing, errors = capture.text, capture.artifact_trail, capture.error_trail
         sources = {path: piece.sources.get(path, "") for path in missing}

@@ -78,6 +78,12 @@ _FAILED_RE = re.compile(r"^FAILED[ \t]+(?P<test>\S+)[ \t]+-[ \t]+(?P<error>.+)$"
 _ERROR_RE = re.compile(
     r"^(?:E[ \t]+)?(?P<error>(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception)(?::[ \t]*.*)?)$"
 )
+_STATE_RE = re.compile(
+    r"\b(?:CrashLoopBackOff|ImagePullBackOff|ErrImagePull|OOMKilled|CreateContainerError|"
+    r"RunContainerError|InvalidImageName)\b"
+)
+"""A container's failure state in a listing the session ran (``kubectl get pods``): the line
+is the error."""
 _FAILED_PREFIX = re.compile(r"^\S+::\S+: ")
 _SOURCE_RE = re.compile(r" \(reported by [^()\n]{1,80}\)$")
 MAX_ERRORS = 8
@@ -154,6 +160,8 @@ def extract_errors_from_messages(messages: Iterable[BaseMessage]) -> list[str]:
             failed = _FAILED_RE.match(line)
             if failed:
                 item = f"{failed.group('test')}: {failed.group('error').strip()}"
+            elif _STATE_RE.search(line):
+                item = " ".join(line.split())
             else:
                 error = _ERROR_RE.match(line)
                 if not error:

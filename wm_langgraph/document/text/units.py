@@ -9,7 +9,8 @@ and role). Kinds:
   carrying an anchor);
 - chats: ``event`` (something that happened, with its date), ``plan`` (something that will
   happen), ``preference``, ``possession``, ``relationship``, ``person`` and ``place`` (a
-  statement naming one).
+  statement naming one), ``personal`` (a present-tense statement about the speaker's world,
+  "I'm vegetarian", "My blood type is O negative": :func:`is_personal_fact`).
 
 Relative dates ("yesterday", "last week", "next month", "昨天", "上周") are resolved against
 the *session date*: the date a message carries at its start (``[3:10 pm on 4 March, 2021]``,
@@ -49,6 +50,9 @@ __all__ = [
     "extract_units",
     "format_date",
     "is_chat",
+    "is_correction",
+    "is_follow_up",
+    "is_personal_fact",
     "is_small_talk",
     "parse_session_date",
     "pasted_lines",
@@ -61,10 +65,12 @@ __all__ = [
     "statement_kind",
     "tells_failure",
     "without_ack",
+    "without_interjection",
+    "without_tag_question",
 ]
 
 CHAT_KINDS = frozenset(
-    {"event", "plan", "preference", "possession", "relationship", "person", "place"}
+    {"event", "plan", "preference", "possession", "relationship", "person", "place", "personal"}
 )
 """Kinds a chat establishes."""
 CODING_KINDS = frozenset(
@@ -496,14 +502,19 @@ def pasted_lines(text: str) -> frozenset[int]:
 # ------------------------------------------------------------------------------------------
 
 _CHITCHAT_RE = re.compile(
-    r"^\s*(?:hey|hi|hello|wow|whoa|aw+|oh|omg|haha+|lol|thanks?|thank you|congrats|"
+    r"^\s*(?P<opener>hey|hi|hello|wow|whoa|aw+|oh|omg|haha+|lol|thanks?|thank you|congrats|"
     r"congratulations|good (?:morning|night|luck)|bye|see you|take care|no problem|sure|yeah|"
     r"yes|ok(?:ay)?|cool|great|awesome|nice|amazing|that's (?:so |really )?(?:great|awesome|"
     r"amazing|cool|nice|wonderful|fantastic|sweet|lovely|good|great to hear|awesome to hear)|"
     r"sounds (?:great|good|fun|awesome|amazing)|glad|so glad|i'm so glad|you're welcome|"
-    r"哈哈|谢谢|好的|太好了|真棒|你好|嗯)\b[^.!?。！？]{0,40}[.!?。！？]*\s*$",
+    r"i'm (?:fine|ok|okay|good|alright|well)|not bad|"
+    r"哈哈|谢谢|好的|太好了|真棒|你好|嗯)\b(?P<rest>[^.!?。！？]{0,40})[.!?。！？]*\s*$",
     _I,
 )
+_CONTENT_WORD_RE = re.compile(r"[A-Za-z][a-z'’]{2,}|[\u3400-\u9fff]{2,}")
+_STRONG_ANCHOR_RE = re.compile(r"\d\S*\d|\d{2,}|\d\s?[A-Za-z°%€$£]|(?<=[a-z,;] )[A-Z][a-z]{2,}")
+"""What makes the words behind an interjection a statement: a number of two digits or with
+a unit ("220°C", "3 pm"), or a name mid-sentence ("oh, and Ana arrives at noon")."""
 _EMPTY_PRAISE_RE = re.compile(
     r"^\s*(?:it|that|this)(?:'s| is| was| sounds| looks) (?:so |really |very |super )?"
     r"(?:great|awesome|amazing|cool|nice|wonderful|fantastic|beautiful|lovely|inspiring|"
@@ -571,14 +582,17 @@ _DECISION_RE = re.compile(
 )
 _CONSTRAINT_RE = re.compile(
     r"\b(?:must|never|always|at most|at least|no more than|required|requirement|deadline|"
-    r"budget|limit|don't|do not|should not|shouldn't|only)\b"
-    r"|必须|务必|不要|不能|禁止|截止|预算|限制",
+    r"budget|limit|don't|do not|should|should not|shouldn't|only|can't|cannot|can not)\b"
+    r"|,\s*not\s+(?:my|our|the|a|an|on|at|in|to)\b"
+    r"|必须|务必|不要|不能|禁止|截止|预算|限制|应该",
     _I,
 )
 _CODING_PREFERENCE_RE = re.compile(r"\b(?:prefer|prefers|preferred|preference)\b|偏好|更喜欢", _I)
 _TODO_RE = re.compile(
-    r"\bTODO\b|\b(?:still|also) need(?:s)? to\b|\bfollow[- ]up\b|\bremind me\b|\bdon't forget\b"
-    r"|\bnext step\b|待办|还需要|别忘了|记得"
+    r"\bTODO\b|\b(?:still|also) (?:need(?:s)?|ha(?:ve|s) to)\b|\bfollow[- ]up\b|\bremind me\b"
+    r"|\bdon't forget\b|\b(?:I|we) (?:still )?need (?:a|an|the|some)\b|\bescalated\b"
+    r"|\b(?:waiting|wait) (?:for|on)\b|\bawaiting\b|\blet me know (?:when|once) (?!you\b)"
+    r"|\bnext step\b|待办|还需要|别忘了|记得|还没(?:决定|定|确定)|未定"
     r"|\b(?:will|'ll|’ll|to|must|need to|needs to|has to|have to)\s+(?:double-)?"
     r"(?:check|confirm|verify|find out|look into)\b|\bto be (?:confirmed|decided|determined)\b"
     r"|\btb[cd]\b|\bnot sure (?:yet )?(?:whether|if)\b|\bunclear whether\b",
@@ -587,27 +601,45 @@ _TODO_RE = re.compile(
 _CORRECTION_RE = re.compile(
     r"^\s*(?:no\b|nope\b|actually\b|that(?:'s| is) (?:wrong|not right|incorrect)|wrong\b|"
     r"not quite\b|i said\b|correction\b|scratch that\b|i meant\b|sorry,? i meant\b|"
-    r"i was wrong\b|update\s*:|change of plans?\b)|^\s*(?:不对|不是|错了|其实|搞错|更正)",
+    r"i was wrong\b|update\s*:|change of plans?\b)"
+    r"|^\s*(?:不对|不是|错了|其实|搞错|更正|訂正|修正：)",
     _I,
 )
+_MISTAKE_RE = re.compile(
+    r"\b(?:typo|my mistake|my bad|mistyped|misspoke|misread|swapped|mixed up|got (?:it|that) wrong"
+    r"|(?:gave|told|sent|wrote|typed|said|put) (?:you )?(?:the |a )?wrong"
+    r"|wrong (?:number|date|time|day|address|amount|figure|value|name|one|code))\b"
+    r"|写错|说错|记错|弄错|搞错|間違",
+    _I,
+)
+"""A speaker owning a mistake ("I gave you the wrong number", "I swapped two digits")."""
+_HEDGE_OPENER_RE = re.compile(
+    r"^\s*(?:sorry|oops|whoops|wait|hmm+|oh no|ah|err?m?|sorry,? no)\s*[,.!:—–-]", _I
+)
+_RETIRED_VALUE_RE = re.compile(
+    r",?\s*\bnot\s+(?:the\s+|on\s+|at\s+|in\s+)?(?:\d|[A-Z][a-z]{2,})|不是\s*\d", _I
+)
+"""The value a correction retires: "at 8:45, not 8:15", "in Leuven now, not Ghent"."""
 _CORRECTED_VALUE_RE = re.compile(r"\d|\bnot\b|\binstead\b|\brather than\b|不是|而是", _I)
 """What a correcting sentence carries: a value, or the one it retires ("Priya, not Maria")."""
 _ERROR_RE = re.compile(
     r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback\b|\bFAILED\b|\bexit code [1-9]"
-    r"|错误|失败|报错|异常"
+    r"|错误|失败|报错|异常|エラー|失敗|例外"
 )
 _PROSE_ERROR_RE = re.compile(
     r"\b(?:fails?|failed|failing|failures?|crash(?:es|ed|ing)?|timed out|times out|timeouts?|"
     r"errors?|exceptions?|broken|breaks|broke|hangs|hung|panic(?:s|ked)?|segfaults?|OOM|"
     r"out of memory|(?:does not|doesn't|did not|didn't|won't) (?:work|start|build|compile|run)|"
-    r"not working|returns? (?:an? )?(?:HTTP )?[45]\d\d)\b|报错|失败|出错|超时|崩溃",
+    r"not working|returns? (?:an? )?(?:HTTP )?[45]\d\d)\b|报错|失败|出错|超时|崩溃|错误|过期了"
+    r"|エラー|失敗|タイムアウト|クラッシュ",
     _I,
 )
 """An error told in words ("the deploy fails with 'exec format error'", "timed out twice")."""
 _FIX_RE = re.compile(
     r"^\s*(?:fixed|resolved|solved)\b|\b(?:fixed (?:it|this|that|the)|the fix (?:is|was)|"
     r"fixed by|resolved by|solved by|works now|working now|is fixed|was fixed|now works|"
-    r"now passes|passes now|workaround)\b|修复了|已修复|解决了",
+    r"now passes|passes now|workaround)\b|修复了|已修复|解决了"
+    r"|修正しました|直しました|解決しました|修正済み",
     _I,
 )
 """A fix told in words ("Fixed it: rebuilt the image…", "the deploy works now")."""
@@ -616,7 +648,8 @@ _TECH_RE = re.compile(
     r"service|requests?|query|queries|migrations?|pipelines?|image|container|pods?|endpoints?|"
     r"api|webhooks?|database|db|cron|workers?|compil\w+|install\w*|upgrade|release|"
     r"function|module|login|checkout|cluster|node|port|timeout|config|schema|queue|cache)\b"
-    r"|代码|部署|服务|脚本|接口|数据库|测试",
+    r"|代码|部署|服务|脚本|接口|数据库|测试|网关|证书|服务器|集群"
+    r"|ビルド|デプロイ|サーバー|スクリプト|データベース|テスト|モジュール|コード",
     _I,
 )
 """A technical subject: an error or a fix of one is a working session's, not a life event."""
@@ -639,10 +672,13 @@ _REMEMBER_HEAD_RE = re.compile(
 _QUESTION_RE = re.compile(r"[?？]\s*$")
 _TAG_QUESTION_RE = re.compile(
     r",\s*(?:did you know|you know|right|remember|isn't it|wasn't it|don't you think|"
-    r"can you believe it|believe it or not)\s*[?？]\s*$",
+    r"can you believe it|believe it or not"
+    r"|(?:can|could|would|will) you (?:please )?(?:ask|check|tell|email|call|book|arrange|"
+    r"handle|find out|look into|sort)\b[^?？]{0,40})\s*[?？]\s*$",
     _I,
 )
-"""A statement with a question tagged on ("Owen grew up in Brno, did you know?"): a statement."""
+"""A statement with a question tagged on ("Owen grew up in Brno, did you know?", "I need a
+late check-out on the 18th, can you ask them?"): a statement."""
 _SALIENT_ANCHOR_RE = re.compile(r"\d|[A-Z][a-z]{2,}|[\u3400-\u9fff]{2,}")
 _SENTENCE_START_WORDS = frozenset(
     re.findall(
@@ -698,7 +734,16 @@ _NOT_PERSONS = frozenset(
 """Verbs that make a capitalised first word a person ("Maria owns the migration plan")."""
 
 
-def _names(sentence: str) -> tuple[str, ...]:
+_MID_CAPS_RE = re.compile(r"(?<=[a-z0-9,;] )[\"'(]?([A-Z][a-z]{2,})\b")
+"""A capitalised word after a lower-case word: how a name shows it is one."""
+_NOTES_CAPS_RE = re.compile(r"(?<=[a-z0-9,] )[\"'(]?([A-Z][a-z]{2,})\b")
+"""The same in notes, where "; " joins statements (a word after it may open a sentence)."""
+
+
+def _names(sentence: str, known: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The names ``sentence`` mentions; a capitalised first word counts when a person verb
+    follows it ("Maria owns …") or the conversation writes it capitalised mid-sentence too
+    (``known``: "my son Leo" makes "Leo is allergic to kiwi" name Leo)."""
     out: list[str] = []
     # "Way to go, Tomas!", "Tomas, you won't believe it": a name said to the reader.
     sentence = _VOCATIVE_RE.sub(" ", sentence)
@@ -712,9 +757,11 @@ def _names(sentence: str) -> tuple[str, ...]:
             and after[0].casefold().strip(",;:") in _PERSON_VERBS
             and first not in _NOT_PERSONS
         )
-        if first in _SENTENCE_START_WORDS or (at_start and " " not in name and not person):
+        if first in _SENTENCE_START_WORDS or (
+            at_start and " " not in name and not person and first not in known
+        ):
             continue
-        if first in _WEEKDAYS or first in _MONTHS or name.casefold() in _MONTHS:
+        if first.removesuffix("s") in _WEEKDAYS or first in _MONTHS or name.casefold() in _MONTHS:
             continue
         if name not in out:
             out.append(name)
@@ -722,6 +769,64 @@ def _names(sentence: str) -> tuple[str, ...]:
 
 
 _VOCATIVE_RE = re.compile(r",\s*[A-Z][a-z]{1,20}\s*(?=[.!?]*\s*$)|^\s*[A-Z][a-z]{1,20}\s*,\s*")
+
+
+_PERSONAL_RE = re.compile(
+    r"^\s*(?:(?:and|but|so|also|oh|well|btw|fyi)\b[\s,]*)*"
+    r"(?:(?P<be>(?:I|we)(?:'m|’m| am|'re|’re| are))\s+(?P<pred>[\w'’-]+(?:\s+[\w'’-]+)?)"
+    r"|(?:I|we)\s+(?:(?:still|also|usually|always|never|only|mostly|don'?t|do not|can'?t|cannot|"
+    r"no longer)\s+)?(?:live|work|study|speak|take|eat|drink|use|drive|rent|teach|sleep|"
+    r"wear|ride|cycle|commute|belong|support|follow)\b"
+    r"|(?:my|our)\s+[\w-]+(?:\s+[\w-]+){0,2}?(?:\s+(?:is|are|is called|are called|was called|"
+    r"has|have)|['’]s)\s+(?P<what>[\w'’-]+))",
+    _I,
+)
+"""A present-tense statement about the speaker's world: who they are ("I'm vegetarian", "I'm
+allergic to penicillin"), how they live ("I live in Porto now", "I work nights at the
+hospital", "I don't eat pork") or what their things and people are ("My blood type is O
+negative", "my sister is called Ana")."""
+_FEELING_WORDS = frozenset(
+    re.findall(
+        r"\S+",
+        "fine good ok okay great well alright happy sad tired sorry glad excited busy bored sure "
+        "here there back done ready thrilled grateful thankful proud worried nervous stressed "
+        "exhausted sick lucky curious afraid scared confused impressed amazed honored honoured "
+        "delighted pleased relieved so really very just not kind pretty quite too bit little lot "
+        "totally still also always never feeling doing trying thinking wondering hoping "
+        "looking going planning getting having working waiting coming leaving heading "
+        "struggling loving enjoying missing off on in at with about all fun cool lost late early "
+        "home free away new old hungry cold hot awake asleep jealous upset angry mad annoyed "
+        "down fed over sold hooked blessed speechless obsessed",
+    )
+)
+"""What follows "I'm" in a feeling, a mood or a passing state ("I'm fine", "I'm so happy for
+you", "I'm just tired", "I'm going to …"): chit-chat or another kind, no standing fact."""
+_PASSING_RE = re.compile(
+    r"\b(?:today|tonight|lately|this (?:morning|afternoon|evening|week)|"
+    r"you|your)\b",
+    _I,
+)
+"""A passing state, or words about the listener: no fact about the speaker's world."""
+
+
+def is_personal_fact(sentence: str) -> bool:
+    """Whether ``sentence`` states a standing fact about the speaker's world
+    (:data:`_PERSONAL_RE`): not a feeling, a mood or a passing state ("I'm fine", "I'm so
+    happy for you", "just tired lately", :data:`_FEELING_WORDS`, :data:`_PASSING_RE`), not a
+    question, with at least two content words. Such a statement is kept even without an
+    anchor: "I'm vegetarian" is what an assistant must not forget."""
+    match = _PERSONAL_RE.match(sentence)
+    if match is None or _QUESTION_RE.search(sentence) or _PASSING_RE.search(sentence):
+        return False
+    if match.group("be"):
+        words = [w.casefold().strip("'’") for w in match.group("pred").split()]
+        first = words[1] if words[0] in {"a", "an", "the"} and len(words) > 1 else words[0]
+        if first in _FEELING_WORDS:
+            return False  # "I'm fine", "I'm a bit tired", "I'm going to …"
+    what = (match.group("what") or "").casefold()
+    if what and what in _FEELING_WORDS:
+        return False
+    return len(_CONTENT_WORD_RE.findall(sentence)) >= 3
 
 
 def _chat_kind(sentence: str) -> str:
@@ -741,7 +846,11 @@ def _chat_kind(sentence: str) -> str:
 
 
 def _coding_kind(sentence: str, role: str, correction: bool) -> str:
-    if correction and (_CORRECTED_VALUE_RE.search(sentence) or _CORRECTION_RE.match(sentence)):
+    if correction and (
+        _CORRECTED_VALUE_RE.search(sentence)
+        or _CORRECTION_RE.match(sentence)
+        or _MISTAKE_RE.search(sentence)
+    ):
         return "correction"
     technical = _TECH_RE.search(sentence) is not None
     if technical and _FIX_RE.search(sentence):
@@ -761,6 +870,34 @@ def _coding_kind(sentence: str, role: str, correction: bool) -> str:
     return ""
 
 
+def is_correction(text: str) -> bool:
+    """Whether a message ``text`` corrects something said before: it opens as a correction
+    ("Actually, …", "Correction: …", "No, …", "更正：…"), owns a mistake ("I gave you the wrong
+    number, it's …", "I swapped two digits") or opens with a hedge and retires a value ("Sorry,
+    the blood test is at 8:45, not 8:15"). A correction carries the value it sets (a number, or
+    the value it retires): "Sorry, I'm late" corrects nothing."""
+    first = date_line(text)[1]
+    if _CORRECTION_RE.match(first):
+        return True
+    if not _CORRECTED_VALUE_RE.search(first):
+        return False
+    if _MISTAKE_RE.search(first):
+        return True
+    return bool(_HEDGE_OPENER_RE.match(first) and _RETIRED_VALUE_RE.search(first))
+
+
+def is_follow_up(sentence: str) -> bool:
+    """Whether ``sentence`` leaves something to do or to hear back ("TODO: …", "I still have
+    to …", "I need a late check-out", "escalated to billing", "let me know when …")."""
+    return _TODO_RE.search(sentence) is not None
+
+
+def without_tag_question(sentence: str) -> str:
+    """``sentence`` without a question tagged on a statement ("…, did you know?", "I need a
+    late check-out on the 18th, can you ask them?" -> "I need a late check-out on the 18th.")."""
+    return _TAG_QUESTION_RE.sub(".", sentence)
+
+
 def tells_failure(text: str) -> bool:
     """Whether ``text`` tells a failure or its fix in words about something technical ("the
     deploy fails with 'exec format error'", "Fixed it: rebuilt the image"), rather than only
@@ -771,7 +908,36 @@ def tells_failure(text: str) -> bool:
 
 
 def _chit_chat(sentence: str) -> bool:
-    return bool(_CHITCHAT_RE.match(sentence) or _EMPTY_PRAISE_RE.match(sentence))
+    """A greeting, a reaction or an acknowledgement. An interjection in front of a statement
+    ("Oh, and my oven only goes up to 220°C", "ok, please let me know when billing answers")
+    is not: what follows it has four words or more and an anchor (:data:`_STRONG_ANCHOR_RE`)
+    or a follow-up ("let me know when …"); "ok, next point (3)" stays small talk."""
+    if _EMPTY_PRAISE_RE.match(sentence):
+        return True
+    match = _CHITCHAT_RE.match(sentence)
+    if match is None:
+        return False
+    rest = match.group("rest")
+    if len(_CONTENT_WORD_RE.findall(rest)) < 4:
+        return True
+    return not (_STRONG_ANCHOR_RE.search(rest) or _TODO_RE.search(rest))
+
+
+_INTERJECTION_RE = re.compile(
+    r"^\s*(?:(?:oh|ok(?:ay)?|well|hey|hi|so|and|yeah|yes|great|cool|nice|perfect|good|alright|"
+    r"right|hmm+|ah|btw)\b\s*[,.!:—–-]?\s*)+(?=\S)",
+    _I,
+)
+
+
+def without_interjection(sentence: str) -> str:
+    """``sentence`` without the interjections in front of its statement ("Oh, and my oven
+    only goes up to 220°C" -> "My oven only goes up to 220°C"), or unchanged when nothing of
+    a statement would be left."""
+    rest = _INTERJECTION_RE.sub("", sentence, count=1)
+    if rest == sentence or len(_CONTENT_WORD_RE.findall(rest)) < 3:
+        return sentence
+    return rest[:1].upper() + rest[1:]
 
 
 def is_small_talk(text: str) -> bool:
@@ -813,6 +979,7 @@ _KIND_WEIGHT = {
     "preference": 2,
     "person": 2,
     "place": 2,
+    "personal": 3,
     "path": 2,
     "fact": 1,
 }
@@ -826,15 +993,17 @@ def _unit(
     when: date | None,
     correction: bool,
     ignore: frozenset[str] = frozenset(),
+    known: frozenset[str] = frozenset(),
 ) -> Unit | None:
     sentence = _TAG_QUESTION_RE.sub(".", sentence)
     if _QUESTION_RE.search(sentence) or _chit_chat(sentence) or reads_as_instruction(sentence):
         return None
+    sentence = without_interjection(sentence)
     if len(sentence) < (6 if _has_cjk(sentence) else 12):
         return None
     resolved = resolve_relative_dates(sentence, when)
     dated = resolved != sentence
-    names = tuple(n for n in _names(sentence) if n.casefold() not in ignore)
+    names = tuple(n for n in _names(sentence, known) if n.casefold() not in ignore)
     anchors = {
         a
         for a in extract_anchors(resolved, include_markers=False, include_phrases=False)
@@ -853,6 +1022,8 @@ def _unit(
     if not kind and names:
         place = _PLACE_RE.search(sentence)
         kind = "place" if place and place.group("place") in names else "person"
+    if kind in {"", "constraint"} and role == "user" and is_personal_fact(sentence):
+        kind = "personal"  # "I don't eat pork" is who the speaker is, not a rule of a task
     if not kind and (explicit or (anchors and _SALIENT_ANCHOR_RE.search(" ".join(anchors)))):
         kind = "fact"
     if not kind:
@@ -906,6 +1077,7 @@ def extract_units(
     *,
     session_date: date | None = None,
     speakers: Iterable[str] = (),
+    known: str = "",
 ) -> list[Unit]:
     """The salient units of ``messages``, in order.
 
@@ -916,6 +1088,9 @@ def extract_units(
             following messages).
         speakers: The names of the people talking: a sentence that only addresses one of
             them ("Way to go, Tomas!") names no one worth a unit.
+        known: Text said before (the notes so far): a word it writes capitalised
+            mid-sentence is a name when a sentence opens with it ("my son Leo" earlier makes
+            "Leo is allergic to kiwi" name Leo), as one the messages write so does.
 
     Returns:
         One unit per salient sentence (questions, greetings, reactions, instruction-like text
@@ -923,13 +1098,18 @@ def extract_units(
     """
     when = session_date
     ignore = frozenset(name.casefold() for name in speakers if name)
+    messages = list(messages)
+    spoken = [raw for role, raw in messages if role in {"user", "assistant"}]
+    names = frozenset(m.casefold() for raw in spoken for m in _MID_CAPS_RE.findall(raw))
+    # in the notes "; " joins statements: a word after it opens a sentence ("…; Big news: …")
+    names |= {m.casefold() for m in _NOTES_CAPS_RE.findall(known)}
     out: list[Unit] = []
     seen: set[str] = set()
     said: set[str] = set()  # the users' statements: an assistant's echo of one is no unit
     for index, (role, raw) in enumerate(messages):
         if role not in {"user", "assistant"}:
             continue  # tool output and system text are data, not statements of the chat
-        correction = role == "user" and bool(_CORRECTION_RE.match(date_line(raw)[1]))
+        correction = role == "user" and is_correction(raw)
         pasted = pasted_lines(raw)
         for number, line in enumerate(raw.splitlines()):
             # A message may join several sessions: each date line dates what follows it.
@@ -942,7 +1122,13 @@ def extract_units(
                     said.add(statement_key(sentence))
                 statement = without_ack(sentence) if role == "assistant" else sentence
                 unit = _unit(
-                    statement, index, role, when=when, correction=correction, ignore=ignore
+                    statement,
+                    index,
+                    role,
+                    when=when,
+                    correction=correction,
+                    ignore=ignore,
+                    known=names,
                 )
                 if unit is None or statement_key(unit.text) in seen:
                     continue

@@ -23,6 +23,8 @@ from wm_langgraph.document.text.units import (
     echoes,
     extract_units,
     is_chat,
+    is_correction,
+    is_personal_fact,
     shorten_whole,
     statement_key,
     without_ack,
@@ -50,7 +52,6 @@ from wm_langgraph.writer.offline._lang import (
 from wm_langgraph.writer.offline._open import (
     QUESTION_RE,
     REQUEST_RE,
-    RESOLVED_RE,
     collect_open,
     is_open_phrasing,
     relates,
@@ -104,17 +105,19 @@ _ASSISTANT_FACT_RE = re.compile(
 )
 _ERROR_RE = re.compile(
     r"Traceback \(most recent call last\)|\b[A-Z]\w*(?:Error|Exception)\b|\bError:|\bERROR\b|"
-    r"\bFAILED\b|\bfailed\b|exit code [1-9]|错误|失败|报错|异常",
+    r"\bFAILED\b|\bfailed\b|exit code [1-9]|错误|失败|报错|异常"
+    r"|\b(?:CrashLoopBackOff|ImagePullBackOff|ErrImagePull|OOMKilled)\b",
 )
 _ERROR_LINE_RE = re.compile(
     r"^\s*(?:E\s+)?(?:(?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)\b.*|FAILED .*|Error:.*|"
-    r"ERROR.*|.*失败.*|"
+    r"ERROR.*|.*失败.*|.*\b(?:CrashLoopBackOff|ImagePullBackOff|ErrImagePull|OOMKilled)\b.*|"
     r".*错误.*|.*报错.*)$|^E {2,}\S.*$",  # the last: pytest's "E   <what failed>" lines
     re.MULTILINE,
 )
 
 
 _BANNER_RE = re.compile(r"^\s*[=_*#-]{3,}")
+_PEOPLE_KINDS = frozenset({"person", "relationship", "personal"})
 
 
 @dataclass(slots=True)
@@ -251,7 +254,7 @@ def _goal_of(text: str) -> str:
 
 
 def _is_correction(text: str) -> bool:
-    return bool(_CORRECTION_RE.search(first_sentence(text)))
+    return bool(_CORRECTION_RE.search(first_sentence(text))) or is_correction(text)
 
 
 def _fact_sentences(turn: Turn, language: Language) -> list[str]:
@@ -262,16 +265,28 @@ def _fact_sentences(turn: Turn, language: Language) -> list[str]:
             continue
         corrected_value = correction and re.search(r"\d", sentence)
         if turn.role == "assistant":
-            firm = _ASSISTANT_FACT_RE.search(sentence) or _NUMBER_FACT_RE.search(sentence)
+            firm = bool(_ASSISTANT_FACT_RE.search(sentence) or _NUMBER_FACT_RE.search(sentence))
         else:
-            firm = _FACT_RE.search(sentence) or _NUMBER_FACT_RE.search(sentence)
+            firm = bool(
+                _FACT_RE.search(sentence)
+                or _NUMBER_FACT_RE.search(sentence)
+                or is_personal_fact(sentence)  # "My blood type is O negative"
+            )
         if firm or corrected_value:
             facts.append(shorten_whole(sentence, max_words=40))  # once, without a speaker label
     return facts
 
 
+_FAILING_RE = re.compile(r"[\w./-]+::[\w\[\]./-]+|\b\w+(?:Error|Exception)\b")
+"""What failed, named short: a test id (``tests/test_x.py::test_y``) or an exception class."""
+
+
 def _failure_item(what: str, summary: str, action: str, language: Language) -> str:
-    """An Open Issues line for a failure that no later step fixed."""
+    """An Open Issues line for a failure that no later step fixed. It names the failure
+    short (a test id, an exception class): Errors & Corrections quotes the whole error, and
+    one thing is written once."""
+    named = _FAILING_RE.search(summary)
+    summary = named.group(0) if named else shorten(summary, max_words=8, max_cjk=20)
     if language == "zh":
         return (
             f"让 {what} 通过（{summary}）"
@@ -344,12 +359,14 @@ def _add(items: list[str], item: str) -> None:
         items.append(item)
 
 
-def _chat_findings(found: Findings, turns: list[Turn], context: ChatContext) -> None:
+def _chat_findings(
+    found: Findings, turns: list[Turn], context: ChatContext, known: str = ""
+) -> None:
     """The salient units of the spoken messages, and whether the transcript is a chat."""
     messages = [(t.role, t.text) for t in turns]
     found.context = speakers_of(messages, context)
     speakers = (found.context.user, found.context.assistant)
-    found.units = extract_units(messages, session_date=context.when, speakers=speakers)
+    found.units = extract_units(messages, session_date=context.when, speakers=speakers, known=known)
     tools = sum(1 for t in turns if t.role == "tool" or t.tool_calls)
     spoken = "\n".join(t.text for t in turns if t.role in {"user", "assistant"})
     code = "`" in spoken or bool(extract_paths(spoken))
@@ -456,15 +473,18 @@ def _same(item: str, other: str) -> bool:
     return statement_key(item) == statement_key(other) or repeats(item, other)
 
 
-def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> Findings:
+def extract_findings(
+    turns: list[Turn], context: ChatContext | None = None, *, known: str = ""
+) -> Findings:
     """Extract the Working Memory material of one transcript (see module docstring).
 
-    ``context`` is what an earlier chat round recorded (speakers, session date)."""
+    ``context`` is what an earlier chat round recorded (speakers, session date); ``known`` the
+    document so far (a name it writes is a name when a sentence opens with it)."""
     turns = _without_echoes(turns)
     spoken = "\n".join(t.text for t in turns if t.role in {"user", "assistant"})
     language = detect_language(spoken or "\n".join(t.text for t in turns))
     found = Findings(language, tokens=count_tokens(spoken))
-    _chat_findings(found, turns, context or ChatContext())
+    _chat_findings(found, turns, context or ChatContext(), known)
     # What the user said, without injected structure ("### Working Memory") and without a
     # session's leading date line ("[3:10 pm on 4 March, 2021]"): never a title.
     spoken_by_user = [without_headers(date_line(t.text)[1]) for t in turns if t.role == "user"]
@@ -503,11 +523,18 @@ def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> F
         if turn.role in {"user", "assistant"}:
             for fact in _fact_sentences(turn, language):
                 _add(found.facts, fact)
+            for unit in found.units:
+                # what the user says of a person ("Leo is allergic to kiwi", "My sister is
+                # called Ana") or of their own world ("I'm vegetarian") is a fact too
+                if unit.index == index and unit.role == "user" and unit.kind in _PEOPLE_KINDS:
+                    _add(found.facts, unit.text)
             for path in extract_paths(turn.text):
                 if path in acted and (worth_listing(path) or path in notes):
                     note(notes, path, "mentioned", "")
             collect_open(turns, index, open_candidates)
-            found.resolution_texts.extend(s for s in sentences(turn.text) if RESOLVED_RE.search(s))
+            # every statement: ``resolves`` asks for an outcome itself (a settling word, or the
+            # answer of the person an open item waits on, "Priscilla says …")
+            found.resolution_texts.extend(sentences(turn.text))
         if turn.role == "assistant" and turn.text.strip():
             found.latest_reply = first_sentence(turn.text)
         if turn.role == "user" and _is_correction(turn.text):

@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 
 from wm_langgraph.document.sections import SECTIONS
+from wm_langgraph.document.text.settle import settles
 from wm_langgraph.document.text.shorten import shorten
+from wm_langgraph.document.text.units import is_follow_up, without_tag_question
 from wm_langgraph.writer.offline._lang import keywords, sentences
 from wm_langgraph.writer.offline._transcript import Turn
 
@@ -115,7 +117,10 @@ def is_open_phrasing(sentence: str) -> bool:
     """True when ``sentence`` says that something is still open (a TODO word, a labelled open
     list, "still need", a promised follow-up)."""
     return bool(
-        TODO_RE.search(sentence) or _FOLLOW_UP_RE.search(sentence) or _LIST_RE.match(sentence)
+        TODO_RE.search(sentence)
+        or _FOLLOW_UP_RE.search(sentence)
+        or _LIST_RE.match(sentence)
+        or is_follow_up(sentence)
     )
 
 
@@ -133,6 +138,8 @@ def relates(item: str, text: str) -> bool:
 
 def resolves(item: str, sentence: str) -> bool:
     """True when ``sentence`` reports ``item`` (an open question / TODO) as settled."""
+    if settles(item, sentence):
+        return True  # the capture check's own test (an outcome that clearly refers to it)
     if not RESOLVED_RE.search(sentence) or QUESTION_RE.search(sentence):
         return False
     return relates(item, sentence)
@@ -145,6 +152,14 @@ def _answered(question: str, replies: list[str]) -> bool:
     return bool(_WHAT_LEFT_RE.search(question)) and any(
         list_items(s) for reply in replies for s in sentences(reply)
     )
+
+
+_WHO_ANSWERS_RE = re.compile(
+    r"^\s*(?:I'll|I will|we'll|we will|let me|I'm going to)\s+(?:ask|check with|email|call)\s+"
+    r"[A-Z]\w+",
+    _I,
+)
+"""A promise to ask someone, right after a question: part of that open item."""
 
 
 def collect_open(turns: list[Turn], index: int, out: list[tuple[int, str]]) -> None:
@@ -163,7 +178,13 @@ def collect_open(turns: list[Turn], index: int, out: list[tuple[int, str]]) -> N
             break
         if later.role == "assistant" and turn.role == "user":
             replies.append(later.text)
-    for sentence in sentences(turn.text):
+    said_all = sentences(turn.text)
+    for n, said in enumerate(said_all):
+        sentence = without_tag_question(said)  # "I need X, can you ask them?" states a need
+        after = said_all[n + 1] if n + 1 < len(said_all) else ""
+        if QUESTION_RE.search(sentence) and _WHO_ANSWERS_RE.match(after):
+            # "Should refunds count? I'll ask Priscilla.": who will answer belongs to the item
+            sentence = f"{sentence} {after}"
         listed = list_items(sentence)
         if listed:
             out.extend(

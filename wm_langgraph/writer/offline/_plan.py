@@ -20,6 +20,7 @@ from wm_langgraph.document.guards.key_facts import held_by
 from wm_langgraph.document.sections import SECTIONS, section_items
 from wm_langgraph.document.text import extract_anchors, extract_paths, missing_anchors, strip_urls
 from wm_langgraph.document.text.shorten import shorten
+from wm_langgraph.document.text.units import statement_key
 from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.writer.offline._chat import (
     chat_goal,
@@ -206,6 +207,12 @@ def _goals_op(
     return {"op": "UPDATE", "content": content}
 
 
+def _a_goal(key: str, goal_keys: set[str]) -> bool:
+    """Whether a statement (its key) is one of the goals: the same, or one holds the other
+    whole ("Please ship …" and the goal "Ship …")."""
+    return any(g and (g in key or key in g) for g in goal_keys)
+
+
 def _superseded(old_items: list[str], corrections: list[str]) -> dict[int, str]:
     """Old facts a user correction retires: index -> the correcting sentence.
 
@@ -236,6 +243,7 @@ def _facts_ops(
     elsewhere: str = "",
     *,
     errors: str = "",
+    goals: str = "",
     max_bullets: int | None = None,
     item_tokens: int = ITEM_TOKENS,
 ) -> tuple[Op, list[str]]:
@@ -246,7 +254,16 @@ def _facts_ops(
     by the Key Facts guard's own test (``held_by``: a fix recorded in Errors & Corrections) is
     not kept twice."""
     old_items = section_items(old)
-    new = [f for f in _fresh(found.facts, old_items) if not _restates_error(f, errors)]
+    # a statement filed as a goal is not filed again as a fact (one item per thing)
+    old_goals = section_items(goals)
+    # (the opening request becomes a goal only when there is none yet, see ``_goals_op``)
+    said_goals = [*old_goals, *found.goals, "" if old_goals else found.opening_goal]
+    goal_keys = {statement_key(g) for g in said_goals if g}
+    new = [
+        f
+        for f in _fresh(found.facts, old_items)
+        if not _restates_error(f, errors) and not _a_goal(statement_key(f), goal_keys)
+    ]
     retired = _superseded(old_items, found.corrections)
     retired_new = _superseded(new, found.corrections)  # said and corrected in this chunk
     label = "已被更正：" if found.language == "zh" else "Superseded: "
@@ -412,6 +429,7 @@ def plan_ops(
         _goal(limits, facts, default),
         elsewhere,
         errors=errors,
+        goals=body["Task & Goals"],
         max_bullets=known.bullets if known else None,
         item_tokens=bound,
     )
@@ -463,10 +481,23 @@ def _chat_ops(
     ops["Current State"] = {"op": "UPDATE", "content": state}
     plans = [u for u in found.units if u.kind == "plan"]
     todos = [u for u in found.units if u.kind == "todo" and not u.pasted]
-    rest = [u for u in found.units if u.kind not in {"plan", "todo"}]
+    # an error the user tells (an assistant's relays a page or a log: data, not the session's)
+    failures = [
+        u for u in found.units if u.kind in {"error", "fix"} and u.role == "user" and not u.pasted
+    ]
+    rest = [u for u in found.units if u.kind not in {"plan", "todo", "error", "fix"}]
     # a follow-up is an open issue, and a later statement that settles one closes it
     follow_ups = replace(found, open_items=[u.text for u in todos], open_failures=[])
     ops["Open Issues"] = _open_op(body["Open Issues"], follow_ups, "Open Issues" in warned)[0]
+    # an error and its fix in Errors & Corrections; a correction's record there too (the
+    # corrected fact stands in Key Facts as the current value)
+    label = "用户纠正：" if found.language == "zh" else "User correction: "
+    records = [u.text for u in failures] + [
+        f"{label}{u.text}" for u in found.units if u.kind == "correction"
+    ]
+    recorded = _fresh(records, section_items(body["Errors & Corrections"]))
+    if recorded:
+        ops["Errors & Corrections"] = {"op": "APPEND", "items": recorded}
     for name, units, room in (
         ("Key Facts & Decisions", rest, round_room),
         ("Task & Goals", plans, round_room // 2),

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -81,14 +81,17 @@ def _abstracts(prompt: str, state: str) -> dict[str, str]:
     return archive_abstracts(parse_transcript(block), read_context(state)) if block else {}
 
 
-def _findings(messages: list[BaseMessage], prompt: str, state: str = "") -> Findings:
-    """Parse the ``<messages>`` block (or, without one, the last user message); ``state`` is
-    the current Current State (a chat round records its speakers and date there)."""
+def _findings(messages: list[BaseMessage], prompt: str, old: Mapping[str, str]) -> Findings:
+    """Parse the ``<messages>`` block (or, without one, the last user message); ``old`` is the
+    current document (a chat round records its speakers and date in Current State; the names
+    its items write are names when a sentence opens with one)."""
     block = extract_block(prompt, "messages")
     if block is None:
         humans = [m for m in messages if isinstance(m, HumanMessage)]
         block = _message_text(humans[-1]) if humans else ""
-    return extract_findings(parse_transcript(block), read_context(state))
+    known = "\n".join(body for name, body in old.items() if name != "Current State")
+    state = old.get("Current State", "")
+    return extract_findings(parse_transcript(block), read_context(state), known=known)
 
 
 class OfflineWorkingMemoryModel(BaseChatModel):
@@ -175,7 +178,7 @@ class OfflineWorkingMemoryModel(BaseChatModel):
         if prior and not is_working_memory(prior):
             prior = normalise_working_memory(prior)  # a legacy summary lands in Key Facts
         old = parse_working_memory(prior)
-        found = _findings(messages, prompt, old.get("Current State", ""))
+        found = _findings(messages, prompt, old)
         document = render_working_memory(apply_ops(old, plan_ops(old, found)))
         abstracts = _abstracts(prompt, old.get("Current State", ""))
         if abstracts and f"<{ABSTRACTS_TAG}>" in prompt:  # asked for, after the document
@@ -189,7 +192,7 @@ class OfflineWorkingMemoryModel(BaseChatModel):
     def _update(self, messages: list[BaseMessage], prompt: str) -> AIMessage:
         old = parse_working_memory(extract_block(prompt, "working_memory") or "")
         warnings = extract_block(prompt, "section_size_warnings") or ""
-        found = _findings(messages, prompt, old.get("Current State", ""))
+        found = _findings(messages, prompt, old)
         ops = plan_ops(old, found, warnings)
         args: dict[str, Any] = {"sections": ops}
         abstracts = _abstracts(prompt, old.get("Current State", ""))
