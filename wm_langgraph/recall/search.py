@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from langchain_core.messages import BaseMessage
@@ -62,6 +63,13 @@ from wm_langgraph.storage.search_index import (
     build_index,
     role_label,
     searchable_text,
+)
+from wm_langgraph.storage.timeline_postings import (
+    FIRST,
+    LAST,
+    AbstractTerms,
+    TimelinePostings,
+    merged_view,
 )
 
 __all__ = [
@@ -106,6 +114,10 @@ class Corpus:
         semantic: The store's semantic search, ``(query, limit) -> [(archive id, position,
             similarity)]`` best first; None without a vector index.
         abstracts: The archives' abstracts written in Phase 2, by archive id.
+        timeline: The merged postings of ``indexes`` (from the store's cache); merged when
+            a search needs them where they are not those of ``indexes``.
+        abstract_terms: The term postings of ``abstracts`` on ``timeline`` (from the store's
+            cache); indexed when a search needs them where they are not those.
     """
 
     indexes: list[ArchiveIndex]
@@ -114,6 +126,24 @@ class Corpus:
     moved: list[MovedItem] = field(default_factory=list)
     semantic: Callable[[str, int], list[tuple[str, int, float]]] | None = None
     abstracts: dict[str, AbstractIndex] = field(default_factory=dict)
+    timeline: TimelinePostings | None = None
+    abstract_terms: AbstractTerms | None = None
+
+    def postings(self) -> TimelinePostings:
+        """The merged postings of :attr:`indexes` (merged now where :attr:`timeline` does not
+        hold exactly them, as after narrowing a search to one archive)."""
+        view = self.timeline
+        if view is None or not view.matches(self.indexes):
+            view = self.timeline = merged_view(self.indexes)
+        return view
+
+    def abstract_postings(self) -> AbstractTerms:
+        """The term postings of :attr:`abstracts` on :attr:`indexes`."""
+        view = self.postings()
+        terms = self.abstract_terms
+        if terms is None or terms.view is not view or terms.found is not self.abstracts:
+            terms = self.abstract_terms = AbstractTerms.of(self.indexes, self.abstracts)
+        return terms
 
     @classmethod
     def of_records(
@@ -147,32 +177,37 @@ def store_corpus(
     settled: set[str] | None = None,
     write: bool = True,
 ) -> Corpus:
-    """The corpus of memory ``key`` on ``timeline``, read through ``index`` (per-archive
-    postings and abstracts from the process cache or the store; messages only for the
-    archives shown). ``settled``: the archives whose abstract can no longer appear;
+    """The corpus of memory ``key`` on ``timeline``, read through ``index`` (the timeline's
+    merged postings and the abstracts from the process cache or the store; messages only for
+    the archives shown). ``settled``: the archives whose abstract can no longer appear;
     ``write=False``: an archive without an index record is indexed in memory only."""
-    indexes = index.indexes(key, timeline, write=write)
-    digests = {i.archive_id: i.digest for i in indexes}
-    on_timeline = [i.archive_id for i in indexes]
+    view = index.postings(key, timeline, write=write)
+    indexes = view.archives
+    where = view.merged.position
 
     def load(ids: Sequence[str]) -> dict[str, Sequence[BaseMessage]]:
         loaded = index.messages(key, ids)
         for archive_id, (digest, _) in loaded.items():
-            if digest != digests.get(archive_id, digest):
+            a = where.get(archive_id, len(indexes))
+            if a < len(indexes) and digest != indexes[a].digest:
                 index.forget(key)
                 raise StaleIndexError(f"archive {archive_id} changed since it was indexed")
         return {archive_id: messages for archive_id, (_, messages) in loaded.items()}
 
     def semantic(query: str, limit: int) -> list[tuple[str, int, float]]:
+        on_timeline = [i.archive_id for i in indexes]
         return index.semantic(key, query, on_timeline, limit) or []
 
+    abstracts = index.timeline_abstracts(key, view, settled or set())
     return Corpus(
         indexes=indexes,
+        timeline=view,
         load=load,
         hidden=hidden,
         moved=moved,
         semantic=semantic if index.embeds(key) else None,
-        abstracts=index.abstracts(key, indexes, settled or set()),
+        abstracts=abstracts.found,
+        abstract_terms=abstracts,
     )
 
 
@@ -314,19 +349,15 @@ def rank(
     texts = _Texts(corpus, neighbours=neighbours, dates=dates)
     indexes = corpus.indexes
     hidden = corpus.hidden
+    view = corpus.postings()
+    hidden_docs = view.hidden_docs(hidden)
     moved_counts = [term_counts(text) for _, _, text in corpus.moved]
     question = not (parsed.identifier or parsed.keywords)
-    summaries = [
-        (a, corpus.abstracts[index.archive_id])
-        for a, index in enumerate(indexes)
-        if index.archive_id in corpus.abstracts
-    ]
+    summaries = corpus.abstract_postings()
     if question:  # every document with a term, scored with its neighbours' share
-        scores = _question_scores(parsed.terms, indexes, hidden, moved_counts, summaries)
-        candidates = list(scores)
+        scores = _question_scores(parsed.terms, view, hidden_docs, moved_counts, summaries)
     else:  # every term in the document
-        scores, matched = _keyword_scores(parsed.terms, indexes, hidden, moved_counts, summaries)
-        candidates = [k for k, n in matched.items() if n >= len(parsed.terms)]
+        scores = _keyword_scores(parsed.terms, view, hidden_docs, moved_counts, summaries)
     seqs = [index.seq for index in indexes]
 
     def order(key: DocKey) -> tuple[float, int, int]:
@@ -335,33 +366,46 @@ def rank(
         seq = seqs[key[0]] if key[0] >= 0 else 1 << 30
         return (-scores.get(key, 0.0), -seq, key[1])
 
+    verified: list[DocKey] | None = None  # an identifier: the candidates that hold it
     if parsed.identifier:
-        best = heapq.nsmallest(_VERIFY_LIMIT, candidates, key=order)
-        candidates = _verified(parsed.text, best, indexes, corpus, texts)
+        best = scores.best(_VERIFY_LIMIT, order)
+        verified = _verified(parsed.text, best, indexes, corpus, texts)
     semantic = _semantic(corpus, parsed, indexes, hidden, limit)
-    if not candidates and not semantic:  # no word matches: a fragment of a word or an id
+    matches = scores.count if verified is None else len(verified)
+    if not matches and not semantic:  # no word matches: a fragment of a word or an id
         recent = indexes[-LITERAL_FALLBACK_ARCHIVES:]
         offset = len(indexes) - len(recent)
         found = _literal_scan(parsed.text, recent, hidden, corpus.moved, texts)
         found = [(a + offset, p) if a >= 0 else (a, p) for a, p in found]
         return _finish(corpus, parsed, texts, found, limit=limit, total=len(found), scores={})
-    top = heapq.nsmallest(max(limit + 1, _LITERAL_CHECKS), candidates, key=order)
+    checks = max(limit + 1, _LITERAL_CHECKS)
+    candidate: Callable[[DocKey], bool]
+    if verified is None:
+        top = scores.best(checks, order)
+        candidate = scores.candidate
+    else:
+        top = heapq.nsmallest(checks, verified, key=order)
+        candidate = set(verified).__contains__
     # the whole-query tier reorders the hits to be shown (their texts are read anyway)
     checked = list(top[: limit + 1]) if parsed.keywords and not parsed.identifier else []
     for literal in parsed.literals:  # messages that may hold an identifier of the query
-        holders = _docs_with(search_terms(literal), indexes, hidden)
+        holders = _docs_with(search_terms(literal), view, hidden_docs)
         checked += heapq.nsmallest(_LITERAL_CHECKS, holders, key=order)
     tiers = _tiers(parsed, list(dict.fromkeys(checked)), indexes, corpus, texts)
     pool = list(dict.fromkeys([*top, *tiers]))
     keyword = sorted(pool, key=lambda k: (*tiers.get(k, (0, 0)), *order(k)))
-    total = len(set(candidates) | set(tiers))
+    total = matches + sum(1 for k in tiers if not candidate(k))
     fused: dict[DocKey, float] = {}
     if semantic:
-        fused = _weighed(scores, keyword, semantic, eligible=set(candidates) | set(tiers))
+
+        def eligible(key: DocKey) -> bool:
+            return key in tiers or candidate(key)
+
+        fused = _weighed(scores, keyword, semantic, eligible=eligible)
         pool = list(fused)
         pool.sort(key=lambda k: (*tiers.get(k, (0, 0)), -fused[k], *order(k)))
         keyword = pool
-        total = len(set(candidates) | set(tiers) | set(semantic))
+        total += sum(1 for k in semantic if k not in tiers and not candidate(k))
     # abstracts after the messages; a hit shown as another's neighbour is not a new hit
     # (questions), nor is an abstract of an archive a message hit shows: the next one is
     keyword = [k for k in keyword if k[1] != ABSTRACT_POSITION] + [
@@ -406,187 +450,230 @@ def _spread(
     return [*kept, *later]
 
 
-def _docs_with(
-    terms: Sequence[str], indexes: Sequence[ArchiveIndex], hidden: set[str]
-) -> list[DocKey]:
-    """The visible messages that hold every one of ``terms`` (rarest term first)."""
+class _Scores:
+    """The keyword scores of one query: messages by document number (``values``, 0.0 for
+    none), moved items and abstracts by key (``extra``); and which of them match (a question:
+    every one with a score; keywords: those holding every term)."""
+
+    def __init__(
+        self,
+        view: TimelinePostings,
+        values: list[float],
+        extra: dict[DocKey, float],
+        *,
+        docs: list[int] | None = None,
+        extra_candidates: list[DocKey] | None = None,
+    ) -> None:
+        self.view = view
+        self.values = values
+        self.extra = extra
+        self.docs = docs
+        self._doc_set = set(docs) if docs is not None else None
+        self.extra_candidates = list(extra) if extra_candidates is None else extra_candidates
+        self._extra_set = set(self.extra_candidates)
+        scored = len(values) - values.count(0.0) if docs is None else len(docs)
+        self.count = scored + len(self.extra_candidates)
+        """How many documents match."""
+
+    def get(self, key: DocKey, default: float = 0.0) -> float:
+        """The score of ``key`` (``default`` for none)."""
+        a, p = key
+        if a < 0 or p < 0:
+            return self.extra.get(key, default)
+        value = self.values[self.view.doc(a, p)]
+        return value if value else default
+
+    def candidate(self, key: DocKey) -> bool:
+        """Whether ``key`` matches the query."""
+        a, p = key
+        if a < 0 or p < 0:
+            return key in self._extra_set
+        d = self.view.doc(a, p)
+        return d in self._doc_set if self._doc_set is not None else self.values[d] > 0.0
+
+    def best(self, count: int, order: Callable[[DocKey], tuple[float, int, int]]) -> list[DocKey]:
+        """The first ``count`` matching documents by ``order`` (best score first): only the
+        messages scored at least as high as the ``count``-th best one are ordered."""
+        values = self.values
+        chosen: Iterable[int]
+        if self.docs is None:
+            if len(values) - values.count(0.0) > count:
+                least = heapq.nlargest(count, values)[-1]
+                chosen = itertools.compress(range(len(values)), map(least.__le__, values))
+            else:
+                chosen = itertools.compress(range(len(values)), values)
+        elif len(self.docs) > count:
+            least = heapq.nlargest(count, [values[d] for d in self.docs])[-1]
+            chosen = [d for d in self.docs if values[d] >= least]
+        else:
+            chosen = self.docs
+        key = self.view.key
+        keys = [key(d) for d in chosen]
+        return heapq.nsmallest(count, [*keys, *self.extra_candidates], key=order)
+
+
+def _docs_with(terms: Sequence[str], view: TimelinePostings, hidden: set[int]) -> list[DocKey]:
+    """The visible messages that hold every one of ``terms``, in timeline order."""
     wanted = distinct(terms)
     if not wanted:
         return []
-    found: list[DocKey] = []
-    for a, index in enumerate(indexes):
-        lists = [index.postings.get(t, ()) for t in wanted]
-        if not all(lists):
-            continue
-        lists.sort(key=len)
-        common = {p for p, _ in lists[0]}
-        for other in lists[1:]:
-            common &= {p for p, _ in other}
-        found += [(a, p) for p in sorted(common) if not hidden or index.ids[p] not in hidden]
-    return found
+    lists: list[tuple[int, list[int]]] = []
+    for term in wanted:
+        docs, _, _, cut = view.term(term)
+        if not cut:
+            return []
+        lists.append((cut, docs))
+    lists.sort(key=lambda x: x[0])
+    common = set(itertools.islice(lists[0][1], lists[0][0]))
+    for cut, docs in lists[1:]:
+        common.intersection_update(itertools.islice(docs, cut))
+    return [view.key(d) for d in sorted(common) if d not in hidden]
+
+
+def _statistics(
+    view: TimelinePostings, hidden: set[int], moved: Sequence[Mapping[str, int]]
+) -> tuple[int, float]:
+    """How many documents (visible messages and moved items) and their mean length."""
+    lengths = view.merged.lengths
+    documents = len(moved) + view.size - len(hidden)
+    total = sum(sum(c.values()) for c in moved)
+    total += view.total_length() - sum(lengths[d] for d in hidden)
+    return documents, total / documents if documents else 1.0
+
+
+def _hidden_in(docs: list[int], cut: int, hidden: set[int]) -> int:
+    """How many of ``docs[:cut]`` (ascending) are in ``hidden``."""
+    if len(hidden) * 8 < cut:
+        found = 0
+        for d in hidden:
+            at = bisect.bisect_left(docs, d, 0, cut)
+            found += at < cut and docs[at] == d
+        return found
+    return sum(1 for d in itertools.islice(docs, cut) if d in hidden)
+
+
+def _rows(
+    docs: list[int], counts: list[int], sizes: list[int], cut: int
+) -> Iterable[tuple[int, int, int]]:
+    if cut == len(docs):
+        return zip(docs, counts, sizes, strict=True)
+    return itertools.islice(zip(docs, counts, sizes, strict=False), cut)
+
+
+class _Weights:
+    """BM25's constants for one query over one corpus."""
+
+    def __init__(
+        self,
+        view: TimelinePostings,
+        hidden: set[int],
+        moved: Sequence[Mapping[str, int]],
+        abstracts: AbstractTerms,
+    ) -> None:
+        self.documents, average = _statistics(view, hidden, moved)
+        k1, b = BM25_K1, BM25_B
+        self.scale = k1 * b / max(average, 1e-9)
+        self.base = k1 * (1.0 - b)
+        self.moved_lengths = [sum(c.values()) for c in moved]
+        self.abstract_scale = k1 * b / max(abstracts.mean, 1e-9)
+
+    def weight(self, frequency: int) -> float:
+        return idf(self.documents, max(0, frequency)) * (BM25_K1 + 1.0)
 
 
 def _keyword_scores(
     terms: Sequence[str],
-    indexes: Sequence[ArchiveIndex],
-    hidden: set[str],
+    view: TimelinePostings,
+    hidden: set[int],
     moved: Sequence[Mapping[str, int]],
-    abstracts: Sequence[tuple[int, AbstractIndex]] = (),
-) -> tuple[dict[DocKey, float], dict[DocKey, int]]:
-    """BM25 of every document (message, moved item, abstract) holding a query term, and how
-    many distinct terms it holds. The term statistics are the messages' and moved items'
-    (an abstract repeats its archive's words: counted, it would make them look common); an
+    abstracts: AbstractTerms,
+) -> _Scores:
+    """BM25 of every document (message, moved item, abstract) holding a query term; those
+    holding every term match. The term statistics are the messages' and moved items' (an
+    abstract repeats its archive's words: counted, it would make them look common); an
     abstract's length is measured against the abstracts' mean."""
+    values = [0.0] * view.size
+    extra: dict[DocKey, float] = {}
     if not terms:
-        return {}, {}
-    documents = len(moved)
-    total = sum(sum(c.values()) for c in moved)
-    for index in indexes:
-        if hidden:
-            visible = [n for n, i in zip(index.lengths, index.ids, strict=True) if i not in hidden]
-            documents += len(visible)
-            total += sum(visible)
-        else:
-            documents += len(index.lengths)
-            total += sum(index.lengths)
-    average = total / documents if documents else 1.0
-    moved_lengths = [sum(c.values()) for c in moved]
-    k1, b = BM25_K1, BM25_B
-    scale = k1 * b / max(average, 1e-9)
-    abstract_mean = sum(x.length for _, x in abstracts) / len(abstracts) if abstracts else 1.0
-    abstract_scale = k1 * b / max(abstract_mean, 1e-9)
-    base = k1 * (1.0 - b)
-    scores: dict[DocKey, float] = {}
-    matched: dict[DocKey, int] = {}
+        return _Scores(view, values, extra, docs=[], extra_candidates=[])
+    w = _Weights(view, hidden, moved, abstracts)
+    base, scale = w.base, w.scale
+    matched: dict[int, int] = {}
+    matched_extra: dict[DocKey, int] = {}
     for term in terms:
-        lists: list[tuple[int, ArchiveIndex, tuple[tuple[int, int], ...]]] = []
-        for a, index in enumerate(indexes):
-            found = index.postings.get(term)
-            if found:
-                lists.append((a, index, found))
-        moved_tf = [(m, counts[term]) for m, counts in enumerate(moved) if counts.get(term)]
-        abstract_tf = [(a, x.length, x.counts[term]) for a, x in abstracts if x.counts.get(term)]
-        frequency = sum(len(p) for _, _, p in lists) + len(moved_tf)
-        if hidden:
-            frequency -= sum(
-                1 for _, index, p in lists for position, _ in p if index.ids[position] in hidden
-            )
+        docs, counts, sizes, cut = view.term(term)
+        moved_tf = [(m, c[term]) for m, c in enumerate(moved) if c.get(term)]
+        abstract_tf = abstracts.term(term)
+        frequency = cut + len(moved_tf) - (_hidden_in(docs, cut, hidden) if hidden else 0)
         if frequency <= 0 and not abstract_tf:
             continue
-        weight = idf(documents, max(0, frequency)) * (k1 + 1.0)
-        for a, index, postings in lists:
-            lengths = index.lengths
-            ids = index.ids
-            for position, tf in postings:
-                if hidden and ids[position] in hidden:
-                    continue
-                key = (a, position)
-                part = weight * tf / (tf + base + scale * lengths[position])
-                scores[key] = scores.get(key, 0.0) + part
-                matched[key] = matched.get(key, 0) + 1
+        weight = w.weight(frequency)
+        for d, tf, n in _rows(docs, counts, sizes, cut):
+            if hidden and d in hidden:
+                continue
+            values[d] += weight * tf / (tf + base + scale * n)
+            matched[d] = matched.get(d, 0) + 1
         for m, tf in moved_tf:
             key = (-1, m)
-            part = weight * tf / (tf + base + scale * moved_lengths[m])
-            scores[key] = scores.get(key, 0.0) + part
-            matched[key] = matched.get(key, 0) + 1
+            part = weight * tf / (tf + base + scale * w.moved_lengths[m])
+            extra[key] = extra.get(key, 0.0) + part
+            matched_extra[key] = matched_extra.get(key, 0) + 1
         for a, length, tf in abstract_tf:
             key = (a, ABSTRACT_POSITION)
-            part = weight * tf / (tf + base + abstract_scale * length)
-            scores[key] = scores.get(key, 0.0) + part
-            matched[key] = matched.get(key, 0) + 1
-    return scores, matched
-
-
-def _statistics(
-    indexes: Sequence[ArchiveIndex], hidden: set[str], moved: Sequence[Mapping[str, int]]
-) -> tuple[int, float]:
-    """How many documents (visible messages and moved items) and their mean length."""
-    documents = len(moved)
-    total = sum(sum(c.values()) for c in moved)
-    for index in indexes:
-        if hidden:
-            visible = [n for n, i in zip(index.lengths, index.ids, strict=True) if i not in hidden]
-            documents += len(visible)
-            total += sum(visible)
-        else:
-            documents += len(index.lengths)
-            total += sum(index.lengths)
-    return documents, total / documents if documents else 1.0
+            part = weight * tf / (tf + base + w.abstract_scale * length)
+            extra[key] = extra.get(key, 0.0) + part
+            matched_extra[key] = matched_extra.get(key, 0) + 1
+    need = len(terms)
+    return _Scores(
+        view,
+        values,
+        extra,
+        docs=[d for d, n in matched.items() if n >= need],
+        extra_candidates=[k for k, n in matched_extra.items() if n >= need],
+    )
 
 
 def _question_scores(
     terms: Sequence[str],
-    indexes: Sequence[ArchiveIndex],
-    hidden: set[str],
+    view: TimelinePostings,
+    hidden: set[int],
     moved: Sequence[Mapping[str, int]],
-    abstracts: Sequence[tuple[int, AbstractIndex]] = (),
-) -> dict[DocKey, float]:
-    """:func:`_keyword_scores` followed by :func:`_with_context`, in one pass per archive (the
-    same scores: a question reads every posting of its terms, so this is the hot loop of a
-    recall; per-archive position maps keep it off tuple keys until the end)."""
-    if not terms:
-        return {}
-    documents, average = _statistics(indexes, hidden, moved)
-    k1, b = BM25_K1, BM25_B
-    scale = k1 * b / max(average, 1e-9)
-    base = k1 * (1.0 - b)
-    moved_lengths = [sum(c.values()) for c in moved]
-    abstract_mean = sum(x.length for _, x in abstracts) / len(abstracts) if abstracts else 1.0
-    abstract_scale = k1 * b / max(abstract_mean, 1e-9)
-    per: dict[int, dict[int, float]] = {}
+    abstracts: AbstractTerms,
+) -> _Scores:
+    """The BM25 of :func:`_keyword_scores` (every document with a term matches), a message's
+    own plus :data:`CONTEXT_WEIGHT` times each visible neighbour's in its archive (an answer
+    follows its question). A question reads every posting of its terms: this is the hot loop
+    of a recall, on flat per-document lists."""
+    own = [0.0] * view.size
     extra: dict[DocKey, float] = {}  # moved items and abstracts
+    if not terms:
+        return _Scores(view, own, extra)
+    w = _Weights(view, hidden, moved, abstracts)
+    base, scale = w.base, w.scale
+    touched: list[int] = []  # the scored messages, in the order they were first scored
     for term in terms:
-        lists = [(a, i, i.postings[term]) for a, i in enumerate(indexes) if term in i.postings]
-        moved_tf = [(m, counts[term]) for m, counts in enumerate(moved) if counts.get(term)]
-        abstract_tf = [(a, x.length, x.counts[term]) for a, x in abstracts if x.counts.get(term)]
-        frequency = sum(len(p) for _, _, p in lists) + len(moved_tf)
-        if hidden:
-            frequency -= sum(
-                1 for _, index, p in lists for position, _ in p if index.ids[position] in hidden
-            )
+        docs, counts, sizes, cut = view.term(term)
+        moved_tf = [(m, c[term]) for m, c in enumerate(moved) if c.get(term)]
+        abstract_tf = abstracts.term(term)
+        frequency = cut + len(moved_tf) - (_hidden_in(docs, cut, hidden) if hidden else 0)
         if frequency <= 0 and not abstract_tf:
             continue
-        weight = idf(documents, max(0, frequency)) * (k1 + 1.0)
-        for a, index, postings in lists:
-            acc = per.get(a)
-            if acc is None:
-                acc = per[a] = {}
-            lengths = index.lengths
-            if hidden:
-                ids = index.ids
-                for position, tf in postings:
-                    if ids[position] not in hidden:
-                        part = weight * tf / (tf + base + scale * lengths[position])
-                        acc[position] = acc.get(position, 0.0) + part
-            else:
-                for position, tf in postings:
-                    part = weight * tf / (tf + base + scale * lengths[position])
-                    acc[position] = acc.get(position, 0.0) + part
+        weight = w.weight(frequency)
+        for d, tf, n in _rows(docs, counts, sizes, cut):
+            if hidden and d in hidden:
+                continue
+            score = own[d]
+            if not score:
+                touched.append(d)
+            own[d] = score + weight * tf / (tf + base + scale * n)
         for m, tf in moved_tf:
-            part = weight * tf / (tf + base + scale * moved_lengths[m])
+            part = weight * tf / (tf + base + scale * w.moved_lengths[m])
             extra[(-1, m)] = extra.get((-1, m), 0.0) + part
         for a, length, tf in abstract_tf:
-            part = weight * tf / (tf + base + abstract_scale * length)
+            part = weight * tf / (tf + base + w.abstract_scale * length)
             key = (a, ABSTRACT_POSITION)
             extra[key] = extra.get(key, 0.0) + part
-    out: dict[DocKey, float] = {}
-    for a, acc in per.items():
-        ids = indexes[a].ids
-        size = len(ids)
-        shown = dict(acc)
-        for position, score in acc.items():
-            share = CONTEXT_WEIGHT * score
-            if hidden:
-                for q in _adjacent(ids, position, hidden):
-                    shown[q] = shown.get(q, 0.0) + share
-                continue
-            if position > 0:
-                shown[position - 1] = shown.get(position - 1, 0.0) + share
-            if position + 1 < size:
-                shown[position + 1] = shown.get(position + 1, 0.0) + share
-        out.update(((a, position), value) for position, value in shown.items())
-    out.update(extra)
-    return out
+    return _Scores(view, _with_context(own, touched, view, hidden), extra)
 
 
 NEIGHBOURS = 2
@@ -595,38 +682,38 @@ CONTEXT_WEIGHT = 0.4
 
 
 def _with_context(
-    scores: Mapping[DocKey, float], indexes: Sequence[ArchiveIndex], hidden: set[str]
-) -> dict[DocKey, float]:
-    """Question scores that count the neighbouring messages: a message's own BM25 plus
-    :data:`CONTEXT_WEIGHT` times each visible neighbour's (an answer follows its question)."""
-    out: dict[DocKey, float] = {}
-    for (a, p), score in scores.items():
-        out[(a, p)] = out.get((a, p), 0.0) + score
-        if a < 0 or p < 0:
-            continue
-        ids = indexes[a].ids
-        share = CONTEXT_WEIGHT * score
-        if hidden:
-            for q in _adjacent(ids, p, hidden):
-                out[(a, q)] = out.get((a, q), 0.0) + share
-            continue
-        if p > 0:
-            out[(a, p - 1)] = out.get((a, p - 1), 0.0) + share
-        if p + 1 < len(ids):
-            out[(a, p + 1)] = out.get((a, p + 1), 0.0) + share
-    return out
-
-
-def _adjacent(ids: Sequence[str], position: int, hidden: set[str]) -> list[int]:
-    """The visible positions right before and after ``position`` in one archive."""
-    found: list[int] = []
-    for step in (-1, 1):
-        q = position + step
-        while 0 <= q < len(ids) and hidden and ids[q] in hidden:
-            q += step
-        if 0 <= q < len(ids):
-            found.append(q)
-    return found
+    own: list[float], touched: Sequence[int], view: TimelinePostings, hidden: set[int]
+) -> list[float]:
+    """Each message's score plus :data:`CONTEXT_WEIGHT` times each visible neighbour's in its
+    archive (``touched``: the scored messages, in the order their shares are added)."""
+    shown = own[:]
+    merged = view.merged
+    if hidden:
+        starts, archive_of = merged.starts, merged.archive_of
+        for d in touched:
+            share = CONTEXT_WEIGHT * own[d]
+            a = archive_of[d]
+            low, high = starts[a], starts[a + 1]
+            q = d - 1
+            while q >= low and q in hidden:
+                q -= 1
+            if q >= low:
+                shown[q] += share
+            q = d + 1
+            while q < high and q in hidden:
+                q += 1
+            if q < high:
+                shown[q] += share
+        return shown
+    edges = merged.edges
+    for d in touched:
+        share = CONTEXT_WEIGHT * own[d]
+        edge = edges[d]
+        if not edge & FIRST:
+            shown[d - 1] += share
+        if not edge & LAST:
+            shown[d + 1] += share
+    return shown
 
 
 def _text_of(key: DocKey, corpus: Corpus, indexes: Sequence[ArchiveIndex], texts: _Texts) -> str:
@@ -715,11 +802,11 @@ gave 82.4 / 81.5% but let an embedding without meaning outvote clear keyword mat
 
 
 def _weighed(
-    scores: Mapping[DocKey, float],
+    scores: _Scores,
     keyword: Sequence[DocKey],
     semantic: Mapping[DocKey, float],
     *,
-    eligible: set[DocKey],
+    eligible: Callable[[DocKey], bool],
 ) -> dict[DocKey, float]:
     """The keyword pool and the semantic hits, each scored by its keyword score relative to the
     best (only where the query's keyword rules let it match: ``eligible``) plus
@@ -731,7 +818,7 @@ def _weighed(
     for key in [*keyword, *semantic]:
         if key in out:
             continue
-        relative = scores.get(key, 0.0) / best if best > 0 and key in eligible else 0.0
+        relative = scores.get(key, 0.0) / best if best > 0 and eligible(key) else 0.0
         out[key] = relative + SEMANTIC_WEIGHT * semantic.get(key, floor)
     return out
 
@@ -770,7 +857,7 @@ def _finish(
     *,
     limit: int,
     total: int,
-    scores: Mapping[DocKey, float],
+    scores: Mapping[DocKey, float] | _Scores,
 ) -> tuple[list[Hit], bool]:
     chosen = list(ranked[:limit])
     return read_hits(corpus, parsed, texts, chosen, scores), total > limit
@@ -781,7 +868,7 @@ def read_hits(
     parsed: _Query,
     texts: _Texts,
     keys: Sequence[DocKey],
-    scores: Mapping[DocKey, float] | None = None,
+    scores: Mapping[DocKey, float] | _Scores | None = None,
 ) -> list[Hit]:
     """The hits of ``keys``: each message with its neighbours (when ``texts`` reads them), as
     the tools show them, with its score from ``scores``."""
@@ -798,7 +885,8 @@ def read_hits(
                 wanted.append(indexes[a + 1].archive_id)
     texts.need(wanted)
     dates = _session_dates(corpus, texts, keys) if texts.dates else {}
-    scores = scores or {}
+    if scores is None:
+        scores = {}
     hits: list[Hit] = []
     for a, position in keys:
         if a < 0:

@@ -1,0 +1,301 @@
+"""A timeline's term postings merged across its archives (behaviour §7.6, design §2.2).
+
+A search on a thread of a thousand archives read each query term's postings archive by archive
+(a thousand dictionary look-ups per term, then tuple keys per message). Here the per-archive
+indexes of a timeline are laid end to end: every message of the timeline gets a document
+number (the archives' messages in timeline order), and each term has one postings list of
+document numbers, ascending, with the term's count and the document's length beside each.
+
+Archives are immutable and a timeline only grows, so the merged postings are extended in
+place when a timeline gains archives; a fork of it (another timeline sharing a prefix) gets
+its own copy. A reader works on a :class:`TimelinePostings`: the first ``count`` archives
+(``size`` documents) of a :class:`MergedPostings`; what is appended after it was taken lies
+past ``size`` and is never read, so readers need no lock (writers take one).
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from wm_langgraph.storage.search_index import AbstractIndex, ArchiveIndex
+
+__all__ = [
+    "FIRST",
+    "LAST",
+    "AbstractPostings",
+    "AbstractTerms",
+    "MergedPostings",
+    "TimelinePostings",
+    "merged_view",
+]
+
+FIRST = 1
+"""Flag of a document that is the first message of its archive."""
+LAST = 2
+"""Flag of a document that is the last message of its archive."""
+
+
+class MergedPostings:
+    """The postings of a timeline's archives, oldest first, append-only.
+
+    Attributes (each per-document list is indexed by document number):
+        archives: The archive indexes, in timeline order.
+        archive_ids: Their ids.
+        starts: The first document of each archive, then the number of documents.
+        totals: The sum of the lengths of the documents before each archive, then the sum of
+            all.
+        archive_of: Each document's archive (its position in ``archives``).
+        lengths: Each document's length in terms.
+        edges: Each document's :data:`FIRST` / :data:`LAST` flags.
+        position: Each archive id's position in ``archives``.
+        by_id: The documents of each message id.
+        postings: Each term's documents (ascending), counts and the documents' lengths.
+    """
+
+    def __init__(self, indexes: Sequence[ArchiveIndex] = ()) -> None:
+        """Merged postings of ``indexes`` (in timeline order)."""
+        self.archives: list[ArchiveIndex] = []
+        self.archive_ids: list[str] = []
+        self.position: dict[str, int] = {}
+        self.starts: list[int] = [0]
+        self.totals: list[int] = [0]
+        self.archive_of: list[int] = []
+        self.lengths: list[int] = []
+        self.edges: list[int] = []
+        self.by_id: dict[str, list[int]] = {}
+        self.postings: dict[str, tuple[list[int], list[int], list[int]]] = {}
+        self.abstracts: AbstractPostings | None = None
+        """The archives' abstracts found so far (kept by the store's index)."""
+        self.abstract_generation = 0
+        """Raised when the store's abstract records change (:attr:`abstracts` is then read
+        anew)."""
+        self.lock = threading.Lock()
+        self.extend(indexes)
+
+    @property
+    def documents(self) -> int:
+        """The number of documents merged so far."""
+        return self.starts[-1]
+
+    def extend(self, indexes: Sequence[ArchiveIndex]) -> None:
+        """Append ``indexes`` (the archives that follow the merged ones on the timeline).
+        A reader's view never sees a document appended after the view was taken."""
+        with self.lock:
+            for index in indexes:
+                self._append(index)
+
+    def _append(self, index: ArchiveIndex) -> None:
+        a = len(self.archives)
+        base = self.starts[-1]
+        size = len(index.lengths)
+        for position, (message_id, length) in enumerate(zip(index.ids, index.lengths, strict=True)):
+            self.archive_of.append(a)
+            self.lengths.append(length)
+            edge = (FIRST if position == 0 else 0) | (LAST if position == size - 1 else 0)
+            self.edges.append(edge)
+            self.by_id.setdefault(message_id, []).append(base + position)
+        lengths = index.lengths
+        for term, found in index.postings.items():
+            entry = self.postings.get(term)
+            if entry is None:
+                entry = self.postings[term] = ([], [], [])
+            docs, counts, sizes = entry
+            for position, count in found:
+                # the document last: a reader cuts a list by its documents
+                sizes.append(lengths[position])
+                counts.append(count)
+                docs.append(base + position)
+        self.totals.append(self.totals[-1] + sum(lengths))
+        self.archives.append(index)
+        self.archive_ids.append(index.archive_id)
+        self.position.setdefault(index.archive_id, a)
+        self.starts.append(base + size)
+
+    def extend_to(
+        self, timeline: Sequence[str], read: Callable[[Sequence[str]], list[ArchiveIndex]]
+    ) -> bool:
+        """Extend the merged archives to ``timeline`` when they are its start, reading the
+        indexes of the archives that follow with ``read``; False when they are not its start
+        (another branch) or an archive that follows has no index."""
+        with self.lock:
+            if not self.prefix_of(timeline):
+                return False
+            following = timeline[len(self.archive_ids) :]
+            indexes = read(following) if following else []
+            if [i.archive_id for i in indexes] != list(following):
+                return False
+            for index in indexes:
+                self._append(index)
+            return True
+
+    def view(self, count: int) -> TimelinePostings:
+        """The first ``count`` archives."""
+        return TimelinePostings(self, count, self.starts[count])
+
+    def prefix_of(self, timeline: Sequence[str]) -> bool:
+        """Whether every merged archive is, in order, the start of ``timeline``."""
+        n = len(self.archive_ids)
+        return n <= len(timeline) and self.archive_ids == list(timeline[:n])
+
+    def starts_with(self, timeline: Sequence[str]) -> bool:
+        """Whether ``timeline`` is, in order, the start of the merged archives."""
+        n = len(timeline)
+        return n <= len(self.archive_ids) and self.archive_ids[:n] == list(timeline)
+
+
+@dataclass(frozen=True, slots=True)
+class TimelinePostings:
+    """What one search reads: the first ``count`` archives (``size`` documents) of ``merged``."""
+
+    merged: MergedPostings
+    count: int
+    size: int
+
+    @property
+    def archives(self) -> list[ArchiveIndex]:
+        """The archive indexes of the view, in timeline order."""
+        return self.merged.archives[: self.count]
+
+    def matches(self, indexes: Sequence[ArchiveIndex]) -> bool:
+        """Whether the view's archives are exactly ``indexes`` (the same objects, in order)."""
+        if len(indexes) != self.count:
+            return False
+        merged = self.merged.archives
+        return all(x is y for x, y in zip(indexes, merged, strict=False))
+
+    def term(self, term: str) -> tuple[list[int], list[int], list[int], int]:
+        """The term's documents, counts and document lengths, and how many of them the view
+        holds (the first ones)."""
+        entry = self.merged.postings.get(term)
+        if entry is None:
+            return [], [], [], 0
+        docs = entry[0]
+        cut = len(docs)
+        if cut and docs[cut - 1] >= self.size:
+            cut = bisect.bisect_left(docs, self.size, 0, cut)
+        return entry[0], entry[1], entry[2], cut
+
+    def doc(self, archive: int, position: int) -> int:
+        """The document number of message ``position`` of archive ``archive``."""
+        return self.merged.starts[archive] + position
+
+    def key(self, doc: int) -> tuple[int, int]:
+        """``(archive, position)`` of document ``doc``."""
+        a = self.merged.archive_of[doc]
+        return a, doc - self.merged.starts[a]
+
+    def hidden_docs(self, hidden: set[str]) -> set[int]:
+        """The documents of the view whose message id is in ``hidden``."""
+        if not hidden:
+            return set()
+        by_id = self.merged.by_id
+        size = self.size
+        return {d for i in hidden for d in by_id.get(i, ()) if d < size}
+
+    def total_length(self) -> int:
+        """The sum of the lengths of the view's documents."""
+        return self.merged.totals[self.count]
+
+
+def merged_view(indexes: Sequence[ArchiveIndex]) -> TimelinePostings:
+    """A view of ``indexes`` merged now (not cached)."""
+    merged = MergedPostings(indexes)
+    return merged.view(len(indexes))
+
+
+class AbstractPostings:
+    """The abstracts of a timeline's archives as they are found (Phase 2 writes them after
+    the archives), with each term's postings; append-only, for one generation of the store's
+    abstract records (a rewrite makes a new one).
+
+    Attributes:
+        generation: The generation of the abstract records it was read from.
+        known: How many archives of the merged postings it has looked at.
+        pending: The archives (positions) whose abstract may still come.
+        found: The abstracts found, by archive id, in the order found.
+        positions: The archive position of each abstract of ``found``, in the same order.
+        postings: Each term's ``(ordinal in found, archive position, length, count)``.
+    """
+
+    def __init__(self, generation: int) -> None:
+        """An empty set of abstracts of records of ``generation``."""
+        self.generation = generation
+        self.known = 0
+        self.pending: set[int] = set()
+        self.found: dict[str, AbstractIndex] = {}
+        self.positions: list[int] = []
+        self.lengths: list[int] = []
+        self.last = -1
+        self.postings: dict[str, list[tuple[int, int, int, int]]] = {}
+        self.lock = threading.Lock()
+
+    def add(self, position: int, abstract: AbstractIndex) -> None:
+        """Add the abstract of the archive at ``position`` (call under :attr:`lock`)."""
+        ordinal = len(self.positions)
+        for term, count in abstract.counts.items():
+            self.postings.setdefault(term, []).append((ordinal, position, abstract.length, count))
+        self.lengths.append(abstract.length)
+        self.positions.append(position)
+        self.last = max(self.last, position)
+        self.found[abstract.archive_id] = abstract
+
+    def terms(self, view: TimelinePostings) -> AbstractTerms:
+        """What a search of ``view`` reads of them: those found so far, of its archives."""
+        with self.lock:
+            ordinals = len(self.positions)
+            if self.last < view.count:
+                found = dict(self.found)
+                total = sum(self.lengths)
+            else:
+                found = {
+                    i: x
+                    for (i, x), a in zip(self.found.items(), self.positions, strict=True)
+                    if a < view.count
+                }
+                total = sum(
+                    n for n, a in zip(self.lengths, self.positions, strict=True) if a < view.count
+                )
+        mean = total / len(found) if found else 1.0
+        return AbstractTerms(found, mean, view=view, source=self, ordinals=ordinals)
+
+
+@dataclass(frozen=True, slots=True)
+class AbstractTerms:
+    """The abstracts one search reads (``found``, by archive id; ``mean``: their mean length
+    in terms): of ``view``, the first ``ordinals`` of ``source``; or indexed now
+    (``by_term``)."""
+
+    found: dict[str, AbstractIndex]
+    mean: float
+    view: TimelinePostings | None = None
+    source: AbstractPostings | None = None
+    ordinals: int = 0
+    by_term: dict[str, list[tuple[int, int, int]]] | None = None
+
+    def term(self, term: str) -> list[tuple[int, int, int]]:
+        """``(archive position, length, count)`` of each abstract holding ``term``."""
+        if self.source is None or self.view is None:
+            return (self.by_term or {}).get(term, [])
+        entries = self.source.postings.get(term, ())
+        count, ordinals = self.view.count, self.ordinals
+        return [(a, n, c) for o, a, n, c in entries if o < ordinals and a < count]
+
+    @classmethod
+    def of(cls, indexes: Sequence[ArchiveIndex], found: dict[str, AbstractIndex]) -> AbstractTerms:
+        """The abstracts ``found`` (by archive id) of ``indexes``, indexed now."""
+        by_term: dict[str, list[tuple[int, int, int]]] = {}
+        lengths: list[int] = []
+        for a, index in enumerate(indexes):
+            abstract = found.get(index.archive_id)
+            if abstract is None:
+                continue
+            lengths.append(abstract.length)
+            for term, count in abstract.counts.items():
+                by_term.setdefault(term, []).append((a, abstract.length, count))
+        mean = sum(lengths) / len(lengths) if lengths else 1.0
+        return cls(found, mean, by_term=by_term)
