@@ -354,11 +354,10 @@ def rank(
     moved_counts = [term_counts(text) for _, _, text in corpus.moved]
     question = not (parsed.identifier or parsed.keywords)
     summaries = corpus.abstract_postings()
-    if question:  # every document with a term, scored with its neighbours' share
-        scores = _question_scores(parsed.terms, view, hidden_docs, moved_counts, summaries)
-    else:  # every term in the document
-        scores = _keyword_scores(parsed.terms, view, hidden_docs, moved_counts, summaries)
-    seqs = [index.seq for index in indexes]
+    # a question: every document with a term, scored with its neighbours' share; keywords:
+    # every term in the document
+    scores = _scores(parsed.terms, view, hidden_docs, moved_counts, summaries, question=question)
+    seqs = view.seqs
 
     def order(key: DocKey) -> tuple[float, int, int]:
         """Best score, then the newest archive (moved items count as the newest), then the
@@ -451,65 +450,101 @@ def _spread(
 
 
 class _Scores:
-    """The keyword scores of one query: messages by document number (``values``, 0.0 for
-    none), moved items and abstracts by key (``extra``); and which of them match (a question:
-    every one with a score; keywords: those holding every term)."""
+    """The keyword scores of one query: messages by document number (``values``), abstracts by
+    archive position (``abstracts``), moved items by number (``moved``), 0.0 for none; and
+    which of them match (a question: every one with a score; keywords: those holding every
+    term, listed in ``docs``, ``abstract_hits`` and ``moved_hits``)."""
 
     def __init__(
         self,
         view: TimelinePostings,
         values: list[float],
-        extra: dict[DocKey, float],
+        abstracts: list[float],
+        moved: dict[int, float],
         *,
-        docs: list[int] | None = None,
-        extra_candidates: list[DocKey] | None = None,
+        hits: tuple[list[int], list[int], list[int]] | None = None,
     ) -> None:
         self.view = view
         self.values = values
-        self.extra = extra
-        self.docs = docs
-        self._doc_set = set(docs) if docs is not None else None
-        self.extra_candidates = list(extra) if extra_candidates is None else extra_candidates
-        self._extra_set = set(self.extra_candidates)
-        scored = len(values) - values.count(0.0) if docs is None else len(docs)
-        self.count = scored + len(self.extra_candidates)
+        self.abstracts = abstracts
+        self.moved = moved
+        if hits is None:  # a question: everything scored matches
+            self.docs: list[int] | None = None
+            self.abstract_hits = [a for a, s in enumerate(abstracts) if s]
+            self.moved_hits = list(moved)
+            scored = len(values) - values.count(0.0)
+        else:
+            self.docs, self.abstract_hits, self.moved_hits = hits
+            scored = len(self.docs)
+        self._doc_set = set(self.docs) if self.docs is not None else None
+        self._abstract_set = set(self.abstract_hits)
+        self.count = scored + len(self.abstract_hits) + len(self.moved_hits)
         """How many documents match."""
 
     def get(self, key: DocKey, default: float = 0.0) -> float:
         """The score of ``key`` (``default`` for none)."""
         a, p = key
-        if a < 0 or p < 0:
-            return self.extra.get(key, default)
-        value = self.values[self.view.doc(a, p)]
+        if a < 0:
+            value = self.moved.get(p, 0.0)
+        elif p == ABSTRACT_POSITION:
+            value = self.abstracts[a]
+        elif p < 0:
+            value = 0.0
+        else:
+            value = self.values[self.view.doc(a, p)]
         return value if value else default
 
     def candidate(self, key: DocKey) -> bool:
         """Whether ``key`` matches the query."""
         a, p = key
-        if a < 0 or p < 0:
-            return key in self._extra_set
+        if a < 0:
+            return p in self.moved_hits
+        if p == ABSTRACT_POSITION:
+            return a in self._abstract_set
+        if p < 0:
+            return False
         d = self.view.doc(a, p)
         return d in self._doc_set if self._doc_set is not None else self.values[d] > 0.0
 
     def best(self, count: int, order: Callable[[DocKey], tuple[float, int, int]]) -> list[DocKey]:
-        """The first ``count`` matching documents by ``order`` (best score first): only the
-        messages scored at least as high as the ``count``-th best one are ordered."""
+        """The first ``count`` matching documents by ``order`` (best score first): of the
+        messages and of the abstracts only those scored at least as high as the ``count``-th
+        best of their kind are ordered."""
         values = self.values
-        chosen: Iterable[int]
+        chosen: list[int]
         if self.docs is None:
             if len(values) - values.count(0.0) > count:
-                least = heapq.nlargest(count, values)[-1]
-                chosen = itertools.compress(range(len(values)), map(least.__le__, values))
+                least = _at_least(count, values)
+                chosen = [d for d, s in enumerate(values) if s >= least]
             else:
-                chosen = itertools.compress(range(len(values)), values)
+                chosen = [d for d, s in enumerate(values) if s]
         elif len(self.docs) > count:
-            least = heapq.nlargest(count, [values[d] for d in self.docs])[-1]
+            least = _at_least(count, [values[d] for d in self.docs])
             chosen = [d for d in self.docs if values[d] >= least]
         else:
             chosen = self.docs
+        abstracts = self.abstract_hits
+        if len(abstracts) > count:
+            scores = self.abstracts
+            least = _at_least(count, [scores[a] for a in abstracts])
+            abstracts = [a for a in abstracts if scores[a] >= least]
         key = self.view.key
         keys = [key(d) for d in chosen]
-        return heapq.nsmallest(count, [*keys, *self.extra_candidates], key=order)
+        keys += [(a, ABSTRACT_POSITION) for a in abstracts]
+        keys += [(-1, m) for m in self.moved_hits]
+        return heapq.nsmallest(count, keys, key=order)
+
+
+def _at_least(count: int, values: list[float]) -> float:
+    """A positive score no higher than the ``count``-th highest of ``values`` (which holds more
+    than ``count`` positive ones): the ``count``-th highest of every fourth one where that is
+    positive (the ``count``-th highest of a part is never higher than of the whole)."""
+    if len(values) >= count * 16:
+        sample = values[::4]
+        least = heapq.nlargest(count, sample)[-1]
+        if least > 0.0:
+            return least
+    return heapq.nlargest(count, values)[-1]
 
 
 def _docs_with(terms: Sequence[str], view: TimelinePostings, hidden: set[int]) -> list[DocKey]:
@@ -581,25 +616,39 @@ class _Weights:
         return idf(self.documents, max(0, frequency)) * (BM25_K1 + 1.0)
 
 
-def _keyword_scores(
+def _scores(
     terms: Sequence[str],
     view: TimelinePostings,
     hidden: set[int],
     moved: Sequence[Mapping[str, int]],
     abstracts: AbstractTerms,
+    *,
+    question: bool,
 ) -> _Scores:
-    """BM25 of every document (message, moved item, abstract) holding a query term; those
-    holding every term match. The term statistics are the messages' and moved items' (an
-    abstract repeats its archive's words: counted, it would make them look common); an
-    abstract's length is measured against the abstracts' mean."""
+    """BM25 of every document (message, moved item, abstract) holding a query term. The term
+    statistics are the messages' and moved items' (an abstract repeats its archive's words:
+    counted, it would make them look common); an abstract's length is measured against the
+    abstracts' mean.
+
+    A question (``question``): every document with a term matches, and a message's score is
+    its own plus :data:`CONTEXT_WEIGHT` times each visible neighbour's in its archive (an
+    answer follows its question). Keywords: the documents that hold every term match. A
+    question reads every posting of its terms: this is the hot loop of a recall, on flat
+    per-document lists.
+    """
     values = [0.0] * view.size
-    extra: dict[DocKey, float] = {}
+    summaries = [0.0] * view.count
+    moved_scores: dict[int, float] = {}
     if not terms:
-        return _Scores(view, values, extra, docs=[], extra_candidates=[])
+        return _Scores(
+            view, values, summaries, moved_scores, hits=None if question else ([], [], [])
+        )
     w = _Weights(view, hidden, moved, abstracts)
-    base, scale = w.base, w.scale
-    matched: dict[int, int] = {}
-    matched_extra: dict[DocKey, int] = {}
+    base, scale, abstract_scale = w.base, w.scale, w.abstract_scale
+    touched: list[int] = []  # a question's scored messages, in the order first scored
+    matched: dict[int, int] = {}  # keywords: how many terms each message holds
+    matched_abstracts: dict[int, int] = {}
+    matched_moved: dict[int, int] = {}
     for term in terms:
         docs, counts, sizes, cut = view.term(term)
         moved_tf = [(m, c[term]) for m, c in enumerate(moved) if c.get(term)]
@@ -608,72 +657,39 @@ def _keyword_scores(
         if frequency <= 0 and not abstract_tf:
             continue
         weight = w.weight(frequency)
-        for d, tf, n in _rows(docs, counts, sizes, cut):
-            if hidden and d in hidden:
-                continue
-            values[d] += weight * tf / (tf + base + scale * n)
-            matched[d] = matched.get(d, 0) + 1
+        rows = _rows(docs, counts, sizes, cut)
+        if question:
+            for d, tf, n in rows:
+                if hidden and d in hidden:
+                    continue
+                score = values[d]
+                if not score:
+                    touched.append(d)
+                values[d] = score + weight * tf / (tf + base + scale * n)
+        else:
+            for d, tf, n in rows:
+                if hidden and d in hidden:
+                    continue
+                values[d] += weight * tf / (tf + base + scale * n)
+                matched[d] = matched.get(d, 0) + 1
         for m, tf in moved_tf:
-            key = (-1, m)
             part = weight * tf / (tf + base + scale * w.moved_lengths[m])
-            extra[key] = extra.get(key, 0.0) + part
-            matched_extra[key] = matched_extra.get(key, 0) + 1
+            moved_scores[m] = moved_scores.get(m, 0.0) + part
+            matched_moved[m] = matched_moved.get(m, 0) + 1
         for a, length, tf in abstract_tf:
-            key = (a, ABSTRACT_POSITION)
-            part = weight * tf / (tf + base + w.abstract_scale * length)
-            extra[key] = extra.get(key, 0.0) + part
-            matched_extra[key] = matched_extra.get(key, 0) + 1
+            summaries[a] += weight * tf / (tf + base + abstract_scale * length)
+            if not question:
+                matched_abstracts[a] = matched_abstracts.get(a, 0) + 1
+    if question:
+        shown = _with_context(values, touched, view, hidden)
+        return _Scores(view, shown, summaries, moved_scores)
     need = len(terms)
-    return _Scores(
-        view,
-        values,
-        extra,
-        docs=[d for d, n in matched.items() if n >= need],
-        extra_candidates=[k for k, n in matched_extra.items() if n >= need],
+    hits = (
+        [d for d, n in matched.items() if n >= need],
+        [a for a, n in matched_abstracts.items() if n >= need],
+        [m for m, n in matched_moved.items() if n >= need],
     )
-
-
-def _question_scores(
-    terms: Sequence[str],
-    view: TimelinePostings,
-    hidden: set[int],
-    moved: Sequence[Mapping[str, int]],
-    abstracts: AbstractTerms,
-) -> _Scores:
-    """The BM25 of :func:`_keyword_scores` (every document with a term matches), a message's
-    own plus :data:`CONTEXT_WEIGHT` times each visible neighbour's in its archive (an answer
-    follows its question). A question reads every posting of its terms: this is the hot loop
-    of a recall, on flat per-document lists."""
-    own = [0.0] * view.size
-    extra: dict[DocKey, float] = {}  # moved items and abstracts
-    if not terms:
-        return _Scores(view, own, extra)
-    w = _Weights(view, hidden, moved, abstracts)
-    base, scale = w.base, w.scale
-    touched: list[int] = []  # the scored messages, in the order they were first scored
-    for term in terms:
-        docs, counts, sizes, cut = view.term(term)
-        moved_tf = [(m, c[term]) for m, c in enumerate(moved) if c.get(term)]
-        abstract_tf = abstracts.term(term)
-        frequency = cut + len(moved_tf) - (_hidden_in(docs, cut, hidden) if hidden else 0)
-        if frequency <= 0 and not abstract_tf:
-            continue
-        weight = w.weight(frequency)
-        for d, tf, n in _rows(docs, counts, sizes, cut):
-            if hidden and d in hidden:
-                continue
-            score = own[d]
-            if not score:
-                touched.append(d)
-            own[d] = score + weight * tf / (tf + base + scale * n)
-        for m, tf in moved_tf:
-            part = weight * tf / (tf + base + scale * w.moved_lengths[m])
-            extra[(-1, m)] = extra.get((-1, m), 0.0) + part
-        for a, length, tf in abstract_tf:
-            part = weight * tf / (tf + base + w.abstract_scale * length)
-            key = (a, ABSTRACT_POSITION)
-            extra[key] = extra.get(key, 0.0) + part
-    return _Scores(view, _with_context(own, touched, view, hidden), extra)
+    return _Scores(view, values, summaries, moved_scores, hits=hits)
 
 
 NEIGHBOURS = 2

@@ -46,6 +46,7 @@ class MergedPostings:
     Attributes (each per-document list is indexed by document number):
         archives: The archive indexes, in timeline order.
         archive_ids: Their ids.
+        seqs: Their positions in their timeline (:attr:`ArchiveIndex.seq`).
         starts: The first document of each archive, then the number of documents.
         totals: The sum of the lengths of the documents before each archive, then the sum of
             all.
@@ -61,6 +62,7 @@ class MergedPostings:
         """Merged postings of ``indexes`` (in timeline order)."""
         self.archives: list[ArchiveIndex] = []
         self.archive_ids: list[str] = []
+        self.seqs: list[int] = []
         self.position: dict[str, int] = {}
         self.starts: list[int] = [0]
         self.totals: list[int] = [0]
@@ -111,6 +113,7 @@ class MergedPostings:
                 counts.append(count)
                 docs.append(base + position)
         self.totals.append(self.totals[-1] + sum(lengths))
+        self.seqs.append(index.seq)
         self.archives.append(index)
         self.archive_ids.append(index.archive_id)
         self.position.setdefault(index.archive_id, a)
@@ -161,11 +164,18 @@ class TimelinePostings:
         """The archive indexes of the view, in timeline order."""
         return self.merged.archives[: self.count]
 
+    @property
+    def seqs(self) -> list[int]:
+        """Each archive's :attr:`ArchiveIndex.seq` (the view's are the first ``count``)."""
+        return self.merged.seqs
+
     def matches(self, indexes: Sequence[ArchiveIndex]) -> bool:
         """Whether the view's archives are exactly ``indexes`` (the same objects, in order)."""
         if len(indexes) != self.count:
             return False
         merged = self.merged.archives
+        if len(merged) == self.count:
+            return merged == list(indexes)  # identical objects compare at once
         return all(x is y for x, y in zip(indexes, merged, strict=False))
 
     def term(self, term: str) -> tuple[list[int], list[int], list[int], int]:
@@ -219,7 +229,7 @@ class AbstractPostings:
         pending: The archives (positions) whose abstract may still come.
         found: The abstracts found, by archive id, in the order found.
         positions: The archive position of each abstract of ``found``, in the same order.
-        postings: Each term's ``(ordinal in found, archive position, length, count)``.
+        postings: Each term's ordinals in ``found``, archive positions, lengths and counts.
     """
 
     def __init__(self, generation: int) -> None:
@@ -231,14 +241,20 @@ class AbstractPostings:
         self.positions: list[int] = []
         self.lengths: list[int] = []
         self.last = -1
-        self.postings: dict[str, list[tuple[int, int, int, int]]] = {}
+        self.postings: dict[str, tuple[list[int], list[int], list[int], list[int]]] = {}
         self.lock = threading.Lock()
 
     def add(self, position: int, abstract: AbstractIndex) -> None:
         """Add the abstract of the archive at ``position`` (call under :attr:`lock`)."""
         ordinal = len(self.positions)
         for term, count in abstract.counts.items():
-            self.postings.setdefault(term, []).append((ordinal, position, abstract.length, count))
+            entry = self.postings.get(term)
+            if entry is None:
+                entry = self.postings[term] = ([], [], [], [])
+            entry[1].append(position)
+            entry[2].append(abstract.length)
+            entry[3].append(count)
+            entry[0].append(ordinal)  # last: a reader cuts by the ordinals
         self.lengths.append(abstract.length)
         self.positions.append(position)
         self.last = max(self.last, position)
@@ -261,29 +277,38 @@ class AbstractPostings:
                     n for n, a in zip(self.lengths, self.positions, strict=True) if a < view.count
                 )
         mean = total / len(found) if found else 1.0
-        return AbstractTerms(found, mean, view=view, source=self, ordinals=ordinals)
+        whole = self.last < view.count
+        return AbstractTerms(found, mean, view=view, source=self, ordinals=ordinals, whole=whole)
 
 
 @dataclass(frozen=True, slots=True)
 class AbstractTerms:
     """The abstracts one search reads (``found``, by archive id; ``mean``: their mean length
-    in terms): of ``view``, the first ``ordinals`` of ``source``; or indexed now
-    (``by_term``)."""
+    in terms): of ``view``, the first ``ordinals`` of ``source`` (``whole``: all of them are
+    of the view's archives); or indexed now (``by_term``)."""
 
     found: dict[str, AbstractIndex]
     mean: float
     view: TimelinePostings | None = None
     source: AbstractPostings | None = None
     ordinals: int = 0
+    whole: bool = True
     by_term: dict[str, list[tuple[int, int, int]]] | None = None
 
     def term(self, term: str) -> list[tuple[int, int, int]]:
         """``(archive position, length, count)`` of each abstract holding ``term``."""
         if self.source is None or self.view is None:
             return (self.by_term or {}).get(term, [])
-        entries = self.source.postings.get(term, ())
-        count, ordinals = self.view.count, self.ordinals
-        return [(a, n, c) for o, a, n, c in entries if o < ordinals and a < count]
+        entry = self.source.postings.get(term)
+        if entry is None:
+            return []
+        ordinals, positions, lengths, counts = entry
+        cut = bisect.bisect_left(ordinals, self.ordinals)
+        rows = zip(positions[:cut], lengths[:cut], counts[:cut], strict=True)
+        if self.whole:  # every abstract of the snapshot is of the view's archives
+            return list(rows)
+        count = self.view.count
+        return [row for row in rows if row[0] < count]
 
     @classmethod
     def of(cls, indexes: Sequence[ArchiveIndex], found: dict[str, AbstractIndex]) -> AbstractTerms:
