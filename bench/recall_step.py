@@ -7,10 +7,10 @@ but the newest with an abstract and covered by a Working Memory, as after Phase 
 (after one untimed call each: the indexes are in the process cache by then, as on a running
 thread), and the wall times give the median and the 95th percentile.
 
-:data:`RECALL_STEP` is what is timed: today the ranking of ``archive_search``
-(:func:`keyword_rank`: ``rank`` over the thread's corpus, with the user's message as the query).
-When the recall layer of assemble has its own function, point :data:`RECALL_STEP` at it (one
-line; an adapter lambda where its arguments differ).
+:data:`RECALL_STEP` is what is timed: assemble's recall step of a user's turn,
+:meth:`WorkingMemory.recall_hits` (the thread's timeline and current Working Memory read, then
+the ranked search with the user's message as the query). :func:`keyword_rank`, the ranking of
+``archive_search`` alone, is kept for comparison.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ __all__ = [
     "RECALL_STEP",
     "RecallStep",
     "StepTiming",
+    "assemble_recall",
     "keyword_rank",
     "recall_step_latency",
     "thread_of_archives",
@@ -49,13 +50,18 @@ RECALL_LIMIT = 5
 
 def keyword_rank(memory: WorkingMemory, config: RunnableConfig, query: str) -> object:
     """``archive_search``'s ranking for ``query`` over the thread's archives, abstracts and
-    moved-out items (no formatting): the recall step until assemble has its own."""
+    moved-out items (no formatting)."""
     hits, _ = rank(memory.recall_corpus(config), query, RECALL_LIMIT)
     return hits
 
 
-RECALL_STEP: RecallStep = keyword_rank
-"""The step timed by :func:`recall_step_latency` (the one line to change)."""
+def assemble_recall(memory: WorkingMemory, config: RunnableConfig, query: str) -> object:
+    """The recall step assemble runs on a user's turn (:meth:`WorkingMemory.recall_hits`)."""
+    return memory.recall_hits(config, query)
+
+
+RECALL_STEP: RecallStep = assemble_recall
+"""The step timed by :func:`recall_step_latency`."""
 
 QUESTIONS: tuple[str, ...] = (
     "When did Avery go camping at the lake with her sister?",

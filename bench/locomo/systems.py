@@ -52,6 +52,7 @@ from bench.locomo.data import Conversation, Exchange
 from bench.locomo.retrieval import DEFAULT_SLICE, HEADER, TrimRetrieveMiddleware
 from bench.systems import TrimMiddleware
 from wm_langgraph import OfflineWorkingMemoryModel, WorkingMemoryConfig, WorkingMemoryMiddleware
+from wm_langgraph.context.recalled import RECALL_HEADER
 from wm_langgraph.document import count_tokens
 from wm_langgraph.testing import ScriptedChatModel
 
@@ -586,8 +587,8 @@ def _live(graph: Any, config: RunnableConfig) -> set[str]:
 def layers(run: SystemRun, messages: list[BaseMessage]) -> dict[str, int]:
     """Tokens of the final input by layer: ``system``, ``summary`` (the WM message, LangChain's
     summary message, LangMem's summary system message), ``recalled`` (trimming_retrieval's
-    block of hits), ``pending`` (wm_langgraph: archived messages whose Phase 2 is not done,
-    i.e. not in the live state) and ``live``."""
+    block of hits; wm_langgraph's recalled layer), ``pending`` (wm_langgraph: archived messages
+    whose Phase 2 is not done, i.e. not in the live state) and ``live``."""
     out = {"system": 0, "summary": 0, "recalled": 0, "pending": 0, "live": 0}
     live = run.live_ids()
     for m in messages:
@@ -595,6 +596,8 @@ def layers(run: SystemRun, messages: list[BaseMessage]) -> dict[str, int]:
         text = m.text
         if isinstance(m, SystemMessage) and text.startswith(HEADER):
             key = "recalled"
+        elif isinstance(m, HumanMessage) and text.startswith(RECALL_HEADER):
+            key = "recalled"  # only the engine opens a message with it (others are quoted)
         elif isinstance(m, SystemMessage):
             key = "summary" if text.startswith("Summary of the conversation so far") else "system"
         elif text.startswith((SUMMARY_HEADER, _LC_SUMMARY_PREFIX)):

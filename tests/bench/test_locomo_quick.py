@@ -91,6 +91,7 @@ def test_the_peer_s_slice_is_tuned_and_the_chosen_one_runs(quick):
         pytest.skip("langchain-community / rank_bm25 not installed ([bench])")
     tried = meta["slice_tuning"]
     assert sorted(row["slice"] for row in tried) == sorted(SLICES)
+    assert {row["conv"] for row in tried} == {"conv-synthetic"}  # the tuning conversations only
     chosen = [row for row in tried if row["chosen"]]
     assert len(chosen) == 1
     peer = next(r for r in results if r["system"] == "trimming_retrieval")
@@ -266,3 +267,32 @@ def test_evidence_matching_of_search_hits():
     hit = "[archive_001 · message 3/10]\n…  I adopted a  greyhound YESTERDAY, we named him Pixel."
     assert evidence_in_hits([hit], evidence)
     assert not evidence_in_hits(["[archive_001]\nsomething else"], evidence)
+
+
+def test_the_slice_is_tuned_on_26_and_30_only_and_the_others_run_with_it(tmp_path):
+    if not retrieval_available():
+        pytest.skip("langchain-community / rank_bm25 not installed ([bench])")
+    with zipfile.ZipFile(tmp_path / "locomo10.zip", "w") as archive:
+        for stem, seed in (("26", 0), ("7", 3)):
+            sample = synthetic_sample(seed=seed)
+            flat = {**sample["conversation"], "qa": sample["qa"]}
+            archive.writestr(f"data/multimodal_dialog/locomo10_v2/{stem}.json", json.dumps(flat))
+    out = tmp_path / "out"
+    argv = ["--locomo", str(tmp_path), "--systems", "trimming_retrieval", "--budgets", "1500"]
+    assert _main([*argv, "--out", str(out)]) == 0
+    data = json.loads((out / "locomo_results.json").read_text(encoding="utf-8"))
+    runs = data["results"]
+    assert sorted((r["conv"], r["slice"]) for r in runs if r["conv"] == "conv-26") == [
+        ("conv-26", s) for s in sorted(SLICES)
+    ]
+    chosen = next(r["slice"] for r in runs if r["conv"] == "conv-26" and not r["tuning_only"])
+    others = [r for r in runs if r["conv"] == "conv-7"]
+    assert [(r["slice"], r["tuning"], r["tuning_only"]) for r in others] == [(chosen, False, False)]
+    assert {row["conv"] for row in data["meta"]["slice_tuning"]} == {"conv-26"}
+    report = (out / "LOCOMO.md").read_text(encoding="utf-8")
+    assert "### trimming_retrieval: the slice, tuned on conv-26" in report
+    assert f"1.5k {chosen:.0%}; tuned on conv-26" in report
+    tuning = report.split("### trimming_retrieval: the slice", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in tuning.splitlines() if line.startswith("| 1.5k")]
+    assert len(rows) == len(SLICES)
+    assert all(" | 5 | " in row for row in rows)  # conv-26's five questions, not conv-7's too

@@ -655,8 +655,9 @@ def test_a_statement_is_restated_by_itself_and_by_any_item_that_holds_it(
 
 
 def test_an_item_added_by_code_keeps_its_resolved_date_whole() -> None:
-    """Code cuts its items at 20 words; the cut once fell inside the date the extraction had
-    resolved ("a few weeks ago (the week of 23 …") and the Working Memory kept half of it."""
+    """Code cut its items at 20 words; the cut once fell inside the date the extraction had
+    resolved ("a few weeks ago (the week of 23 …") and the Working Memory kept half of it. Now
+    it adds the statement whole (SPEC §11: never cut with "…")."""
     text = (
         "We went camping with the kids at the big lake up north a few weeks ago "
         "(the week of 23 August 2023) and it rained every single day"
@@ -665,5 +666,6 @@ def test_an_item_added_by_code_keeps_its_resolved_date_whole() -> None:
     assert [f.fate for f in result.fates] == ["added_by_code"]
     item = result.fates[0].text
     assert "(the week of 23 August 2023)" in item
-    assert item.endswith(" …")
+    assert item.endswith("it rained every single day")
+    assert "…" not in item
     assert item in result.text

@@ -14,7 +14,12 @@ from wm_langgraph.document.compaction import (
     moved_count,
     size_contract,
 )
-from wm_langgraph.document.sections import SECTIONS, parse_working_memory, render_working_memory
+from wm_langgraph.document.sections import (
+    SECTIONS,
+    parse_working_memory,
+    render_working_memory,
+    section_items,
+)
 from wm_langgraph.document.text import extract_anchors, extract_paths, missing_anchors
 from wm_langgraph.document.tokens import count_tokens
 
@@ -81,18 +86,23 @@ def test_bullets_repeating_the_same_anchors_are_merged() -> None:
     assert_nothing_lost(document, result)
 
 
-def test_files_entries_shrink_to_path_and_what_was_done() -> None:
+def test_files_entries_are_never_shortened_in_place_they_move_out_whole() -> None:
+    """SPEC §11: an item is never cut with "…" so that a name or number is lost. A step once
+    cut Files & Context entries to their paths and ten words: "the boat is the blue one at
+    pier …". Now an entry stays whole in the document or moves out whole, counted."""
     entries = [
         f"src/pkg/module_{i}.py: read by the agent while it was investigating the flaky test "
-        f"suite on Tuesday and looking at every import of the module in great detail"
+        f"suite on Tuesday, the failing case is the blue one at pier {i}"
         for i in range(40)
     ]
     document = doc(title="Flaky tests", files=bullets(entries))
     result = enforce_size_contract(document, ceiling=count_tokens(document) * 3 // 4)
-    assert "files" in result.steps
-    assert result.moved == ()
-    for i in range(40):
-        assert f"src/pkg/module_{i}.py: read by the agent" in result.text
+    assert count_tokens(result.text) <= count_tokens(document) * 3 // 4
+    assert "…" not in result.text
+    moved = [m.text for m in result.moved]
+    kept = section_items(parse_working_memory(result.text)["Files & Context"])
+    assert sorted([*moved, *kept]) == sorted(entries)  # each entry whole, here or moved out
+    assert moved_count(result.text) == len(moved) > 0
     assert_nothing_lost(document, result)
 
 

@@ -64,8 +64,11 @@ def test_the_error_trail_is_bounded_in_count_and_length() -> None:
 
 
 def test_the_error_trail_names_an_unknown_tool_plainly() -> None:
-    errors = extract_errors_from_messages([ToolMessage("KeyError: 'x'", tool_call_id="nope")])
-    assert errors == ["KeyError: 'x' (reported by a tool)"]
+    # a result whose status says the run failed is the session's own, whatever the tool
+    failed = ToolMessage("KeyError: 'x'", tool_call_id="nope", status="error")
+    assert extract_errors_from_messages([failed]) == ["KeyError: 'x' (reported by a tool)"]
+    # of a result with no call, no name and no failed status nothing says the session ran it
+    assert extract_errors_from_messages([ToolMessage("KeyError: 'x'", tool_call_id="nope")]) == []
 
 
 def test_the_artifact_trail_is_bounded() -> None:

@@ -199,6 +199,7 @@ def test_the_default_warning_text_is_the_seeds() -> None:
     block = section_size_warnings(_document(_facts(26)), target_tokens=12_000)
     assert "(limits: 25 bullets, 1,500 tokens)" in block
     assert "target at most 25 bullets and 1,500 tokens" in block
+    assert "Keep each bullet within 225 tokens" in block  # the item bound
     assert section_size_warnings(_document(_facts(25)), target_tokens=12_000) == ""
     # without a target: the seed's
     assert "(limits: 25 bullets, 1,500 tokens)" in section_size_warnings(_document(_facts(26)))
@@ -210,6 +211,7 @@ def test_a_small_target_warns_at_its_own_limits() -> None:
     block = section_size_warnings(_document(_facts(limits.bullets + 1)), target_tokens=target)
     assert f"(limits: {limits.bullets} bullets, {limits.tokens:,} tokens)" in block
     assert f"target at most {limits.bullets} bullets" in block
+    assert f"Keep each bullet within {limits.item_tokens} tokens" in block
     assert section_size_warnings(_document(_facts(limits.bullets)), target_tokens=target) == ""
 
 

@@ -80,8 +80,9 @@ def test_no_instruction_from_a_tool_reaches_the_document():
     for needle in ("ASSISTANT INSTRUCTION", "ops@evil.example", "API keys", "evil.example"):
         assert needle not in wm
     errors = parse_working_memory(wm)["Errors & Corrections"]
-    # a real error of the same page is still kept, quoted with its source
-    assert "ValueError: quarter must be between 1 and 4 (reported by fetch)" in errors
+    # nor an "error" of the page that reads as a plain one: a fetched page is someone else's
+    # text, and errors come from what the session ran (session_paths.runs_here)
+    assert "quarter must be between 1 and 4" not in errors
     archives = middleware.memory.list_archives(thread_config("inj-errors"))
     trails = [e for a in archives for e in (a.metadata or {}).get("error_trail") or []]
     assert not any("INSTRUCTION" in e or "approved" in e for e in trails)

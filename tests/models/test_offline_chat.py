@@ -229,7 +229,10 @@ def test_a_chat_warned_only_for_its_bullet_count_is_regrouped_not_cut() -> None:
     assert not [d for d in result.decisions if d.reason], "the guards accept it as it is"
 
 
-def test_a_chat_over_its_size_target_is_still_consolidated_to_the_target() -> None:
+def test_a_chat_over_its_size_target_is_regrouped_never_cut() -> None:
+    """SPEC §11: an item is never shortened with "…" so that a name, number or identifier is
+    lost. Over its target the chat's Key Facts is regrouped within the item bound; what is
+    still over stays whole, for the size contract to move out whole."""
     wm = _kayak_memory(28)
     ops = generate_update(
         OfflineWorkingMemoryModel(),
@@ -239,28 +242,25 @@ def test_a_chat_over_its_size_target_is_still_consolidated_to_the_target() -> No
     )
     assert ops is not None
     body = ops["Key Facts & Decisions"]["content"]
-    # the target's goal (0.7 of the section limit here), not the untargeted 1,350
-    assert (
-        count_tokens(body)
-        <= 1_050
-        < count_tokens(parse_working_memory(wm)["Key Facts & Decisions"])
-    )
+    assert "…" not in body
     for d in range(1, 29):
-        assert f"Kayak{d}" in body  # shortened, anchors kept
+        assert f"Kayak{d}" in body
+    assert body.count("on the small island") == 28  # every clause whole
+    assert all(count_tokens(item) <= 150 for item in section_items(body))  # the item bound
 
 
-def test_chat_consolidation_shortens_no_more_than_the_goal_needs() -> None:
+def test_chat_consolidation_never_shortens_a_clause() -> None:
     items = [
         f"Lotte ({d} February 2022): I paddled my green kayak Kayak{d} across the wide lake "
         f"near Bergen with my cousin Joris and then we all stopped for a long quiet picnic on "
         f"the small island in the middle"
         for d in range(1, 11)
     ]
-    whole = count_tokens("\n".join(consolidate_chat(items, 10_000, 20)))
-    out = "\n".join(consolidate_chat(items, whole - 20, 20))
-    assert count_tokens(out) <= whole - 20
-    # a little over the goal costs each clause its last words, not half of them
-    assert out.count("a long quiet picnic") == 10
+    whole = "\n".join(consolidate_chat(items, 10_000, 20))
+    out = "\n".join(consolidate_chat(items, count_tokens(whole) - 20, 20))
+    # over the goal, no clause loses its last words: the size contract moves whole items
+    assert out.count("a long quiet picnic on the small island in the middle") == 10
+    assert "…" not in out
 
 
 def test_small_talk_questions_leave_nothing_open_but_real_questions_do() -> None:

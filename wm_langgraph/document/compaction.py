@@ -8,10 +8,10 @@ ceiling the merge result is compacted in code, in this order, each step only whi
    same section is dropped (restore/salvage markers ignored when comparing); an item left empty
    goes. Every anchor stays: the earlier copy carries it.
 2. ``merge``: an item whose anchors are all carried by an earlier item of the same section is
-   merged into that item (its remaining clauses appended), one bullet instead of two.
-3. ``files``: a Files & Context entry is shortened to its path(s) and what was done (the first
-   clause, at most 10 words), any anchor it would lose put back in parentheses.
-4. ``move`` (last resort): the oldest items go out of the document into a record the caller
+   merged into that item (its remaining clauses appended), one bullet instead of two — only
+   while the merged item stays within the item bound (``SectionLimits.item_tokens``): no item
+   grows without bound, so a merge that would overfill the earlier item leaves both.
+3. ``move`` (last resort): the oldest items go out of the document into a record the caller
    stores (``archive_search`` finds it) — first only from the sections over their share of
    the ceiling (``TARGET_SHARES``), so a small section (the session's one goal, a few open
    issues) keeps its items while a large one can give; among those, unanchored items before
@@ -24,7 +24,11 @@ ceiling the merge result is compacted in code, in this order, each step only whi
    (``[moved out: N older items …]``); the count is read back from the previous document, so a
    writer that drops the marker cannot reset it.
 
-Nothing is lost silently: steps 1-3 keep every anchor, step 4 returns what it moved.
+Nothing is lost silently: steps 1-2 keep every clause's text (a repeated clause stays where it
+first stood), step 3 returns what it moved. No item is shortened in place (SPEC §11: never cut
+with "…" so that a name, number or identifier is lost): what does not fit moves out whole,
+searchable, and the marker says so. (A Files & Context step that cut entries to their paths and
+ten words once did: "the boat is the blue one at pier …".)
 
 Inside, bodies are lists of non-blank lines per section; every step changes them in place and
 says whether it changed anything.
@@ -35,7 +39,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import re
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -49,10 +53,7 @@ from wm_langgraph.document.sections import (
     section_items,
 )
 from wm_langgraph.document.text import (
-    anchor_wording,
     extract_anchors,
-    extract_paths,
-    missing_anchors,
 )
 from wm_langgraph.document.tokens import TokenCounter, count_tokens
 
@@ -93,7 +94,6 @@ _NOISE_PREFIX_RE = re.compile(
     r"^(?:\[(?:restored|silently dropped, restored|new)\]\s*)+", re.IGNORECASE
 )
 _WORD_RE = re.compile(r"\S+")
-_FILES_WORDS = 10
 # Above this many lines the move plan tells anchored items by a cheap pattern (digits, a
 # capitalised word, a path-like token) instead of the full anchor extractor: a writer that
 # returns 10,000 items must not make every commit take seconds. Only the order changes.
@@ -203,7 +203,9 @@ def dedupe(bodies: Bodies) -> bool:
     return changed
 
 
-def merge(bodies: Bodies) -> bool:
+def merge(
+    bodies: Bodies, item_tokens: int | None = None, counter: TokenCounter = count_tokens
+) -> bool:
     changed = False
     for name in SECTIONS:
         if name in (_TITLE, "Current State"):
@@ -222,54 +224,16 @@ def merge(bodies: Bodies) -> bool:
                 if host is not None:
                     have = {_clause_key(c) for c in _clauses(_text_of(lines[host]))}
                     extra = [c for c in _clauses(_text_of(lines[j])) if _clause_key(c) not in have]
-                    if extra:
-                        merged = _join([*_clauses(_text_of(lines[host])), *extra])
-                        lines[host] = _as_line(lines[host], merged)
-                    alive[j] = False
-                    changed = True
-                    continue
+                    merged = _join([*_clauses(_text_of(lines[host])), *extra]) if extra else ""
+                    if not extra or item_tokens is None or counter(merged) <= item_tokens:
+                        if extra:
+                            lines[host] = _as_line(lines[host], merged)
+                        alive[j] = False
+                        changed = True
+                        continue
             for anchor in mine:
                 owner.setdefault(anchor, []).append(j)
         bodies[name] = [line for line, keep in zip(lines, alive, strict=True) if keep]
-    return changed
-
-
-def shorten_files(bodies: Bodies) -> bool:
-    lines = bodies[_FILES]
-    # Anchors of the other sections, read once and only if an entry would lose one.
-    others: frozenset[str] | None = None
-    in_files: Counter[str] = Counter()
-    for line in lines:
-        in_files.update(_anchors(_text_of(line)))
-    changed = False
-    for index, line in enumerate(lines):
-        text = _text_of(line)
-        paths = extract_paths(text)
-        if not paths:
-            continue
-        rest = text
-        for path in paths:
-            rest = rest.replace(path, " ")
-        rest = re.sub(r"^[\s`'\"(),:;—–-]+", "", re.sub(r"\s+", " ", rest)).strip()
-        first = _clauses(rest)[0] if _clauses(rest) else ""
-        words = _WORD_RE.findall(first)
-        what = " ".join(words[:_FILES_WORDS]) + (" …" if len(words) > _FILES_WORDS else "")
-        short = ", ".join(dict.fromkeys(paths)) + (f": {what.rstrip(' ;,.:')}" if what else "")
-        if len(short) >= len(text):
-            continue
-        own = _anchors(text)
-        lost = {a for a in missing_anchors(own, short) if in_files[a] <= 1}
-        if lost and others is None:
-            rest_of_document = "\n".join("\n".join(bodies[n]) for n in SECTIONS if n != _FILES)
-            others = frozenset(extract_anchors(rest_of_document))
-        lost -= others or frozenset()
-        if lost:
-            short += f" ({', '.join(anchor_wording(text, sorted(lost)))})"
-        if len(short) < len(text):
-            lines[index] = _as_line(line, short)
-            in_files.subtract(own)
-            in_files.update(_anchors(short))
-            changed = True
     return changed
 
 
@@ -509,7 +473,7 @@ class Compaction:
         text: The document to store (at most the ceiling, by the counter).
         moved: The items moved out in this call, oldest first (store them; empty when none).
         moved_total: Items moved out so far, this call included (the marker's count).
-        steps: The steps that changed the document (``dedupe``, ``merge``, ``files``, ``move``,
+        steps: The steps that changed the document (``dedupe``, ``merge``, ``move``, ``title``,
             ``marker`` when only the count marker was restored).
         tokens_before: The input document's tokens.
         tokens: The result's tokens.
@@ -533,7 +497,12 @@ def moved_count(document: str) -> int:
 
 
 def enforce_size_contract(
-    document: str, *, ceiling: int, prior: str = "", counter: TokenCounter = count_tokens
+    document: str,
+    *,
+    ceiling: int,
+    prior: str = "",
+    counter: TokenCounter = count_tokens,
+    item_tokens: int | None = None,
 ) -> Compaction:
     """Compact ``document`` (a merge result) so that it counts at most ``ceiling`` tokens.
 
@@ -542,6 +511,8 @@ def enforce_size_contract(
         ceiling: The hard limit (:attr:`SizeContract.ceiling`).
         prior: The document the merge started from; its moved-out count carries forward.
         counter: Text -> tokens.
+        item_tokens: The item bound (``SizeContract.limits.item_tokens``): the merge step
+            never makes an item longer than it. ``None``: no bound.
 
     Returns:
         The compaction; ``text`` is ``document`` unchanged when it fits and no items were ever
@@ -565,7 +536,11 @@ def enforce_size_contract(
         steps = ["marker"] if text != document else []
         return Compaction(text, (), earlier, tuple(steps), before, counter(text))
     moved: list[MovedItem] = []
-    for name, step in (("dedupe", dedupe), ("merge", merge), ("files", shorten_files)):
+    steps_in_order: tuple[tuple[str, Callable[[Bodies], bool]], ...] = (
+        ("dedupe", dedupe),
+        ("merge", lambda b: merge(b, item_tokens, counter)),
+    )
+    for name, step in steps_in_order:
         if name == "merge" and counter(text) > MERGE_MAX_OVER * ceiling:
             continue
         if step(bodies):

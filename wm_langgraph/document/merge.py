@@ -329,7 +329,7 @@ def merge_working_memory(
     decisions = [by_section[name] for name in SECTIONS]
     ordered = {name: new_sections[name] for name in SECTIONS}
     if guards:
-        _restore_key_facts(old_sections, ordered, decisions, conversation)
+        _restore_key_facts(old_sections, ordered, decisions, conversation, limits)
     return MergeResult(render_working_memory(ordered), decisions)
 
 
@@ -359,6 +359,7 @@ def _restore_key_facts(
     new_sections: dict[str, str],
     decisions: list[GuardDecision],
     conversation: str | None = None,
+    limits: SectionLimits = SEED_LIMITS,
 ) -> None:
     """After an accepted Key Facts UPDATE, settle the old bullets whose anchors vanished.
 
@@ -378,6 +379,7 @@ def _restore_key_facts(
         document,
         old_document=_durable(old_sections),
         conversation=conversation,
+        limits=limits,
     )
     notes: list[str] = []
     if settled.restored:

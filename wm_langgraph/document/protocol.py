@@ -275,7 +275,8 @@ def section_size_warnings(
             f"(limits: {limits.bullets} bullets, {limits.tokens:,} tokens). You MUST "
             f"consolidate this section with UPDATE: merge related bullets, grouped by topic, "
             f"keeping every name, date and exact value; target at most {bullets} "
-            f"bullets and {tokens:,} tokens."
+            f"bullets and {tokens:,} tokens. Keep each bullet within {limits.item_tokens:,} "
+            "tokens: start another bullet rather than join more onto a full one."
         )
         if over_target and target_tokens is not None:
             line += (

@@ -82,7 +82,7 @@ from wm_langgraph.document.text import (
 from wm_langgraph.document.text.entry import entry_text
 from wm_langgraph.document.text.match import join_texts, term_in, terms_in_texts
 from wm_langgraph.document.text.provenance import reads_as_instruction
-from wm_langgraph.document.text.shorten import shorten
+from wm_langgraph.document.text.session_paths import pasted_lines
 from wm_langgraph.document.text.units import (
     Unit,
     chat_kinds,
@@ -91,7 +91,12 @@ from wm_langgraph.document.text.units import (
     tells_failure,
 )
 from wm_langgraph.messages import content_text
-from wm_langgraph.phase2.trails import missing_errors, tool_result_lines, without_relayed_lines
+from wm_langgraph.phase2.trails import (
+    missing_errors,
+    own_run_outputs,
+    tool_result_lines,
+    without_relayed_lines,
+)
 from wm_langgraph.writer.capture import CaptureAnswer, CaptureQuestion
 
 __all__ = [
@@ -141,10 +146,6 @@ fixes), and in a working
 session added by code too: a writer that leaves one out and says nothing when asked would lose
 it for good; one it dismisses stays out. In a chat they say how someone feels: code adds them
 only with an anchor."""
-MAX_CODE_ITEM_WORDS = 20
-"""The most words of an item code adds (the statement's start: its anchors come early)."""
-MAX_CODE_ITEM_CHARS = 160
-"""The longest item code adds (characters)."""
 MAX_CODE_UNITS = SEED_CODE_UNITS
 """The most units of pasted data code adds per round at the seed's size (a memory's own bound
 is ``SectionLimits.code_units``); a statement of the session is never bounded."""
@@ -286,34 +287,24 @@ def _bounded(text: str) -> str:
 
 
 def _short(text: str) -> str:
-    """A code item: the statement cut at :data:`MAX_CODE_ITEM_WORDS` words and
-    :data:`MAX_CODE_ITEM_CHARS` characters, never inside a parenthesis (a resolved date), and
-    never so that one of its anchors or identifiers is lost (then the statement whole)."""
-    cut = text.endswith(" …")  # a unit the extraction shortened already: one ellipsis
-    body = text[:-2] if cut else text
-    out = shorten(
-        body,
-        max_words=MAX_CODE_ITEM_WORDS,
-        max_cjk=MAX_CODE_ITEM_CHARS - 1,
-        max_chars=MAX_CODE_ITEM_CHARS - (2 if cut else 0),
-    )
-    out = f"{out} …" if cut and out == " ".join(body.split()) else out
-    lost = _plain_anchors(text) - _plain_anchors(out)
-    if lost or not set(_CODE_RE.findall(text)) <= set(_CODE_RE.findall(out)):
-        return " ".join(text.split())  # never cut so that a name, number or identifier is lost
-    return out
-
-
-def _plain_anchors(text: str) -> frozenset[str]:
-    return frozenset(extract_anchors(text, include_markers=False, include_phrases=False))
+    """A code item: the unit's statement whole, its spacing squashed. It is never cut (SPEC
+    §11: an item is never shortened with "…" so that a name, number or identifier is lost;
+    "the boat for our group is …" lost "pier 3"); the unit is already one statement of at most
+    a few dozen words, within the item bound."""
+    return " ".join(text.split())
 
 
 def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
     """The salient units of the user's and the assistant's messages (tool output is data and
     gives none; the trails cover what tools report), never one that reads as an instruction;
-    an assistant's line that only relays a tool result's line is tool output too."""
+    an assistant's line that only relays a tool result's line is tool output too. An error is
+    a candidate only in the user's own words, or in the assistant's when it quotes what one of
+    the session's own runs reported (errors come from what the session ran,
+    ``session_paths.runs_here``): a page the assistant relays, or a log or traceback the user
+    pasted, is someone else's text."""
     messages = list(messages)
     relayed = tool_result_lines(messages)
+    ran = " ".join(own_run_outputs(messages).split()).casefold()
     pairs = [
         (role, without_relayed_lines(text, relayed) if role == "assistant" else text)
         for role, text in ((_role(m), entry_text(content_text(m.content))) for m in messages)
@@ -322,7 +313,9 @@ def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
     named = {m.casefold() for _, text in pairs for m in _MID_SENTENCE_CAPS_RE.findall(text)}
     out: list[Candidate] = []
     for unit in units:
-        if reads_as_instruction(unit.text):
+        if reads_as_instruction(unit.text) or (
+            unit.kind == "error" and not _the_sessions_error(unit, pairs, ran)
+        ):
             continue
         first = _FIRST_WORD_RE.match(unit.text)
         own = {n.casefold() for n in unit.names}
@@ -349,6 +342,29 @@ def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
             )
         )
     return out
+
+
+_QUOTED_ERROR_RE = re.compile(r"[\w.]*(?:Error|Exception)\b[^`\n]*")
+
+
+def _the_sessions_error(unit: Unit, pairs: Sequence[tuple[str, str]], ran: str) -> bool:
+    """Whether an error unit is the session's: the user's own words, outside the lines the
+    user pasted (``session_paths.pasted_lines``: a traceback, a log, a fenced block …), or the
+    assistant quoting an error that one of the session's own runs reported (``ran``: their
+    output, spacing squashed, case-folded)."""
+    if not 0 <= unit.index < len(pairs):
+        return False
+    if pairs[unit.index][0] == "assistant":
+        quoted = _QUOTED_ERROR_RE.search(unit.text.removesuffix(" …"))
+        said = " ".join(quoted.group(0).split()).casefold().rstrip(" .;:") if quoted else ""
+        return bool(said) and said in ran
+    if pairs[unit.index][0] != "user":
+        return False
+    text = pairs[unit.index][1]
+    lines = text.splitlines()
+    pasted = " ".join(" ".join(lines[i].split()) for i in sorted(pasted_lines(text)))
+    head = " ".join(unit.text.removesuffix(" …").split())[:60]
+    return not head or head not in pasted
 
 
 def candidates_of(

@@ -39,8 +39,15 @@ def fit_to_contract(
     """
     if not is_working_memory(text):
         return text, [], None
-    ceiling = contract_for(config).ceiling
-    result = enforce_size_contract(text, ceiling=ceiling, prior=prior, counter=counter)
+    contract = contract_for(config)
+    ceiling = contract.ceiling
+    result = enforce_size_contract(
+        text,
+        ceiling=ceiling,
+        prior=prior,
+        counter=counter,
+        item_tokens=contract.limits.item_tokens,
+    )
     if not result.steps:
         return text, [], None
     moved = [{"section": m.section, "text": m.text} for m in result.moved]

@@ -55,6 +55,8 @@ from wm_langgraph.document.guards.sizes import (
     SectionLimits,
     is_emergency,
     is_oversized,
+    join_clauses,
+    pack_clauses,
 )
 from wm_langgraph.document.ops import KEEP as _KEEP
 from wm_langgraph.document.ops import GuardOutcome, SectionOp, new_items
@@ -166,16 +168,17 @@ def clauses(item: str) -> list[str]:
     return [_unmarked(c.strip()) for c in parts if c.strip()]
 
 
-def _join(parts: Sequence[str]) -> str:
-    out = ""
-    for part in parts:
-        if not out:
-            out = part
-        elif out.endswith((".", "!", "?", "。", "！", "？")):
-            out = f"{out} {part}"
-        else:
-            out = f"{out}; {part}"
-    return out
+_join = join_clauses
+
+
+def _packed(parts: Sequence[str], max_tokens: int | None, prefix: str = "") -> list[str]:
+    """``parts`` as one item, or, with a bound, as items of at most ``max_tokens`` tokens each
+    (``prefix`` in front of each, counted): no item grows without bound (``pack_clauses``)."""
+    if not parts:
+        return []
+    if max_tokens is None:
+        return [prefix + _join(parts)]
+    return pack_clauses(parts, max_tokens, prefix=prefix)
 
 
 _SUPERSEDED_RE = re.compile(r"^(?:\[[^\]\n]*\]\s*)*superseded\b", re.IGNORECASE)
@@ -322,8 +325,10 @@ def _to_restore(
     context: tuple[Sequence[str], _Keepers, list[tuple[set[str], set[str]]]],
     *,
     supersede: bool,
-) -> tuple[str, list[str]]:
-    """What of ``item`` comes back and the clauses a candidate superseded (a changed value).
+) -> tuple[list[str], bool, list[str]]:
+    """What of ``item`` comes back — its clauses, and whether they are the whole item (an
+    anchor spans a clause break, so it cannot be split) — and the clauses a candidate
+    superseded (a changed value).
 
     A clause has vanished when one of its anchors appears nowhere in the new document, or when
     no clause of the new document holds its anchors together as the same fact any more
@@ -366,8 +371,8 @@ def _to_restore(
     spanning = (anchors & lost) - reached
     if spanning:
         restored.append((anchors, _content_words(item)))
-        return _unmarked(item), retired
-    return _join(keep), retired
+        return [_unmarked(item)], True, retired
+    return keep, False, retired
 
 
 def settle_vanished_facts(
@@ -378,6 +383,7 @@ def settle_vanished_facts(
     supersede: bool = True,
     old_document: str = "",
     conversation: str | None = None,
+    max_item_tokens: int | None = None,
 ) -> VanishedFacts:
     """Restore or retire the old Key Facts clauses whose anchors vanished from the document.
 
@@ -401,6 +407,9 @@ def settle_vanished_facts(
             so one of them keeps a vanished clause only if it also has all of its words.
         conversation: The folded messages. When given, a new bullet with a value neither they
             nor the old document hold retires nothing (the old clause is restored instead).
+        max_item_tokens: The item bound (``SectionLimits.item_tokens``): the restored clauses
+            of one bullet are split over as many ``[restored]`` items as keep each within it
+            (a single clause, or a bullet an anchor spans, stays whole). ``None``: one item.
     """
     per_item: list[tuple[str, set[str]]] = []
     for item in old_items:
@@ -422,10 +431,12 @@ def settle_vanished_facts(
     keepers = _Keepers(new_document, [*old_items, *section_items(old_document)])
     context = (candidates, keepers, list[tuple[set[str], set[str]]]())
     for item, anchors in per_item:
-        text, clauses_retired = _to_restore(item, anchors, lost, context, supersede=supersede)
+        parts, whole, clauses_retired = _to_restore(
+            item, anchors, lost, context, supersede=supersede
+        )
         retired.extend(f"{SUPERSEDED_PREFIX} {clause}" for clause in clauses_retired)
-        if text:
-            wanted.append(f"{RESTORED_MARKER} {text}")
+        bound = None if whole else max_item_tokens
+        wanted.extend(_packed(parts, bound, f"{RESTORED_MARKER} "))
     seen = {item_key(item) for item in current}
     restored: list[str] = []
     for item in wanted:
@@ -521,7 +532,9 @@ def _literally_in(term: str, text: str, folded: str) -> bool:
     return " ".join(term.split()).casefold() in folded and term_in(term, text)
 
 
-def salvage_clauses(old_body: str, bullets: Sequence[str]) -> list[str]:
+def salvage_clauses(
+    old_body: str, bullets: Sequence[str], max_item_tokens: int | None = None
+) -> list[str]:
     """From a rejected UPDATE's new bullets, what the section lacks.
 
     Salvaging the bullets whole appended a regrouping of old facts a second time, so the section
@@ -533,11 +546,12 @@ def salvage_clauses(old_body: str, bullets: Sequence[str]) -> list[str]:
     regrouped consolidation of old facts repeats old clauses and is not appended again, while
     a new fact made of words the section already uses elsewhere ("Owen does not eat meat"
     beside "Ravi does not eat meat") is kept. The salvaged clauses of one bullet stay together
-    as one item.
+    as one item — or, with ``max_item_tokens``, as the fewest items that keep each within it.
 
     Args:
         old_body: The section body before this round.
         bullets: The UPDATE's bullets that are not already items of ``old_body``.
+        max_item_tokens: The item bound (``SectionLimits.item_tokens``); ``None``: none.
     """
     known = extract_anchors(old_body, include_markers=False)
     folded = " ".join(old_body.split()).casefold()
@@ -554,8 +568,7 @@ def salvage_clauses(old_body: str, bullets: Sequence[str]) -> list[str]:
                 keep.append(clause)
                 known |= anchors
                 held.add(clause)
-        if keep:
-            out.append(_join(keep))
+        out.extend(_packed(keep, max_item_tokens))
     return out
 
 
@@ -606,11 +619,18 @@ def _heard_only(items: Sequence[str], source: str) -> tuple[list[str], list[str]
 
 
 def _salvage(
-    old_body: str, op: SectionOp, why: str, *, emergency: bool, source: str | None = None
+    old_body: str,
+    op: SectionOp,
+    why: str,
+    *,
+    emergency: bool,
+    source: str | None = None,
+    max_item_tokens: int | None = None,
 ) -> GuardOutcome:
     if emergency:
         return GuardOutcome(_KEEP, f"{why}; salvage suppressed (Key Facts in emergency size)")
-    fresh = salvage_clauses(old_body, new_items(old_body, section_items(op.content)))
+    bullets = new_items(old_body, section_items(op.content))
+    fresh = salvage_clauses(old_body, bullets, max_item_tokens)
     unheard: list[str] = []
     if source is not None:
         fresh, unheard = _heard_only(fresh, f"{source}\n{old_body}")
@@ -662,13 +682,16 @@ def guard_key_facts(
         limits: The memory's section thresholds (``section_limits``; the seed's by default).
     """
     emergency = is_emergency(old_body, counter, limits)
+    bound = limits.item_tokens
     source = None if conversation is None else f"{conversation}\n{old_document}"
     if op.kind == "UPDATE":
         old_count = len(section_items(old_body))
         new_count = len(section_items(op.content))
         if old_count and new_count / old_count < LAYER1_MIN_RATIO:
             why = f"rejected UPDATE: {new_count} of {old_count} bullets left (< 15%)"
-            return _salvage(old_body, op, why, emergency=emergency, source=source)
+            return _salvage(
+                old_body, op, why, emergency=emergency, source=source, max_item_tokens=bound
+            )
         anchors = extract_anchors("\n".join(_fact_lines(old_body)), include_phrases=False)
         if anchors:
             lost = missing_anchors(anchors, f"{op.content}\n{elsewhere}")
@@ -679,7 +702,9 @@ def guard_key_facts(
                     f"rejected UPDATE: keeps {coverage:.0%} of the old anchors (< 70%); "
                     f"lost e.g. {sample}"
                 )
-                return _salvage(old_body, op, why, emergency=emergency, source=source)
+                return _salvage(
+                    old_body, op, why, emergency=emergency, source=source, max_item_tokens=bound
+                )
         return GuardOutcome(op)
     if op.kind != "APPEND" or not op.items:
         return GuardOutcome(op)
@@ -733,6 +758,7 @@ def settle_key_facts(
     *,
     old_document: str = "",
     conversation: str | None = None,
+    limits: SectionLimits | None = None,
 ) -> VanishedFacts:
     """After an accepted Key Facts UPDATE: restore vanished bullets, retire changed values.
 
@@ -748,6 +774,8 @@ def settle_key_facts(
         new_document: The durable sections of the new document (``new_body`` included).
         old_document: The durable sections of the old document (see ``document.guards.key_facts``).
         conversation: The folded messages (a value they do not hold retires nothing).
+        limits: The memory's section thresholds: restored clauses are split at their item
+            bound (``limits.item_tokens``); ``None`` restores a bullet's clauses as one item.
     """
     return settle_vanished_facts(
         _fact_lines(old_body),
@@ -755,4 +783,5 @@ def settle_key_facts(
         new_document,
         old_document=old_document,
         conversation=conversation,
+        max_item_tokens=None if limits is None else limits.item_tokens,
     )

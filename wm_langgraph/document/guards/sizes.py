@@ -11,11 +11,19 @@ floor (:data:`MIN_BULLETS`, :data:`MIN_TOKENS`, :data:`MIN_APPEND`, :data:`MIN_C
 that a tiny memory still holds a handful of facts per section. One :class:`SectionLimits` is
 computed per configuration and passed to every rule that reads it; nothing reads a global
 threshold.
+
+No item grows without bound (SPEC §11): one item of a section holds at most
+:attr:`SectionLimits.item_tokens` tokens, :data:`ITEM_SHARE` of the section's token threshold.
+Every rule of ours that joins clauses onto an item — the Key Facts guard's restore and salvage,
+the size contract's merge step, the offline writer's consolidations — packs them with
+:func:`pack_clauses`, which starts a new item rather than overfill one; a single clause longer
+than the bound stays whole (it is never cut).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -25,6 +33,7 @@ from wm_langgraph.document.tokens import TokenCounter, count_tokens
 __all__ = [
     "CAPTURE_ROUND_SHARE",
     "EMERGENCY_FACTOR",
+    "ITEM_SHARE",
     "MIN_APPEND",
     "MIN_ASKED",
     "MIN_BULLETS",
@@ -41,6 +50,8 @@ __all__ = [
     "SectionSize",
     "is_emergency",
     "is_oversized",
+    "join_clauses",
+    "pack_clauses",
     "section_limits",
     "section_size",
 ]
@@ -75,6 +86,14 @@ least; a dense round raises it)."""
 CAPTURE_ROUND_SHARE = 0.5
 """A round's capture bounds are at least this share of the units it establishes: a writer that
 leaves out up to half of a dense round's facts loses none of them to a fixed count."""
+
+
+ITEM_SHARE = 0.15
+"""One item of a section holds at most this share of the section's token threshold
+(:attr:`SectionLimits.item_tokens`: 225 tokens at the seed's 1,500, 150 at the floor of 1,000,
+about two and a half times the average item of a full section of 25 items). Consolidation and
+restores split rather than join past it: in LoCoMo's conv-47 at 8k, consolidation and clause
+restores once piled 113 clauses onto one Key Facts bullet of 1,652 tokens."""
 
 
 SEED_MEMORY_TOKENS = 12_000
@@ -133,6 +152,12 @@ class SectionLimits:
     def __post_init__(self) -> None:
         if min(self.bullets, self.tokens, self.max_append, self.code_units, self.asked) < 1:
             raise ValueError(f"section limits must be positive, got {self!r}")
+
+    @property
+    def item_tokens(self) -> int:
+        """The most tokens one item may hold when our code joins clauses onto it:
+        :data:`ITEM_SHARE` of :attr:`tokens` (no item grows without bound)."""
+        return max(1, round(ITEM_SHARE * self.tokens))
 
     def oversized(self, size: SectionSize) -> bool:
         """More than :attr:`bullets` items or more than :attr:`tokens` tokens."""
@@ -199,3 +224,48 @@ def is_emergency(
 ) -> bool:
     """More than twice a threshold: ordinary Key Facts APPENDs are refused (behaviour §4.3)."""
     return limits.emergency(section_size(body, counter))
+
+
+def join_clauses(parts: Sequence[str]) -> str:
+    """Clauses as one item: ``; `` between them, a space after one that ends a sentence."""
+    out = ""
+    for part in parts:
+        if not out:
+            out = part
+        elif out.endswith((".", "!", "?", "。", "！", "？")):
+            out = f"{out} {part}"
+        else:
+            out = f"{out}; {part}"
+    return out
+
+
+def pack_clauses(
+    parts: Sequence[str],
+    max_tokens: int,
+    *,
+    prefix: str = "",
+    counter: TokenCounter = count_tokens,
+    join: Callable[[Sequence[str]], str] = join_clauses,
+) -> list[str]:
+    """``parts`` joined into items of at most ``max_tokens`` tokens each (``prefix`` in front
+    of each, counted), in order: a part that would take the current item over the bound starts
+    the next one. A single part longer than the bound is an item of its own, whole: splitting
+    never cuts a clause.
+
+    Args:
+        parts: The clauses, in the order they are to be read.
+        max_tokens: The bound (:attr:`SectionLimits.item_tokens`).
+        prefix: Put in front of every item (a speaker and date, a marker); ``""``: none.
+        counter: Text -> tokens.
+        join: How clauses become one item (:func:`join_clauses` by default).
+    """
+    items: list[str] = []
+    current: list[str] = []
+    for part in parts:
+        if current and counter(prefix + join([*current, part])) > max_tokens:
+            items.append(prefix + join(current))
+            current = []
+        current.append(part)
+    if current:
+        items.append(prefix + join(current))
+    return items

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
+from wm_langgraph.document.guards.sizes import pack_clauses
 from wm_langgraph.document.text import extract_anchors
 from wm_langgraph.document.text.units import (
     Unit,
@@ -29,7 +31,7 @@ from wm_langgraph.document.text.units import (
     parse_session_date,
 )
 from wm_langgraph.document.tokens import count_tokens
-from wm_langgraph.writer.offline._consolidate import compact_item
+from wm_langgraph.writer.offline._consolidate import ITEM_TOKENS
 
 __all__ = [
     "ChatContext",
@@ -124,11 +126,19 @@ def _picked(units: list[Unit], max_tokens: int) -> list[Unit]:
     return [units[i] for i in sorted(chosen)]
 
 
+def _semicolons(parts: Sequence[str]) -> str:
+    return "; ".join(parts)
+
+
 def chat_items(
-    units: list[Unit], context: ChatContext, max_tokens: int = _ROUND_TOKENS
+    units: list[Unit],
+    context: ChatContext,
+    max_tokens: int = _ROUND_TOKENS,
+    max_item_tokens: int = ITEM_TOKENS,
 ) -> list[str]:
     """Key Facts bullets for a chat round: per speaker and session date, the speaker's most
-    salient statements joined by ``; `` ("Tomas (4 March 2021): Signed up for …; …")."""
+    salient statements joined by ``; `` ("Tomas (4 March 2021): Signed up for …; …"), as many
+    bullets per speaker and date as keep each within ``max_item_tokens``."""
     # In a chat, "always", "never", "because" say how someone feels, not a rule of the work:
     # such a unit is kept only when it carries an anchor of its own.
     units = [u for u in units if u.anchors or u.kind not in _WORK_KINDS]
@@ -140,7 +150,7 @@ def chat_items(
     items: list[str] = []
     for (who, when), clauses in groups.items():
         head = f"{who} ({when})" if when else who
-        items.append(f"{head}: " + "; ".join(clauses))
+        items += pack_clauses(clauses, max_item_tokens, prefix=f"{head}: ", join=_semicolons)
     return items
 
 
@@ -176,7 +186,6 @@ _ENTRY_RE = re.compile(
 )
 _TARGET_RE = re.compile(r"target(?: of)? (?P<tokens>[\d,]+) tokens\)?")
 _CHAT_SHARE = 0.75
-_COMPACT_WORDS = 18
 
 
 def chat_goal(warnings: str, other_tokens: int, section_goal: int, untargeted: int) -> int:
@@ -199,10 +208,9 @@ def _entries(items: list[str]) -> list[tuple[str, list[str]]]:
         text = re.sub(r"^\[restored\]\s*", "", item.strip())
         starts = list(_ENTRY_RE.finditer(text))
         if not starts or starts[0].start() != 0:
-            out.append(("", [c.strip() for c in text.split("; ") if c.strip()]))
-            starts = starts if starts and starts[0].start() != 0 else []
-            if not starts:
-                continue
+            # the clauses before the first speaker's head (all of them without one)
+            lead = text[: starts[0].start()] if starts else text
+            out.append(("", [c.strip() for c in lead.split("; ") if c.strip()]))
         for n, match in enumerate(starts):
             end = starts[n + 1].start() if n + 1 < len(starts) else len(text)
             body = text[match.end() : end]
@@ -218,12 +226,16 @@ def _weight(clause: str) -> int:
     return 3 * len(anchors) + min(len(clause.split()), 20) // 5
 
 
-def consolidate_chat(items: list[str], max_tokens: int, max_bullets: int) -> list[str]:
+def consolidate_chat(
+    items: list[str], max_tokens: int, max_bullets: int, max_item_tokens: int = ITEM_TOKENS
+) -> list[str]:
     """Chat facts regrouped within ``max_tokens`` and ``max_bullets``: one bullet per speaker
-    and date, merged (a speaker's month first, then the two shortest neighbours) only while
-    there are more than ``max_bullets``; over ``max_tokens``, the least salient clauses without
-    an anchor leave first (the archive keeps them), then clauses are shortened a few words at a
-    time, anchors kept."""
+    and date (more when its clauses would take one past ``max_item_tokens``), merged (a
+    speaker's month first, then the two shortest neighbours) only while there are more than
+    ``max_bullets`` and only where the merged bullet stays within ``max_item_tokens`` (no item
+    grows without bound); over ``max_tokens``, the least salient clauses without an anchor
+    leave (the archive keeps them). Nothing is shortened (SPEC §11): what is still over the
+    goal stays whole, and the size contract moves whole items out of the document."""
     entries = _entries(items)
     seen: set[str] = set()
     clauses: list[tuple[int, str, str]] = []  # (entry index, head, clause)
@@ -234,13 +246,12 @@ def consolidate_chat(items: list[str], max_tokens: int, max_bullets: int) -> lis
                 seen.add(key)
                 clauses.append((index, head, part))
 
-    def render(chosen: list[tuple[int, str, str]], words: int = 0) -> list[str]:
+    def render(chosen: list[tuple[int, str, str]]) -> list[str]:
         groups: dict[str, dict[str, list[str]]] = {}
         for _, head, clause in chosen:
             month = re.sub(r"\(\d{1,2} ", "(", head)
             bucket = groups.setdefault(month, {})
-            text = compact_item(clause, words) if words else clause
-            bucket.setdefault(head, []).append(text.rstrip(" ."))
+            bucket.setdefault(head, []).append(clause.rstrip(" ."))
         # One bullet per speaker and date; only as many merged (a speaker's month first, then
         # the two shortest neighbours) as the bullet goal needs: merging more than that would
         # leave too few bullets for the guard's ratio rule and buys no tokens.
@@ -248,13 +259,24 @@ def consolidate_chat(items: list[str], max_tokens: int, max_bullets: int) -> lis
         months: list[str] = []
         for month, bucket in groups.items():
             for h, cs in bucket.items():
-                lines.append(f"{h}: " + "; ".join(cs) if h else "; ".join(cs))
-                months.append(month)
+                prefix = f"{h}: " if h else ""
+                packed = pack_clauses(cs, max_item_tokens, prefix=prefix, join=_semicolons)
+                lines += packed
+                months += [month] * len(packed)
+        sizes = [count_tokens(line) for line in lines]
         while len(lines) > max_bullets:
-            pairs = [i for i in range(len(lines) - 1) if months[i] == months[i + 1]]
-            n = min(pairs or range(len(lines) - 1), key=lambda i: len(lines[i]) + len(lines[i + 1]))
-            lines[n : n + 2] = [f"{lines[n]}; {lines[n + 1]}"]
+            fit = [i for i in range(len(lines) - 1) if sizes[i] + sizes[i + 1] < max_item_tokens]
+            pairs = [i for i in fit if months[i] == months[i + 1]] or fit
+            if not pairs:
+                break  # any further merge would make a bullet longer than the bound
+            n = min(pairs, key=lambda i: len(lines[i]) + len(lines[i + 1]))
+            merged = f"{lines[n]}; {lines[n + 1]}"
+            if count_tokens(merged) > max_item_tokens:
+                sizes[n] = max_item_tokens  # (counted over: not merged with its next again)
+                continue
+            lines[n : n + 2] = [merged]
             months[n : n + 2] = [months[n]]
+            sizes[n : n + 2] = [count_tokens(merged)]
         return lines
 
     ranked = sorted(range(len(clauses)), key=lambda i: (_weight(clauses[i][2]), i))
@@ -262,14 +284,9 @@ def consolidate_chat(items: list[str], max_tokens: int, max_bullets: int) -> lis
     lines = render(clauses)
     for i in ranked:
         if count_tokens("\n".join(lines)) <= max_tokens:
-            return lines
+            break
         if _weight(clauses[i][2]) >= 3:
-            break  # an anchored clause: shorten instead (the guards keep every anchor)
+            break  # an anchored clause stays (the guards keep every anchor); nothing is cut
         dropped.add(i)
         lines = render([c for n, c in enumerate(clauses) if n not in dropped])
-    kept = [c for n, c in enumerate(clauses) if n not in dropped]
-    for words in (28, 24, 20, _COMPACT_WORDS, 16, 14, 12):
-        lines = render(kept, words)
-        if count_tokens("\n".join(lines)) <= max_tokens:
-            break
     return lines

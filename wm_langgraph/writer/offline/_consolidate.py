@@ -3,31 +3,40 @@
 Private to ``wm_langgraph.writer.offline``. Each function returns a new section body that keeps
 every item's substance — names, dates, numbers, paths (the anchors the guards check) — in fewer
 bullets: Key Facts grouped by topic, Files & Context one entry per path grouped by directory,
-resolved Open Issues folded into one line, older goals folded into one line.
+resolved Open Issues folded into lines, older goals folded into lines.
 
 A consolidation of an already consolidated body starts from its parts (group labels and
-"Earlier requests:" prefixes are taken off first), so repeated rounds never stack labels. With a
-token goal (the size warning's "target at most … tokens"), items are shortened further, each
-anchor that shortening would cut re-attached, until the body fits the goal.
+"Earlier requests:" prefixes are taken off first), so repeated rounds never stack labels. No
+item grows without bound: a group, a fold or a directory's entries take a new bullet rather
+than take one past the item bound (``SectionLimits.item_tokens``, :data:`ITEM_TOKENS` when no
+warning states the limits). Nothing is shortened (SPEC §11: an item is never cut with "…" so
+that a name, number or identifier is lost): a body still over its token goal (the size warning's
+"target at most … tokens") stays so, and the size contract moves whole items out of the
+document, searchable, with the moved-out marker saying so.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from wm_langgraph.document.guards.key_facts import held_by
-from wm_langgraph.document.guards.sizes import OVERSIZE_BULLETS, OVERSIZE_TOKENS
+from wm_langgraph.document.guards.sizes import (
+    MIN_TOKENS,
+    OVERSIZE_BULLETS,
+    OVERSIZE_TOKENS,
+    SectionLimits,
+    pack_clauses,
+)
 from wm_langgraph.document.sections import section_items
-from wm_langgraph.document.text import anchor_wording, extract_paths, normalise_path
-from wm_langgraph.document.text.shorten import shorten
+from wm_langgraph.document.text import extract_paths, normalise_path
 from wm_langgraph.document.tokens import count_tokens
 from wm_langgraph.writer.offline._lang import item_anchors, keywords, lost_anchors, similar
 
 __all__ = [
+    "ITEM_TOKENS",
     "MAX_BULLETS",
-    "compact_item",
     "consolidate_facts",
     "consolidate_files",
     "consolidate_goals",
@@ -37,8 +46,9 @@ __all__ = [
 MAX_BULLETS = OVERSIZE_BULLETS
 """The seed's bullet limit: what a consolidation aims at when no warning states another."""
 _MAX_TOKENS = OVERSIZE_TOKENS
-# Word limits tried in turn until a body fits its token goal.
-_WORD_STEPS = (28, 20, 14, 10)
+ITEM_TOKENS = SectionLimits(tokens=MIN_TOKENS).item_tokens
+"""The item bound the writer keeps when no size warning states the memory's limits: the bound
+of the smallest limits any memory has (their floor), so it is within every memory's."""
 _EARLIER = "Earlier requests: "
 _STILL_OPEN = "Still open (older): "
 _LABEL_RE = re.compile(r"^([A-Z][\w-]{2,}): (?=\S)")
@@ -51,17 +61,16 @@ _VIA_RE = re.compile(r"\s*\(via [^)]*\)")
 _RESTORED_RE = re.compile(r"(?:^|(?<=[:;]\s))\[restored\]\s*", re.IGNORECASE)
 
 
+def _semi(parts: Sequence[str]) -> str:
+    return "; ".join(parts)
+
+
+def _commas(parts: Sequence[str]) -> str:
+    return ", ".join(parts)
+
+
 def _bullets(items: list[str]) -> str:
     return "\n".join(f"- {item}" for item in items)
-
-
-def compact_item(item: str, max_words: int = 28) -> str:
-    """Shorten an item, re-attaching any anchor the shortening would lose."""
-    short = shorten(item, max_words=max_words, max_cjk=max_words * 5 // 2)
-    if short == item:
-        return item
-    lost = sorted(lost_anchors(item_anchors(item), short))
-    return f"{short} ({', '.join(anchor_wording(item, lost))})" if lost else short
 
 
 def _unlabel(item: str) -> str:
@@ -74,14 +83,18 @@ def _unlabel(item: str) -> str:
     return item
 
 
-def _parts(items: list[str]) -> list[str]:
+def _parts(items: list[str], max_item_tokens: int | None = None) -> list[str]:
     """The single facts inside consolidated bullets (labels and restore markers off, split at
-    "; ")."""
+    "; "); a bullet longer than ``max_item_tokens`` is split at "; " too (it is regrouped within
+    the bound)."""
     out: list[str] = []
     for item in items:
         plain = _unlabel(_unmark(item))
+        long = max_item_tokens is not None and count_tokens(plain) > max_item_tokens
         pieces = (
-            [_unlabel(_unmark(p.strip())) for p in plain.split("; ")] if plain != item else [plain]
+            [_unlabel(_unmark(p.strip())) for p in plain.split("; ")]
+            if plain != item or long
+            else [plain]
         )
         out.extend(p for p in pieces if p)
     return out
@@ -92,28 +105,27 @@ def _unmark(item: str) -> str:
     return _RESTORED_RE.sub("", item).strip()
 
 
-def _fits(lines: list[str], max_tokens: int) -> bool:
-    return count_tokens("\n".join(lines)) <= max_tokens
-
-
 def consolidate_facts(
     items: list[str],
     old_count: int,
     max_tokens: int = _MAX_TOKENS,
     max_bullets: int | None = None,
+    max_item_tokens: int = ITEM_TOKENS,
 ) -> str:
     """Group the items by topic into at most ``max_bullets`` bullets (the warned limit; the
     seed's 25 by default) within ``max_tokens``, every anchor kept.
 
     Near-duplicates whose anchors another item already carries are merged away; items that
     share keywords are grouped into one bullet; groups are joined smallest-first until the
-    bullet target is met. The target never drops below 15% of the old bullet count plus one
-    (a stronger shrink would look like data loss to the Key Facts guard). Over ``max_tokens``
-    the items are shortened, harder each step, their anchors kept.
+    bullet target is met — never past ``max_item_tokens`` for one bullet (no item grows
+    without bound: when no two groups fit one bullet, more bullets stay). The target never
+    drops below 15% of the old bullet count plus one (a stronger shrink would look like data
+    loss to the Key Facts guard). Nothing is shortened (SPEC §11): a body still over
+    ``max_tokens`` stays so, and the size contract moves whole items out of the document.
     """
     bullets = MAX_BULLETS if max_bullets is None else max(1, max_bullets)
     target = max(min(bullets, old_count), math.ceil(0.15 * old_count) + 1)
-    items = _parts(items)
+    items = _parts(items, max_item_tokens)
     kept: list[str] = []
     for item in items:
         # A near-duplicate goes only when its twin states all of it (the Key Facts guard's
@@ -128,63 +140,40 @@ def consolidate_facts(
             kept[fuller] = item
     groups = [[item] for item in kept]
     words = [set(keywords(item)) for item in kept]
+    sizes = [count_tokens(_joined(group)) for group in groups]
+    uids = list(range(len(groups)))  # a merged group gets a new uid
+    over: set[tuple[int, int]] = set()  # pairs whose joined bullet counted over the bound
     while len(groups) > target:
         # merge the two most related nearby groups (related facts tend to sit close together)
+        # whose bullet stays within the bound (estimated from the groups' sizes, then counted)
         best: tuple[int, int, int, int] | None = None
         for i in range(len(groups)):
             for j in range(i + 1, min(len(groups), i + 8)):
+                if sizes[i] + sizes[j] + 1 > max_item_tokens or (uids[i], uids[j]) in over:
+                    continue
                 score = (len(words[i] & words[j]), -(len(groups[i]) + len(groups[j])), -i, j)
                 if best is None or score > best:
                     best = score
-        assert best is not None
+        if best is None:
+            break  # every further merge would make a bullet longer than the bound
         i, j = -best[2], best[3]
+        size = count_tokens(_joined(groups[i] + groups[j]))
+        if size > max_item_tokens:
+            over.add((uids[i], uids[j]))
+            continue
         groups[i] += groups.pop(j)
         words[i] |= words.pop(j)
-    lines: list[str] = []
-    for words_limit in (0, *_WORD_STEPS):
-        lines = []
-        for group in groups:
-            parts = [compact_item(i, words_limit) if words_limit else i for i in group]
-            # No topic label: a capitalised label reads as a name to the guards, and the next
-            # round's regrouping would "lose" it and bring the facts back as restored.
-            lines.append("; ".join(p.rstrip(".。") for p in parts))
-        if _fits(lines, max_tokens):
-            break
-    return _bullets(lines)
+        sizes.pop(j)
+        uids.pop(j)
+        sizes[i], uids[i] = size, max(uids) + 1
+    # No topic label: a capitalised label reads as a name to the guards, and the next round's
+    # regrouping would "lose" it and bring the facts back as restored. Nothing is shortened:
+    # what does not fit the goal stays whole, and the size contract moves whole items out.
+    return _bullets([_joined(group) for group in groups])
 
 
-_SLOT_RE = re.compile(r"`[^`]+`|\S*[/\\]\S+|\S+\.\w{1,5}\b|\S*\d\S*")
-
-
-_PATTERN_RE = re.compile(
-    r"^(?P<template>.+) \((?P<count>\d+) such requests, latest: (?P<values>.*)\)$"
-)
-
-
-def _patterns(goals: list[str], min_group: int = 3) -> list[str]:
-    """Repeated requests of one kind as one pattern item: the shared wording with ``…`` where
-    the requests differ, how many there were, and the latest three values (older values stay
-    in the archives). A pattern item of an earlier round counts its requests in, so repeated
-    rounds keep one item per kind with the running count."""
-    groups: dict[str, tuple[int, list[str], list[str]]] = {}
-    for goal in goals:
-        folded = _PATTERN_RE.match(goal)
-        if folded:
-            template, count = folded.group("template"), int(folded.group("count"))
-            values = [v for v in folded.group("values").split(", ") if v]
-        else:
-            template, count = _SLOT_RE.sub("…", goal).rstrip("."), 1
-            values = _SLOT_RE.findall(goal)
-        seen, members, all_values = groups.get(template, (0, [], []))
-        groups[template] = (seen + count, [*members, goal], [*all_values, *values])
-    out: list[str] = []
-    for template, (count, members, values) in groups.items():
-        if count < min_group or not values or (len(members) == 1 and count == 1):
-            out.extend(members)
-            continue
-        latest = ", ".join(dict.fromkeys(values[-3:]))
-        out.append(f"{template} ({count} such requests, latest: {latest})")
-    return out
+def _joined(parts: list[str]) -> str:
+    return "; ".join(p.rstrip(".。") for p in parts)
 
 
 def _file_entries(items: list[str]) -> list[str]:
@@ -219,49 +208,51 @@ def _merge_entry(old: str, new: str) -> str:
     return f"{head} — {', '.join(actions)}{via.group(0) if via else ''}"
 
 
-def _short_entry(entry: str) -> str:
-    """Path and what was done, without the tools and the weakest actions."""
-    head, sep, done = entry.partition(" — ")
-    if not sep:
-        return compact_item(entry, 12)
-    weak = {"mentioned", "seen in output", "referenced", "提到", "输出中出现"}
-    actions = [a.strip() for a in _VIA_RE.sub("", done).split(",") if a.strip()]
-    strong = [a for a in actions if a not in weak] or actions[:1]
-    return f"{head} — {', '.join(strong)}"
-
-
-def consolidate_files(body: str, new_items: list[str], max_tokens: int = _MAX_TOKENS) -> str:
-    """One entry per path, one bullet per directory, each path kept whole with what was done
-    to it; over ``max_tokens`` the entries drop their tools and weakest actions."""
+def consolidate_files(
+    body: str,
+    new_items: list[str],
+    max_tokens: int = _MAX_TOKENS,
+    max_item_tokens: int = ITEM_TOKENS,
+) -> str:
+    """One entry per path, one bullet per directory (more when its entries would take one
+    past ``max_item_tokens``), each path kept whole with what was done to it. Nothing is
+    shortened (SPEC §11): over ``max_tokens`` the section stays so, and the size contract
+    moves whole entries out of the document."""
     by_path: dict[str, str] = {}
     for item in _file_entries([*section_items(body), *new_items]):
         match = _PATH_RE.search(item)
         path = (match.group(1) or match.group(2)) if match else item
         by_path[path] = _merge_entry(by_path[path], item) if path in by_path else item
+    groups: dict[str, list[str]] = {}
+    for path, item in by_path.items():
+        folder = path.rsplit("/", 1)[0] + "/" if "/" in path.strip("/") else _OTHER
+        groups.setdefault(folder, []).append(item)
     lines: list[str] = []
-    for shorten_entries in (False, True):
-        groups: dict[str, list[str]] = {}
-        for path, item in by_path.items():
-            folder = path.rsplit("/", 1)[0] + "/" if "/" in path.strip("/") else _OTHER
-            groups.setdefault(folder, []).append(_short_entry(item) if shorten_entries else item)
-        lines = [
-            items[0] if len(items) == 1 else f"{folder}: " + "; ".join(i.rstrip(".") for i in items)
-            for folder, items in groups.items()
-        ]
-        if _fits(lines, max_tokens):
-            break
+    for folder, items in groups.items():
+        if len(items) == 1:
+            lines.append(items[0])
+            continue
+        entries = [i.rstrip(".") for i in items]
+        lines += pack_clauses(entries, max_item_tokens, prefix=f"{folder}: ", join=_semi)
     # A path the old body names only in a form the regrouping does not rebuild (a bare folder
     # label, a branch name) is listed as it was: Files & Context never loses a path.
     kept = {normalise_path(p).casefold() for p in extract_paths("\n".join(lines))}
     lost = [p for p in extract_paths(body) if normalise_path(p).casefold() not in kept]
     if lost:
-        lines.append("also referenced: " + ", ".join(f"`{p}`" for p in dict.fromkeys(lost)))
+        named = [f"`{p}`" for p in dict.fromkeys(lost)]
+        lines += pack_clauses(named, max_item_tokens, prefix="also referenced: ", join=_commas)
     return _bullets(lines)
 
 
-def consolidate_issues(lines: list[str], keep_open: int = 12, keep_resolved: int = 0) -> list[str]:
+def consolidate_issues(
+    lines: list[str],
+    keep_open: int = 12,
+    keep_resolved: int = 0,
+    max_item_tokens: int = ITEM_TOKENS,
+) -> list[str]:
     """Fold every ``[resolved]`` item into one line, and the older open items (all but the
-    newest ``keep_open``) into one "still open" line; each item's text is kept whole.
+    newest ``keep_open``) into one "still open" line — as many lines of each as keep every
+    line within ``max_item_tokens``; each item's text is kept whole.
 
     With ``keep_resolved`` > 0 only the newest that many resolved items stay (a resolved item
     may leave the section); 0 keeps them all."""
@@ -281,12 +272,13 @@ def consolidate_issues(lines: list[str], keep_open: int = 12, keep_resolved: int
         resolved = resolved[-keep_resolved:]
     out: list[str] = []
     if len(resolved) >= 2:
-        out.append("; ".join(item.rstrip(".") for item in resolved))
+        out += pack_clauses([i.rstrip(".") for i in resolved], max_item_tokens, join=_semi)
     else:
         out.extend(resolved)
     if len(still) > keep_open + 1:
         older, still = still[:-keep_open], still[-keep_open:]
-        out.append(_STILL_OPEN + "; ".join(item.rstrip(".") for item in older))
+        folded = [item.rstrip(".") for item in older]
+        out += pack_clauses(folded, max_item_tokens, prefix=_STILL_OPEN, join=_semi)
     out.extend(still)
     return [f"- {item}" for item in out]
 
@@ -296,10 +288,13 @@ def consolidate_goals(
     keep_recent: int = 8,
     max_tokens: int = _MAX_TOKENS,
     carried: Callable[[str], bool] | None = None,
+    max_item_tokens: int = ITEM_TOKENS,
 ) -> list[str]:
-    """The first goal, one line folding the older requests (near-duplicates once, those whose
-    every anchor a durable section carries left out — ``carried`` decides —, shortened until
-    the section fits ``max_tokens``), and the most recent goals."""
+    """The first goal, the older requests folded into "Earlier requests: …" lines (each within
+    ``max_item_tokens``; near-duplicates once, those whose every anchor a durable section
+    carries left out — ``carried`` decides), and the most recent goals. Nothing is shortened
+    (SPEC §11): over ``max_tokens`` the section stays so, and the size contract moves whole
+    items out of the document."""
     flat: list[str] = []
     for item in items:
         text = item
@@ -311,19 +306,17 @@ def consolidate_goals(
         return flat
     older: list[str] = []
     for goal in flat[1 : len(flat) - keep_recent]:
+        if carried is not None and carried(goal):
+            continue  # every anchor of it stands in a durable section: said there already
         if not any(
             similar(goal, seen, threshold=0.85) and not lost_anchors(item_anchors(goal), seen)
             for seen in older
         ):
             older.append(goal)
     recent = flat[len(flat) - keep_recent :]
-    out = [flat[0], _EARLIER + "; ".join(i.rstrip(".") for i in older), *recent]
-    if not _fits(out, max_tokens):
-        older = _patterns(older)
-        out = [flat[0], _EARLIER + "; ".join(i.rstrip(".") for i in older), *recent]
-    for words_limit in _WORD_STEPS:
-        if _fits(out, max_tokens):
-            break
-        folded = "; ".join(compact_item(i, words_limit // 2).rstrip(".") for i in older)
-        out = [flat[0], _EARLIER + folded, *recent]
-    return out
+
+    def fold(parts: list[str]) -> list[str]:
+        plain = [i.rstrip(".") for i in parts]
+        return [flat[0], *pack_clauses(plain, max_item_tokens, prefix=_EARLIER, join=_semi)]
+
+    return [*fold(older), *recent]

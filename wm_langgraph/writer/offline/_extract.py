@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from wm_langgraph.document.text import extract_paths
+from wm_langgraph.document.text.session_paths import ToolCall, runs_here
 from wm_langgraph.document.text.shorten import shorten
 from wm_langgraph.document.text.units import (
     CHAT_KINDS,
@@ -494,12 +495,18 @@ def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> F
         if turn.role == "tool":
             result_of = calls_by_name.get(turn.tool_name)
             action = tool_action(result_of, "") if result_of else "used"
+            # Errors come from what the session ran (``session_paths.runs_here``): a fetched
+            # page or a file read back that says "ValueError: …" is someone else's text.
+            own = turn.status == "error" or runs_here(
+                ToolCall(result_of.name, result_of.args) if result_of else ToolCall(turn.tool_name)
+            )
             command = command_of(result_of) if result_of else ""
             output_paths = extract_paths(turn.text[:4000])
             shown = [p for p in output_paths if p in acted and (worth_listing(p) or p in notes)]
             for path in shown[:5]:
                 note(notes, path, "seen in output", turn.tool_name)
-            if result_of is not None and _output_failed(turn, action):
+            failed = own and _output_failed(turn, action)
+            if result_of is not None and failed:
                 what = f"`{command}`" if command else f"{turn.tool_name or 'tool'}"
                 summary = _error_summary(turn)
                 fix, passed = _fix_after(
@@ -512,8 +519,8 @@ def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> F
                     _add(found.unresolved_errors, f"{what} {verb}: {summary}")
                     _add(found.open_failures, _failure_item(what, summary, action, language))
             if result_of is not None and found.last_action.startswith(result_of.name):
-                found.last_status = "error" if _output_failed(turn, action) else "ok"
-            if command and not _output_failed(turn, action):
+                found.last_status = "error" if failed else "ok"
+            if command and not failed:
                 found.resolution_texts.append(f"`{command}` passed, resolved")
     found.files = list(notes.values())
     for index, item in open_candidates:

@@ -29,6 +29,7 @@ from wm_langgraph.writer.offline._chat import (
     consolidate_chat,
 )
 from wm_langgraph.writer.offline._consolidate import (
+    ITEM_TOKENS,
     consolidate_facts,
     consolidate_files,
     consolidate_goals,
@@ -173,7 +174,13 @@ def _title_op(old: str, found: Findings) -> Op:
 
 
 def _goals_op(
-    old: str, found: Findings, warned: bool, goal: int = OVERSIZE_TOKENS, elsewhere: str = ""
+    old: str,
+    found: Findings,
+    warned: bool,
+    goal: int = OVERSIZE_TOKENS,
+    elsewhere: str = "",
+    *,
+    item_tokens: int = ITEM_TOKENS,
 ) -> Op:
     old_items = section_items(old)
     goals = list(found.goals)
@@ -187,7 +194,10 @@ def _goals_op(
     if warned and len(old_items) > 3:
         covered = extract_anchors(elsewhere, include_markers=False) if elsewhere else set()
         folded = consolidate_goals(
-            [*old_items, *new], max_tokens=goal, carried=lambda g: _carried(g, covered)
+            [*old_items, *new],
+            max_tokens=goal,
+            carried=lambda g: _carried(g, covered),
+            max_item_tokens=item_tokens,
         )
         return {"op": "UPDATE", "content": _bullets(folded)}
     if not new:
@@ -227,6 +237,7 @@ def _facts_ops(
     *,
     errors: str = "",
     max_bullets: int | None = None,
+    item_tokens: int = ITEM_TOKENS,
 ) -> tuple[Op, list[str]]:
     """The Key Facts op, and the superseded-fact lines for Errors & Corrections.
 
@@ -251,7 +262,11 @@ def _facts_ops(
         ]
         fresh = [item for item in new if not held_by(item, elsewhere)]
         content = consolidate_facts(
-            [*kept, *fresh], len(old_items), max_tokens=goal, max_bullets=max_bullets
+            [*kept, *fresh],
+            len(old_items),
+            max_tokens=goal,
+            max_bullets=max_bullets,
+            max_item_tokens=item_tokens,
         )
         return {"op": "UPDATE", "content": content}, notes
     if retired:
@@ -282,7 +297,13 @@ def _carried(item: str, covered: set[str]) -> bool:
     return bool(anchors) and anchors <= covered and not extract_anchors(item) - anchors - covered
 
 
-def _files_op(old: str, found: Findings, warned: bool, goal: int = OVERSIZE_TOKENS) -> Op:
+def _files_op(
+    old: str,
+    found: Findings,
+    warned: bool,
+    goal: int = OVERSIZE_TOKENS,
+    item_tokens: int = ITEM_TOKENS,
+) -> Op:
     known = {p.casefold() for p in extract_paths(old)}
     items: list[str] = []
     for note in found.files:
@@ -296,7 +317,8 @@ def _files_op(old: str, found: Findings, warned: bool, goal: int = OVERSIZE_TOKE
         if shown not in old and not any(shown in item for item in items):
             items.append(f"{label} `{shorten(shown, max_words=20)}`")
     if warned and section_items(old):
-        return {"op": "UPDATE", "content": consolidate_files(old, items, max_tokens=goal)}
+        content = consolidate_files(old, items, max_tokens=goal, max_item_tokens=item_tokens)
+        return {"op": "UPDATE", "content": content}
     return {"op": "APPEND", "items": items} if items else _KEEP
 
 
@@ -312,7 +334,9 @@ def _errors_op(old: str, found: Findings, superseded: list[str]) -> Op:
     return {"op": "APPEND", "items": new} if new else _KEEP
 
 
-def _open_op(old: str, found: Findings, warned: bool) -> tuple[Op, list[str]]:
+def _open_op(
+    old: str, found: Findings, warned: bool, item_tokens: int = ITEM_TOKENS
+) -> tuple[Op, list[str]]:
     """The Open Issues op and the items still open after it."""
     old_lines = [line for line in old.splitlines() if line.strip()]
     changed = False
@@ -341,9 +365,11 @@ def _open_op(old: str, found: Findings, warned: bool) -> tuple[Op, list[str]]:
         still_open.append(item)
         changed = True
     if warned:
-        folded = consolidate_issues(out_lines)
+        folded = consolidate_issues(out_lines, max_item_tokens=item_tokens)
         # Older resolved items may leave (behaviour §4.6) — where the Open Issues guard lets them.
-        lean = consolidate_issues(out_lines, keep_resolved=_KEEP_RESOLVED)
+        lean = consolidate_issues(
+            out_lines, keep_resolved=_KEEP_RESOLVED, max_item_tokens=item_tokens
+        )
         lean_op = SectionOp("UPDATE", content="\n".join(lean))
         if lean != folded and not guard_section("Open Issues", old, lean_op).reason:
             folded = lean
@@ -374,7 +400,8 @@ def plan_ops(
         chat = _chat_ops(body, found, warned, limits, warnings, known=known)
         return _self_check(body, chat, known or _UNBOUNDED) if self_check else chat
     default = known.tokens if known else OVERSIZE_TOKENS
-    open_op, still_open = _open_op(body["Open Issues"], found, "Open Issues" in warned)
+    bound = known.item_tokens if known else ITEM_TOKENS
+    open_op, still_open = _open_op(body["Open Issues"], found, "Open Issues" in warned, bound)
     facts = "Key Facts & Decisions"
     elsewhere = "\n".join([body["Errors & Corrections"], body["Files & Context"], *found.errors])
     errors = "\n".join([body["Errors & Corrections"], *found.errors])
@@ -386,6 +413,7 @@ def plan_ops(
         elsewhere,
         errors=errors,
         max_bullets=known.bullets if known else None,
+        item_tokens=bound,
     )
     goals, files = "Task & Goals", "Files & Context"
     ops: dict[str, Op] = {
@@ -397,9 +425,10 @@ def plan_ops(
             goals in warned,
             _goal(limits, goals, default),
             f"{elsewhere}\n{body[facts]}",
+            item_tokens=bound,
         ),
         facts: facts_op,
-        files: _files_op(body[files], found, files in warned, _goal(limits, files, default)),
+        files: _files_op(body[files], found, files in warned, _goal(limits, files, default), bound),
         "Errors & Corrections": _errors_op(body["Errors & Corrections"], found, superseded),
         "Open Issues": open_op,
     }
@@ -423,6 +452,7 @@ def _chat_ops(
     date in Current State. New facts take the round's room (:func:`chat_room`); a warned
     section is consolidated below the limits the warning states (``known``)."""
     bounds = known or SectionLimits()
+    item_tokens = known.item_tokens if known else ITEM_TOKENS
     max_tokens = int(_CHAT_TOKEN_SHARE * bounds.tokens)
     max_bullets = max(1, int(_CHAT_BULLET_SHARE * bounds.bullets))
     round_room = chat_room(found)
@@ -443,13 +473,13 @@ def _chat_ops(
     ):
         old_items = section_items(body[name])
         share = room // 2 if name in warned else room
-        new = _fresh(chat_items(units, found.context, share), old_items)
+        new = _fresh(chat_items(units, found.context, share, item_tokens), old_items)
         ops[name] = {"op": "APPEND", "items": new} if new else _KEEP
         if name in warned and old_items:
             others = count_tokens("\n".join([state, *(body[n] for n in SECTIONS if n != name)]))
             section_goal = _goal(limits, name, bounds.tokens)
             goal = min(max_tokens, chat_goal(warnings, others, section_goal, max_tokens))
-            folded = consolidate_chat([*old_items, *new], goal, max_bullets)
+            folded = consolidate_chat([*old_items, *new], goal, max_bullets, item_tokens)
             ops[name] = {"op": "UPDATE", "content": _bullets(folded)}
     return ops
 
