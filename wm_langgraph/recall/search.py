@@ -470,7 +470,7 @@ class _Scores:
         self.moved = moved
         if hits is None:  # a question: everything scored matches
             self.docs: list[int] | None = None
-            self.abstract_hits = [a for a, s in enumerate(abstracts) if s]
+            self.abstract_hits = list(itertools.compress(range(len(abstracts)), abstracts))
             self.moved_hits = list(moved)
             scored = len(values) - values.count(0.0)
         else:
@@ -554,7 +554,7 @@ def _docs_with(terms: Sequence[str], view: TimelinePostings, hidden: set[int]) -
         return []
     lists: list[tuple[int, list[int]]] = []
     for term in wanted:
-        docs, _, _, cut = view.term(term)
+        docs, _, _, _, cut = view.term(term)
         if not cut:
             return []
         lists.append((cut, docs))
@@ -588,11 +588,10 @@ def _hidden_in(docs: list[int], cut: int, hidden: set[int]) -> int:
 
 
 def _rows(
-    docs: list[int], counts: list[int], sizes: list[int], cut: int
-) -> Iterable[tuple[int, int, int]]:
-    if cut == len(docs):
-        return zip(docs, counts, sizes, strict=True)
-    return itertools.islice(zip(docs, counts, sizes, strict=False), cut)
+    docs: list[int], counts: list[float], plus: list[float], sizes: list[float], cut: int
+) -> Iterable[tuple[int, float, float, float]]:
+    """The first ``cut`` postings (a list may grow meanwhile: never read past ``cut``)."""
+    return itertools.islice(zip(docs, counts, plus, sizes, strict=False), cut)
 
 
 class _Weights:
@@ -650,27 +649,28 @@ def _scores(
     matched_abstracts: dict[int, int] = {}
     matched_moved: dict[int, int] = {}
     for term in terms:
-        docs, counts, sizes, cut = view.term(term)
+        docs, counts, plus, sizes, cut = view.term(term)
         moved_tf = [(m, c[term]) for m, c in enumerate(moved) if c.get(term)]
         abstract_tf = abstracts.term(term)
         frequency = cut + len(moved_tf) - (_hidden_in(docs, cut, hidden) if hidden else 0)
         if frequency <= 0 and not abstract_tf:
             continue
         weight = w.weight(frequency)
-        rows = _rows(docs, counts, sizes, cut)
+        # (tf + base) + scale * n: the sum BM25's denominator is, with tf + base precomputed
+        rows = _rows(docs, counts, plus, sizes, cut)
         if question:
-            for d, tf, n in rows:
+            for d, tf, tf_base, n in rows:
                 if hidden and d in hidden:
                     continue
                 score = values[d]
                 if not score:
                     touched.append(d)
-                values[d] = score + weight * tf / (tf + base + scale * n)
+                values[d] = score + weight * tf / (tf_base + scale * n)
         else:
-            for d, tf, n in rows:
+            for d, tf, tf_base, n in rows:
                 if hidden and d in hidden:
                     continue
-                values[d] += weight * tf / (tf + base + scale * n)
+                values[d] += weight * tf / (tf_base + scale * n)
                 matched[d] = matched.get(d, 0) + 1
         for m, tf in moved_tf:
             part = weight * tf / (tf + base + scale * w.moved_lengths[m])
@@ -999,20 +999,22 @@ DATE_LOOKBACK_ARCHIVES = 2
 def _session_dates(corpus: Corpus, texts: _Texts, keys: Sequence[DocKey]) -> dict[DocKey, str]:
     """The session date of each message hit of ``keys``: the newest leading date line at or
     before it (its own archive first, then up to :data:`DATE_LOOKBACK_ARCHIVES` earlier ones,
-    read in one batch per step back)."""
+    read in one batch per step back; an archive's date lines are kept with the timeline's
+    postings once read)."""
     indexes = corpus.indexes
+    view = corpus.postings()
     out: dict[DocKey, str] = {}
     open_keys = [(a, p) for a, p in keys if a >= 0 and p >= 0]
     cursor = {key: (key[0], key[1]) for key in open_keys}  # (archive, last position to read)
     for _ in range(DATE_LOOKBACK_ARCHIVES + 1):
         if not open_keys:
             break
-        texts.need([indexes[cursor[k][0]].archive_id for k in open_keys])
+        unread = [cursor[k][0] for k in open_keys if cursor[k][0] not in view.merged.dates]
+        texts.need([indexes[a].archive_id for a in unread])
         still: list[DocKey] = []
         for key in open_keys:
             a, last = cursor[key]
-            messages = texts.messages(indexes[a].archive_id)
-            found = _newest_date(messages, min(last, len(messages) - 1), corpus.hidden)
+            found = _newest_date(_dates_of(view, a, texts), last, corpus.hidden)
             if found:
                 out[key] = found
             elif a > 0:
@@ -1022,11 +1024,16 @@ def _session_dates(corpus: Corpus, texts: _Texts, keys: Sequence[DocKey]) -> dic
     return out
 
 
-def _newest_date(messages: Sequence[BaseMessage], last: int, hidden: set[str]) -> str:
-    """The newest leading date of ``messages[: last + 1]`` as ``8 May 2023`` (``""``: none)."""
-    for position in range(last, -1, -1):
-        if hidden and _id_at(messages, position) in hidden:
-            continue
+def _dates_of(view: TimelinePostings, a: int, texts: _Texts) -> Sequence[tuple[int, str, str]]:
+    """The leading date lines of archive ``a``: ``(position, message id, date)``, oldest
+    first (kept with the merged postings: an archive is immutable)."""
+    kept = view.merged.dates.get(a)
+    if kept is not None:
+        return kept
+    index = view.merged.archives[a]
+    messages = texts.messages(index.archive_id)
+    found: list[tuple[int, str, str]] = []
+    for position in range(len(messages)):
         text = messages.text_start(position) if isinstance(messages, StoredMessages) else None
         if text is None:
             text = searchable_text(messages[position])
@@ -1034,7 +1041,19 @@ def _newest_date(messages: Sequence[BaseMessage], last: int, hidden: set[str]) -
             continue
         when, _ = date_line(text)
         if when is not None:
-            return format_date(when)
+            found.append((position, _id_at(messages, position), format_date(when)))
+    dated = tuple(found)
+    if len(messages) == len(index.ids):  # read whole (a record that failed to load is not)
+        view.merged.dates[a] = dated
+    return dated
+
+
+def _newest_date(dates: Sequence[tuple[int, str, str]], last: int, hidden: set[str]) -> str:
+    """The newest of ``dates`` (see :func:`_dates_of`) at or before position ``last`` whose
+    message is not hidden (``""``: none)."""
+    for position, message_id, when in reversed(dates):
+        if position <= last and not (hidden and message_id in hidden):
+            return when
     return ""
 
 

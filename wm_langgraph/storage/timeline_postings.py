@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from wm_langgraph.document.text.ranking import BM25_B, BM25_K1
+
 if TYPE_CHECKING:
     from wm_langgraph.storage.search_index import AbstractIndex, ArchiveIndex
 
@@ -38,6 +40,8 @@ FIRST = 1
 """Flag of a document that is the first message of its archive."""
 LAST = 2
 """Flag of a document that is the last message of its archive."""
+BASE = BM25_K1 * (1.0 - BM25_B)
+"""BM25's part of a term's denominator that does not depend on the document's length."""
 
 
 class MergedPostings:
@@ -55,7 +59,9 @@ class MergedPostings:
         edges: Each document's :data:`FIRST` / :data:`LAST` flags.
         position: Each archive id's position in ``archives``.
         by_id: The documents of each message id.
-        postings: Each term's documents (ascending), counts and the documents' lengths.
+        postings: Each term's documents (ascending), counts, counts plus :data:`BASE` and the
+            documents' lengths; the last three as floats (a score adds floats only: the same
+            sums as with the integers, computed faster).
     """
 
     def __init__(self, indexes: Sequence[ArchiveIndex] = ()) -> None:
@@ -70,7 +76,12 @@ class MergedPostings:
         self.lengths: list[int] = []
         self.edges: list[int] = []
         self.by_id: dict[str, list[int]] = {}
-        self.postings: dict[str, tuple[list[int], list[int], list[int]]] = {}
+        self.postings: dict[str, tuple[list[int], list[float], list[float], list[float]]] = {}
+        self._floats: dict[int, float] = {}
+        self._bases: dict[int, float] = {}
+        self.dates: dict[int, tuple[tuple[int, str, str], ...]] = {}
+        """Each archive's leading date lines once a search read them (``(position, message
+        id, date)``; kept by the recall)."""
         self.abstracts: AbstractPostings | None = None
         """The archives' abstracts found so far (kept by the store's index)."""
         self.abstract_generation = 0
@@ -102,16 +113,18 @@ class MergedPostings:
             self.edges.append(edge)
             self.by_id.setdefault(message_id, []).append(base + position)
         lengths = index.lengths
+        floats, bases = self._floats, self._bases
         for term, found in index.postings.items():
             entry = self.postings.get(term)
             if entry is None:
-                entry = self.postings[term] = ([], [], [])
-            docs, counts, sizes = entry
+                entry = self.postings[term] = ([], [], [], [])
+            docs, counts, plus, sizes = entry
             for position, count in found:
-                # the document last: a reader cuts a list by its documents
-                sizes.append(lengths[position])
-                counts.append(count)
-                docs.append(base + position)
+                length = lengths[position]
+                sizes.append(floats.get(length) or floats.setdefault(length, float(length)))
+                plus.append(bases.get(count) or bases.setdefault(count, count + BASE))
+                counts.append(floats.get(count) or floats.setdefault(count, float(count)))
+                docs.append(base + position)  # the document last: a reader cuts by it
         self.totals.append(self.totals[-1] + sum(lengths))
         self.seqs.append(index.seq)
         self.archives.append(index)
@@ -178,17 +191,17 @@ class TimelinePostings:
             return merged == list(indexes)  # identical objects compare at once
         return all(x is y for x, y in zip(indexes, merged, strict=False))
 
-    def term(self, term: str) -> tuple[list[int], list[int], list[int], int]:
-        """The term's documents, counts and document lengths, and how many of them the view
-        holds (the first ones)."""
+    def term(self, term: str) -> tuple[list[int], list[float], list[float], list[float], int]:
+        """The term's documents, counts, counts plus :data:`BASE` and document lengths (see
+        :attr:`MergedPostings.postings`), and how many of them the view holds (the first)."""
         entry = self.merged.postings.get(term)
         if entry is None:
-            return [], [], [], 0
+            return [], [], [], [], 0
         docs = entry[0]
         cut = len(docs)
         if cut and docs[cut - 1] >= self.size:
             cut = bisect.bisect_left(docs, self.size, 0, cut)
-        return entry[0], entry[1], entry[2], cut
+        return entry[0], entry[1], entry[2], entry[3], cut
 
     def doc(self, archive: int, position: int) -> int:
         """The document number of message ``position`` of archive ``archive``."""
