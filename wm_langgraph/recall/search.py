@@ -65,8 +65,6 @@ from wm_langgraph.storage.search_index import (
     searchable_text,
 )
 from wm_langgraph.storage.timeline_postings import (
-    FIRST,
-    LAST,
     AbstractTerms,
     TimelinePostings,
     merged_view,
@@ -658,7 +656,11 @@ def _scores(
         weight = w.weight(frequency)
         # (tf + base) + scale * n: the sum BM25's denominator is, with tf + base precomputed
         rows = _rows(docs, counts, plus, sizes, cut)
-        if question:
+        if question and not touched and not hidden:  # the first term: every message is new
+            touched.extend(itertools.islice(docs, cut))
+            for d, tf, tf_base, n in rows:
+                values[d] = weight * tf / (tf_base + scale * n)  # 0.0 + x is x
+        elif question:
             for d, tf, tf_base, n in rows:
                 if hidden and d in hidden:
                     continue
@@ -721,13 +723,12 @@ def _with_context(
             if q < high:
                 shown[q] += share
         return shown
-    edges = merged.edges
+    before, after, weight = merged.before, merged.after, CONTEXT_WEIGHT
     for d in touched:
-        share = CONTEXT_WEIGHT * own[d]
-        edge = edges[d]
-        if not edge & FIRST:
+        share = weight * own[d]
+        if before[d]:
             shown[d - 1] += share
-        if not edge & LAST:
+        if after[d]:
             shown[d + 1] += share
     return shown
 

@@ -27,8 +27,7 @@ if TYPE_CHECKING:
     from wm_langgraph.storage.search_index import AbstractIndex, ArchiveIndex
 
 __all__ = [
-    "FIRST",
-    "LAST",
+    "BASE",
     "AbstractPostings",
     "AbstractTerms",
     "MergedPostings",
@@ -36,10 +35,6 @@ __all__ = [
     "merged_view",
 ]
 
-FIRST = 1
-"""Flag of a document that is the first message of its archive."""
-LAST = 2
-"""Flag of a document that is the last message of its archive."""
 BASE = BM25_K1 * (1.0 - BM25_B)
 """BM25's part of a term's denominator that does not depend on the document's length."""
 
@@ -56,7 +51,8 @@ class MergedPostings:
             all.
         archive_of: Each document's archive (its position in ``archives``).
         lengths: Each document's length in terms.
-        edges: Each document's :data:`FIRST` / :data:`LAST` flags.
+        before: Whether each document has a message before it in its archive.
+        after: Whether each document has a message after it in its archive.
         position: Each archive id's position in ``archives``.
         by_id: The documents of each message id.
         postings: Each term's documents (ascending), counts, counts plus :data:`BASE` and the
@@ -74,7 +70,8 @@ class MergedPostings:
         self.totals: list[int] = [0]
         self.archive_of: list[int] = []
         self.lengths: list[int] = []
-        self.edges: list[int] = []
+        self.before: list[bool] = []
+        self.after: list[bool] = []
         self.by_id: dict[str, list[int]] = {}
         self.postings: dict[str, tuple[list[int], list[float], list[float], list[float]]] = {}
         self._floats: dict[int, float] = {}
@@ -109,8 +106,8 @@ class MergedPostings:
         for position, (message_id, length) in enumerate(zip(index.ids, index.lengths, strict=True)):
             self.archive_of.append(a)
             self.lengths.append(length)
-            edge = (FIRST if position == 0 else 0) | (LAST if position == size - 1 else 0)
-            self.edges.append(edge)
+            self.before.append(position > 0)
+            self.after.append(position < size - 1)
             self.by_id.setdefault(message_id, []).append(base + position)
         lengths = index.lengths
         floats, bases = self._floats, self._bases
