@@ -14,7 +14,13 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langgraph.store.memory import InMemoryStore
 
 from tests.common import thread_config
@@ -24,8 +30,15 @@ from tests.integrations.helpers import wm_model
 from wm_langgraph import WorkingMemory
 from wm_langgraph.recall.search import Corpus, Hit, rank, store_corpus
 from wm_langgraph.recall.tools import archive_search_text
-from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, digest_of
-from wm_langgraph.storage.search_index import AbstractIndex, SearchIndex, _Timelines
+from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, StoredMessages, digest_of
+from wm_langgraph.storage.search_index import (
+    AbstractIndex,
+    SearchIndex,
+    _Timelines,
+    role_label,
+    searchable_text,
+    shown_parts,
+)
 
 WORDS = [
     "lake",
@@ -402,3 +415,41 @@ def test_the_cache_holds_a_bounded_number_of_messages_newest_kept() -> None:
     for fork in range(4):  # forks of one memory: at most two branches kept
         cache.view(("store", 0), ["a0", f"a{20 + fork}"], read)
     assert len(cache.entries(("store", 0))) <= 2
+
+
+@st.composite
+def _any_message(draw: st.DrawFn) -> BaseMessage:
+    text = draw(st.sampled_from(["", "plain text", "  [1:56 pm on 8 May, 2023] hi", "ü 東京"]))
+    content: Any = text
+    if draw(st.booleans()):
+        content = [{"type": "text", "text": text}, {"type": "text", "text": "more"}]
+    message_id = draw(st.none() | st.just("m-1"))
+    kind = draw(st.sampled_from(["human", "ai", "ai-calls", "ai-legacy", "tool", "system"]))
+    if kind == "human":
+        return HumanMessage(content, id=message_id)
+    if kind == "system":
+        return SystemMessage(content, id=message_id)
+    if kind == "tool":
+        name = draw(st.none() | st.just("lookup"))
+        status = draw(st.sampled_from(["success", "error"]))
+        return ToolMessage(content, tool_call_id="c1", name=name, status=status, id=message_id)
+    if kind == "ai-calls":
+        calls = [{"name": "lookup", "args": {"q": "x", "raw": b"\x00"}, "id": "c1"}]
+        return AIMessage(content, tool_calls=calls, id=message_id)
+    if kind == "ai-legacy":  # tool calls only in the provider's raw form
+        raw = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        return AIMessage(content, additional_kwargs={"tool_calls": [raw]}, id=message_id)
+    return AIMessage(content, id=message_id)
+
+
+@given(messages=st.lists(_any_message(), min_size=1, max_size=4))
+def test_a_stored_message_shows_what_the_message_shows(messages: list[BaseMessage]) -> None:
+    """What a hit shows of a stored message (text, role, id) is what the message itself
+    gives, whether read from its stored fields or made into a message."""
+    value = ArchiveRecord(id="archive_001", seq=1, status="done", messages=messages).to_value()
+    stored = StoredMessages(value)
+    for position in range(len(messages)):
+        made = stored[position]
+        expected = (searchable_text(made), role_label(made), str(made.id or ""))
+        assert shown_parts(stored, position) == expected
+        assert shown_parts(messages, position) == expected

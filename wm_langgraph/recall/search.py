@@ -61,8 +61,8 @@ from wm_langgraph.storage.search_index import (
     ArchiveIndex,
     SearchIndex,
     build_index,
-    role_label,
     searchable_text,
+    shown_parts,
 )
 from wm_langgraph.storage.timeline_postings import (
     AbstractTerms,
@@ -740,7 +740,7 @@ def _text_of(key: DocKey, corpus: Corpus, indexes: Sequence[ArchiveIndex], texts
         found = corpus.abstracts.get(indexes[key[0]].archive_id)
         return found.text if found is not None else ""
     messages = texts.messages(indexes[key[0]].archive_id)
-    return searchable_text(messages[key[1]]) if key[1] < len(messages) else ""
+    return shown_parts(messages, key[1])[0] if key[1] < len(messages) else ""
 
 
 def _verified(
@@ -769,10 +769,11 @@ def _literal_scan(
     texts.need([index.archive_id for index in indexes])
     for a in range(len(indexes) - 1, -1, -1):
         index = indexes[a]
-        for position, message in enumerate(texts.messages(index.archive_id)):
+        messages = texts.messages(index.archive_id)
+        for position in range(len(messages)):
             if position < len(index.ids) and index.ids[position] in hidden:
                 continue
-            if pattern.search(searchable_text(message)):
+            if pattern.search(shown_parts(messages, position)[0]):
                 found.append((a, position))
     return found
 
@@ -951,15 +952,14 @@ def read_hits(
         number = _number(visible, position)
         if number is None:
             continue
-        message = messages[position]
-        text = searchable_text(message)
+        text, role, message_id = shown_parts(messages, position)
         start, length = _match_span(text, parsed)
         hits.append(
             Hit(
                 archive_id=index.archive_id,
                 number=number + 1,
                 total=len(visible),
-                role=role_label(message),
+                role=role,
                 text=text,
                 start=start,
                 length=length,
@@ -968,7 +968,7 @@ def read_hits(
                 created_at=index.created_at,
                 seq=index.seq,
                 abstract=abstract,
-                message_id=str(message.id or ""),
+                message_id=message_id,
                 score=scores.get((a, position), 0.0),
                 session_date=dates.get((a, position), ""),
             )
@@ -1096,17 +1096,16 @@ def _around(corpus: Corpus, texts: _Texts, a: int, number: int, step: int) -> tu
             if not visible:
                 break
             number = len(visible) - 1 if step < 0 else 0
-        message = messages[visible[number]]
-        text = searchable_text(message)
+        text, role, message_id = shown_parts(messages, visible[number])
         found.append(
             Neighbour(
                 indexes[a].archive_id,
                 number + 1,
                 len(visible),
-                role_label(message),
+                role,
                 text,
                 seq=indexes[a].seq,
-                message_id=str(message.id or ""),
+                message_id=message_id,
             )
         )
     return tuple(reversed(found)) if step < 0 else tuple(found)

@@ -57,6 +57,7 @@ __all__ = [
     "has_vector_index",
     "role_label",
     "searchable_text",
+    "shown_parts",
 ]
 
 INDEX_VERSION = 1
@@ -84,6 +85,44 @@ def searchable_text(message: BaseMessage) -> str:
             args = json.dumps(call.get("args", {}), ensure_ascii=False, default=str)
             parts.append(f"→ tool call {call['name']}({args})")
     return "\n".join(p for p in parts if p)
+
+
+_ROLES = {"human": "user", "ai": "assistant", "system": "system"}
+
+
+def shown_parts(messages: Sequence[BaseMessage], position: int) -> tuple[str, str, str]:
+    """:func:`searchable_text`, :func:`role_label` and the id (``""`` without one) of
+    ``messages[position]``; a stored message whose content is text and that calls no tool is
+    read from its stored fields (the same values, without making the message)."""
+    if isinstance(messages, StoredMessages):
+        found = messages.fields(position)
+        if found is not None:
+            kind, data = found
+            plain = _plain_parts(kind, data)
+            if plain is not None:
+                return plain
+    message = messages[position]
+    return searchable_text(message), role_label(message), str(message.id or "")
+
+
+def _plain_parts(kind: str, data: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    content = data.get("content")
+    extra = data.get("additional_kwargs")
+    if (
+        not isinstance(content, str)
+        or data.get("tool_calls")
+        or (isinstance(extra, Mapping) and extra.get("tool_calls"))
+    ):
+        return None
+    if kind == "tool":
+        name = data.get("name") or "tool"
+        status = " error" if data.get("status") == "error" else ""
+        role = f"tool result{status} ({name})"
+    elif kind in _ROLES:
+        role = _ROLES[kind]
+    else:
+        return None
+    return content, role, str(data.get("id") or "")
 
 
 def role_label(message: BaseMessage) -> str:
