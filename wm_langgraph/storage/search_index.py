@@ -69,9 +69,10 @@ ABSTRACT_POSITION = -1
 the ``position`` of its embedded text, and of its search key."""
 logger = logging.getLogger("wm_langgraph")
 _CACHE_ARCHIVES = 16_384
-_CACHE_DOCUMENTS = 262_144
+_CACHE_DOCUMENTS = 65_536
 """The merged postings of the cached timelines hold at most about this many messages in all
-(the newest timeline is kept whatever its size)."""
+(about 1.3 KB each with chat-sized messages: some 85 MB; the newest timeline is kept whatever
+its size). A timeline dropped is merged again from the per-archive cache when searched."""
 _BRANCHES = 4
 """Merged postings kept per memory: its timeline and up to three forks of it."""
 _ABSTRACT_VERSION = 1
