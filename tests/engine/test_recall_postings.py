@@ -453,3 +453,19 @@ def test_a_stored_message_shows_what_the_message_shows(messages: list[BaseMessag
         expected = (searchable_text(made), role_label(made), str(made.id or ""))
         assert shown_parts(stored, position) == expected
         assert shown_parts(messages, position) == expected
+
+
+def test_an_archive_written_again_under_its_id_is_searched_as_written() -> None:
+    """Records replaced under the same ids (a thread's records deleted, its next conversation
+    archived under the ids again): the search reads what was written last, never the merged
+    postings of what was there before."""
+    memory = WorkingMemory(store=InMemoryStore())
+    thread = _Thread(memory._archives, f"rewritten-{uuid.uuid4().hex}")
+    thread.write("archive_001", 1, [HumanMessage("the walrus budget review", id="m1")], None)
+    hits, _ = rank(thread.stored(["archive_001"], set(), set()), "what about the walrus", 5)
+    assert [h.text for h in hits] == ["the walrus budget review"]
+    memory._archives.purge(thread.key)  # as reset does: the records go, the ids come back
+    thread.write("archive_001", 1, [HumanMessage("the narwhal trip plan", id="m1")], None)
+    for query in ("what about the narwhal", "what about the walrus", "narwhal"):
+        got = rank(thread.stored(["archive_001"], set(), set()), query, 5)
+        assert got == rank(thread.fresh(["archive_001"], set()), query, 5)

@@ -357,6 +357,18 @@ class _Timelines:
         self._evict()
         return merged.view(len(indexes))
 
+    def drop_holding(self, key: Any, archive_id: str) -> None:
+        """Drop the memory ``key``'s merged postings that hold ``archive_id`` (its record was
+        written again)."""
+        with self._lock:
+            entries = self._data.get(key)
+            if entries and any(archive_id in m.position for m in entries):
+                kept = [m for m in entries if archive_id not in m.position]
+                if kept:
+                    self._data[key] = kept
+                else:
+                    del self._data[key]
+
     def entries(self, key: Any) -> list[MergedPostings]:
         """The merged postings cached for the memory ``key``."""
         with self._lock:
@@ -423,7 +435,9 @@ class SearchIndex:
             index=False,
             ttl=None,
         )
-        self._indexes.put((*self._prefix(key), record.id), index)
+        prefix = self._prefix(key)
+        self._indexes.put((*prefix, record.id), index)
+        self._timelines.drop_holding(prefix, record.id)  # an id written again: merge anew
         store = self._archives.store_for(key)
         if has_vector_index(store):
             self._embed(key, store, record)
