@@ -50,6 +50,9 @@ class RunResult:
     """The writer's calls, prompt and output tokens (``{}`` for a system without one)."""
     played: int = 0
     """Turns played (user messages sent): the session's and the closing probe."""
+    memory: str = ""
+    """The memory's own text after the last turn (wm_langgraph: the Working Memory document;
+    a peer: its summary)."""
 
     def at(self, k: int) -> Survival | None:
         """Survival measured right after the k-th compaction (None if there were fewer)."""
@@ -174,6 +177,7 @@ def _play(
         input_tokens=[input_tokens(messages) for _, _, messages in run.agent.inputs],
         writer=meter.figures() if system in WRITER_SYSTEMS else {},
         played=len(turns),
+        memory=run.memory_text(),
     )
 
 

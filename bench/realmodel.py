@@ -14,9 +14,11 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.data import generate_coding_session
 from bench.measure import kinds_present
+from bench.notes_quality import note_counts
 from bench.play import run_one
 from bench.provenance import (
     Stamp,
@@ -27,7 +29,14 @@ from bench.provenance import (
     settled_fingerprint,
     stamp_lines,
 )
-from bench.report import CAPTURE_HEADER, _survival_rows, _table, capture_rows
+from bench.report import (
+    CAPTURE_HEADER,
+    REALMODEL_CAPTURE_BEGIN,
+    REALMODEL_CAPTURE_END,
+    _survival_rows,
+    _table,
+    capture_rows,
+)
 from bench.systems import Tuning
 
 TURNS = 48
@@ -142,11 +151,52 @@ def run_real_model(out: Path, *, seed: int = 7) -> int:
         "",
         "The capture check's fates over each row's rounds, as in RESULTS.md: *follow-up calls* "
         "are the rounds in which the writer was asked about what it left out. A row with 0 "
-        "rounds completed none (its writer failed or ran past its deadline every time).",
+        "rounds completed none (its writer failed or ran past its deadline every time). "
+        "*Notes quality* reads each row's final Working Memory (`bench/notes_quality.py`): "
+        "items repeating another item (under another marker, speaker prefix or echo) and items "
+        "outside their section (an error, fix or correction outside Errors & Corrections, a "
+        "follow-up outside Open Issues, small talk, a file entry naming no file).",
         "",
+        REALMODEL_CAPTURE_BEGIN,
         *_table(CAPTURE_HEADER, capture_rows(runs)),
+        "",
+        *notes_quality_table(runs),
+        REALMODEL_CAPTURE_END,
+        "",
+        *notes_examples(real.memory),
     ]
     path = out / "REALMODEL.md"
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     print("\n".join(lines))
     return 0
+
+
+def notes_quality_table(runs: list[Any]) -> list[str]:
+    """One row per run: its final Working Memory's items, duplicates and misplaced items."""
+    rows = []
+    for run in runs:
+        counts = note_counts(run.memory)
+        rows.append(
+            [
+                run.kind,
+                run.behaviour,
+                f"{counts.items}",
+                f"{counts.duplicates}",
+                f"{counts.misplaced}",
+            ]
+        )
+    header = ["session", "summariser", "items (kept sections)", "duplicates", "misplaced"]
+    return _table(header, rows)
+
+
+def notes_examples(document: str) -> list[str]:
+    """The real writer's flagged items, quoted (the generated session holds no private data)."""
+    counts = note_counts(document)
+    if not counts.examples:
+        return []
+    return [
+        "The real writer's flagged items (at most the first few):",
+        "",
+        *[f"- {why} in *{section}*: `{item[:160]}`" for why, section, item in counts.examples],
+        "",
+    ]

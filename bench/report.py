@@ -251,22 +251,39 @@ def write_results(results: dict[str, Any], path: Path) -> None:
 
 BENCH = Path(__file__).resolve().parent
 """bench/: where the committed LOCOMO.md and REALMODEL.md are read from."""
+REALMODEL_CAPTURE_BEGIN = "<!-- realmodel-capture: begin -->"
+REALMODEL_CAPTURE_END = "<!-- realmodel-capture: end -->"
+"""Around REALMODEL.md's capture and notes-quality tables, which RESULTS.md copies."""
 
 
 def _real_model_pointer(path: Path, fingerprint: str) -> list[str]:
     """One paragraph naming REALMODEL.md and the code it was measured on."""
     if not path.exists():
         return []
-    stamp = read_stamp(path.read_text(encoding="utf-8"))
+    text = path.read_text(encoding="utf-8")
+    stamp = read_stamp(text)
+    rows: list[str] = []
+    if REALMODEL_CAPTURE_BEGIN in text and REALMODEL_CAPTURE_END in text:
+        rows = [
+            "Its capture check and the cleanliness of its notes (the real writer's row first):",
+            "",
+            *text.split(REALMODEL_CAPTURE_BEGIN, 1)[1]
+            .split(REALMODEL_CAPTURE_END, 1)[0]
+            .strip("\n")
+            .split("\n"),
+            "",
+        ]
     return [
         "## Real small model",
         "",
-        "A short coding session whose Working Memory a real model (served locally) writes, "
-        "next to the scripted summarisers on the same session: [REALMODEL.md](REALMODEL.md), "
+        "A coding session that outgrows its window, whose Working Memory a real model (served "
+        "locally) writes, next to the scripted summarisers on the same session: "
+        "[REALMODEL.md](REALMODEL.md), "
         f"written by `{stamp.get('command', 'python -m bench --real-model')}` "
         f"{measured_on(stamp, fingerprint, 'the tables above')}. It needs a model server, so "
         "`python -m bench` does not regenerate it.",
         "",
+        *rows,
     ]
 
 

@@ -82,7 +82,7 @@ from wm_langgraph.document.text import (
 from wm_langgraph.document.text.entry import entry_text
 from wm_langgraph.document.text.match import join_texts, term_in, terms_in_texts
 from wm_langgraph.document.text.provenance import reads_as_instruction
-from wm_langgraph.document.text.session_paths import pasted_lines
+from wm_langgraph.document.text.session_paths import sessions_error
 from wm_langgraph.document.text.units import (
     Unit,
     chat_kinds,
@@ -344,27 +344,12 @@ def unit_candidates(messages: Iterable[BaseMessage]) -> list[Candidate]:
     return out
 
 
-_QUOTED_ERROR_RE = re.compile(r"[\w.]*(?:Error|Exception)\b[^`\n]*")
-
-
 def _the_sessions_error(unit: Unit, pairs: Sequence[tuple[str, str]], ran: str) -> bool:
-    """Whether an error unit is the session's: the user's own words, outside the lines the
-    user pasted (``session_paths.pasted_lines``: a traceback, a log, a fenced block …), or the
-    assistant quoting an error that one of the session's own runs reported (``ran``: their
-    output, spacing squashed, case-folded)."""
+    """Whether an error unit is the session's own (``session_paths.sessions_error``)."""
     if not 0 <= unit.index < len(pairs):
         return False
-    if pairs[unit.index][0] == "assistant":
-        quoted = _QUOTED_ERROR_RE.search(unit.text.removesuffix(" …"))
-        said = " ".join(quoted.group(0).split()).casefold().rstrip(" .;:") if quoted else ""
-        return bool(said) and said in ran
-    if pairs[unit.index][0] != "user":
-        return False
-    text = pairs[unit.index][1]
-    lines = text.splitlines()
-    pasted = " ".join(" ".join(lines[i].split()) for i in sorted(pasted_lines(text)))
-    head = " ".join(unit.text.removesuffix(" …").split())[:60]
-    return not head or head not in pasted
+    role, text = pairs[unit.index]
+    return sessions_error(unit.text, role, text, ran)
 
 
 def candidates_of(

@@ -61,6 +61,7 @@ __all__ = [
     "pasted_lines",
     "runs_here",
     "session_paths",
+    "sessions_error",
 ]
 
 MAX_USER_PATHS = 8
@@ -435,3 +436,33 @@ def session_paths(steps: Iterable[Step], *, context: Iterable[Step] = ()) -> lis
                 if path not in out:
                     out[path] = SessionPath(path, source)
     return list(out.values())
+
+
+_QUOTED_ERROR_RE = re.compile(r"[\w.]*(?:Error|Exception)\b[^`\n]*")
+
+
+def sessions_error(statement: str, role: str, message: str, ran: str) -> bool:
+    """Whether an error a statement tells is the session's own, the rule that errors come from
+    what the session ran (as paths do): the user's own words, outside the lines the user pasted
+    (:func:`pasted_lines`: a traceback, a log, a fenced block …), or the assistant quoting an
+    error that one of the session's own runs reported. Never a tool's text (the error trail
+    reads tool results), never a page the assistant relays.
+
+    Args:
+        statement: The statement (a unit's text).
+        role: Its message's role (``user``, ``assistant``, ``tool`` …).
+        message: Its message's whole text.
+        ran: The output of the session's own runs (:func:`runs_here`, or a result whose status
+            is an error), spacing squashed and case-folded.
+    """
+    statement = statement.removesuffix(" …")
+    if role == "assistant":
+        quoted = _QUOTED_ERROR_RE.search(statement)
+        said = " ".join(quoted.group(0).split()).casefold().rstrip(" .;:") if quoted else ""
+        return bool(said) and said in ran
+    if role != "user":
+        return False
+    lines = message.splitlines()
+    pasted = " ".join(" ".join(lines[i].split()) for i in sorted(pasted_lines(message)))
+    head = " ".join(statement.split())[:60]
+    return not head or head not in pasted

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from wm_langgraph.document.text import extract_paths
-from wm_langgraph.document.text.session_paths import ToolCall, runs_here
+from wm_langgraph.document.text.session_paths import ToolCall, runs_here, sessions_error
 from wm_langgraph.document.text.shorten import shorten
 from wm_langgraph.document.text.units import (
     CHAT_KINDS,
@@ -390,17 +390,42 @@ _FACT_KINDS_ALWAYS = frozenset({"decision", "constraint", "correction", "todo"})
 """Unit kinds a careful note-taker keeps even without an anchor (as the capture check does)."""
 
 
-def _complete(found: Findings, language: Language) -> None:
+def _own_run_output(turns: list[Turn]) -> str:
+    """The output of the session's own runs among ``turns`` (``session_paths.runs_here``, or a
+    result whose status is an error), spacing squashed and case-folded: what an error the
+    assistant quotes must come from to be the session's (``session_paths.sessions_error``)."""
+    calls: dict[str, ToolCallRecord] = {}
+    out: list[str] = []
+    for turn in turns:
+        if turn.role == "assistant":
+            calls.update((call.name, call) for call in turn.tool_calls)
+        elif turn.role == "tool":
+            call = calls.get(turn.tool_name)
+            record = ToolCall(call.name, call.args) if call else ToolCall(turn.tool_name)
+            if turn.status == "error" or runs_here(record):
+                out.append(turn.text)
+    return " ".join(" ".join(out).split()).casefold()
+
+
+def _complete(found: Findings, language: Language, turns: list[Turn]) -> None:
     """What the rules above left out but a careful note-taker keeps, from the round's units
     (the ones the capture check looks for): an error told in words with the fix that followed
-    it in Errors & Corrections, every other anchored (or committed) statement in Key Facts;
-    never twice, never the same statement in two sections."""
+    it in Errors & Corrections — only an error of the session's own (the user's words, or the
+    assistant quoting one of the session's runs: a page the assistant relays is someone else's
+    text) —, every other anchored (or committed) statement in Key Facts; never twice, never the
+    same statement in two sections."""
     label = "修复：" if language == "zh" else "fix: "
     fixes = [u for u in found.units if u.kind == "fix" and not u.pasted]
     told = [u.text for u in found.units if u.kind in {"error", "fix"} and not u.pasted]
+    ran = _own_run_output(turns)
     used: set[int] = set()
     for unit in found.units:
         if unit.pasted or unit.kind != "error":
+            continue
+        if not (
+            0 <= unit.index < len(turns)
+            and sessions_error(unit.text, unit.role, turns[unit.index].text, ran)
+        ):
             continue
         fix = next((f for f in fixes if f.index >= unit.index and id(f) not in used), None)
         item = unit.text
@@ -528,5 +553,5 @@ def extract_findings(turns: list[Turn], context: ChatContext | None = None) -> F
         if not any(resolves(item, s) for s in later):
             _add(found.open_items, item)
     if not found.chat:
-        _complete(found, language)
+        _complete(found, language, turns)
     return found
