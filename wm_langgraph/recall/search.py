@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from langchain_core.messages import BaseMessage
@@ -60,8 +61,13 @@ from wm_langgraph.storage.search_index import (
     ArchiveIndex,
     SearchIndex,
     build_index,
-    role_label,
     searchable_text,
+    shown_parts,
+)
+from wm_langgraph.storage.timeline_postings import (
+    AbstractTerms,
+    TimelinePostings,
+    merged_view,
 )
 
 __all__ = [
@@ -106,6 +112,10 @@ class Corpus:
         semantic: The store's semantic search, ``(query, limit) -> [(archive id, position,
             similarity)]`` best first; None without a vector index.
         abstracts: The archives' abstracts written in Phase 2, by archive id.
+        timeline: The merged postings of ``indexes`` (from the store's cache); merged when
+            a search needs them where they are not those of ``indexes``.
+        abstract_terms: The term postings of ``abstracts`` on ``timeline`` (from the store's
+            cache); indexed when a search needs them where they are not those.
     """
 
     indexes: list[ArchiveIndex]
@@ -114,6 +124,24 @@ class Corpus:
     moved: list[MovedItem] = field(default_factory=list)
     semantic: Callable[[str, int], list[tuple[str, int, float]]] | None = None
     abstracts: dict[str, AbstractIndex] = field(default_factory=dict)
+    timeline: TimelinePostings | None = None
+    abstract_terms: AbstractTerms | None = None
+
+    def postings(self) -> TimelinePostings:
+        """The merged postings of :attr:`indexes` (merged now where :attr:`timeline` does not
+        hold exactly them, as after narrowing a search to one archive)."""
+        view = self.timeline
+        if view is None or not view.matches(self.indexes):
+            view = self.timeline = merged_view(self.indexes)
+        return view
+
+    def abstract_postings(self) -> AbstractTerms:
+        """The term postings of :attr:`abstracts` on :attr:`indexes`."""
+        view = self.postings()
+        terms = self.abstract_terms
+        if terms is None or terms.view is not view or terms.found is not self.abstracts:
+            terms = self.abstract_terms = AbstractTerms.of(self.indexes, self.abstracts)
+        return terms
 
     @classmethod
     def of_records(
@@ -147,32 +175,37 @@ def store_corpus(
     settled: set[str] | None = None,
     write: bool = True,
 ) -> Corpus:
-    """The corpus of memory ``key`` on ``timeline``, read through ``index`` (per-archive
-    postings and abstracts from the process cache or the store; messages only for the
-    archives shown). ``settled``: the archives whose abstract can no longer appear;
+    """The corpus of memory ``key`` on ``timeline``, read through ``index`` (the timeline's
+    merged postings and the abstracts from the process cache or the store; messages only for
+    the archives shown). ``settled``: the archives whose abstract can no longer appear;
     ``write=False``: an archive without an index record is indexed in memory only."""
-    indexes = index.indexes(key, timeline, write=write)
-    digests = {i.archive_id: i.digest for i in indexes}
-    on_timeline = [i.archive_id for i in indexes]
+    view = index.postings(key, timeline, write=write)
+    indexes = view.archives
+    where = view.merged.position
 
     def load(ids: Sequence[str]) -> dict[str, Sequence[BaseMessage]]:
         loaded = index.messages(key, ids)
         for archive_id, (digest, _) in loaded.items():
-            if digest != digests.get(archive_id, digest):
+            a = where.get(archive_id, len(indexes))
+            if a < len(indexes) and digest != indexes[a].digest:
                 index.forget(key)
                 raise StaleIndexError(f"archive {archive_id} changed since it was indexed")
         return {archive_id: messages for archive_id, (_, messages) in loaded.items()}
 
     def semantic(query: str, limit: int) -> list[tuple[str, int, float]]:
+        on_timeline = [i.archive_id for i in indexes]
         return index.semantic(key, query, on_timeline, limit) or []
 
+    abstracts = index.timeline_abstracts(key, view, settled or set())
     return Corpus(
         indexes=indexes,
+        timeline=view,
         load=load,
         hidden=hidden,
         moved=moved,
         semantic=semantic if index.embeds(key) else None,
-        abstracts=index.abstracts(key, indexes, settled or set()),
+        abstracts=abstracts.found,
+        abstract_terms=abstracts,
     )
 
 
@@ -314,20 +347,15 @@ def rank(
     texts = _Texts(corpus, neighbours=neighbours, dates=dates)
     indexes = corpus.indexes
     hidden = corpus.hidden
+    view = corpus.postings()
+    hidden_docs = view.hidden_docs(hidden)
     moved_counts = [term_counts(text) for _, _, text in corpus.moved]
     question = not (parsed.identifier or parsed.keywords)
-    summaries = [
-        (a, corpus.abstracts[index.archive_id])
-        for a, index in enumerate(indexes)
-        if index.archive_id in corpus.abstracts
-    ]
-    if question:  # every document with a term, scored with its neighbours' share
-        scores = _question_scores(parsed.terms, indexes, hidden, moved_counts, summaries)
-        candidates = list(scores)
-    else:  # every term in the document
-        scores, matched = _keyword_scores(parsed.terms, indexes, hidden, moved_counts, summaries)
-        candidates = [k for k, n in matched.items() if n >= len(parsed.terms)]
-    seqs = [index.seq for index in indexes]
+    summaries = corpus.abstract_postings()
+    # a question: every document with a term, scored with its neighbours' share; keywords:
+    # every term in the document
+    scores = _scores(parsed.terms, view, hidden_docs, moved_counts, summaries, question=question)
+    seqs = view.seqs
 
     def order(key: DocKey) -> tuple[float, int, int]:
         """Best score, then the newest archive (moved items count as the newest), then the
@@ -335,33 +363,46 @@ def rank(
         seq = seqs[key[0]] if key[0] >= 0 else 1 << 30
         return (-scores.get(key, 0.0), -seq, key[1])
 
+    verified: list[DocKey] | None = None  # an identifier: the candidates that hold it
     if parsed.identifier:
-        best = heapq.nsmallest(_VERIFY_LIMIT, candidates, key=order)
-        candidates = _verified(parsed.text, best, indexes, corpus, texts)
+        best = scores.best(_VERIFY_LIMIT, order)
+        verified = _verified(parsed.text, best, indexes, corpus, texts)
     semantic = _semantic(corpus, parsed, indexes, hidden, limit)
-    if not candidates and not semantic:  # no word matches: a fragment of a word or an id
+    matches = scores.count if verified is None else len(verified)
+    if not matches and not semantic:  # no word matches: a fragment of a word or an id
         recent = indexes[-LITERAL_FALLBACK_ARCHIVES:]
         offset = len(indexes) - len(recent)
         found = _literal_scan(parsed.text, recent, hidden, corpus.moved, texts)
         found = [(a + offset, p) if a >= 0 else (a, p) for a, p in found]
         return _finish(corpus, parsed, texts, found, limit=limit, total=len(found), scores={})
-    top = heapq.nsmallest(max(limit + 1, _LITERAL_CHECKS), candidates, key=order)
+    checks = max(limit + 1, _LITERAL_CHECKS)
+    candidate: Callable[[DocKey], bool]
+    if verified is None:
+        top = scores.best(checks, order)
+        candidate = scores.candidate
+    else:
+        top = heapq.nsmallest(checks, verified, key=order)
+        candidate = set(verified).__contains__
     # the whole-query tier reorders the hits to be shown (their texts are read anyway)
     checked = list(top[: limit + 1]) if parsed.keywords and not parsed.identifier else []
     for literal in parsed.literals:  # messages that may hold an identifier of the query
-        holders = _docs_with(search_terms(literal), indexes, hidden)
+        holders = _docs_with(search_terms(literal), view, hidden_docs)
         checked += heapq.nsmallest(_LITERAL_CHECKS, holders, key=order)
     tiers = _tiers(parsed, list(dict.fromkeys(checked)), indexes, corpus, texts)
     pool = list(dict.fromkeys([*top, *tiers]))
     keyword = sorted(pool, key=lambda k: (*tiers.get(k, (0, 0)), *order(k)))
-    total = len(set(candidates) | set(tiers))
+    total = matches + sum(1 for k in tiers if not candidate(k))
     fused: dict[DocKey, float] = {}
     if semantic:
-        fused = _weighed(scores, keyword, semantic, eligible=set(candidates) | set(tiers))
+
+        def eligible(key: DocKey) -> bool:
+            return key in tiers or candidate(key)
+
+        fused = _weighed(scores, keyword, semantic, eligible=eligible)
         pool = list(fused)
         pool.sort(key=lambda k: (*tiers.get(k, (0, 0)), -fused[k], *order(k)))
         keyword = pool
-        total = len(set(candidates) | set(tiers) | set(semantic))
+        total += sum(1 for k in semantic if k not in tiers and not candidate(k))
     # abstracts after the messages; a hit shown as another's neighbour is not a new hit
     # (questions), nor is an abstract of an archive a message hit shows: the next one is
     keyword = [k for k in keyword if k[1] != ABSTRACT_POSITION] + [
@@ -406,187 +447,251 @@ def _spread(
     return [*kept, *later]
 
 
-def _docs_with(
-    terms: Sequence[str], indexes: Sequence[ArchiveIndex], hidden: set[str]
-) -> list[DocKey]:
-    """The visible messages that hold every one of ``terms`` (rarest term first)."""
+class _Scores:
+    """The keyword scores of one query: messages by document number (``values``), abstracts by
+    archive position (``abstracts``), moved items by number (``moved``), 0.0 for none; and
+    which of them match (a question: every one with a score; keywords: those holding every
+    term, listed in ``docs``, ``abstract_hits`` and ``moved_hits``)."""
+
+    def __init__(
+        self,
+        view: TimelinePostings,
+        values: list[float],
+        abstracts: list[float],
+        moved: dict[int, float],
+        *,
+        hits: tuple[list[int], list[int], list[int]] | None = None,
+    ) -> None:
+        self.view = view
+        self.values = values
+        self.abstracts = abstracts
+        self.moved = moved
+        if hits is None:  # a question: everything scored matches
+            self.docs: list[int] | None = None
+            self.abstract_hits = list(itertools.compress(range(len(abstracts)), abstracts))
+            self.moved_hits = list(moved)
+            scored = len(values) - values.count(0.0)
+        else:
+            self.docs, self.abstract_hits, self.moved_hits = hits
+            scored = len(self.docs)
+        self._doc_set = set(self.docs) if self.docs is not None else None
+        self._abstract_set = set(self.abstract_hits)
+        self.count = scored + len(self.abstract_hits) + len(self.moved_hits)
+        """How many documents match."""
+
+    def get(self, key: DocKey, default: float = 0.0) -> float:
+        """The score of ``key`` (``default`` for none)."""
+        a, p = key
+        if a < 0:
+            value = self.moved.get(p, 0.0)
+        elif p == ABSTRACT_POSITION:
+            value = self.abstracts[a]
+        elif p < 0:
+            value = 0.0
+        else:
+            value = self.values[self.view.doc(a, p)]
+        return value if value else default
+
+    def candidate(self, key: DocKey) -> bool:
+        """Whether ``key`` matches the query."""
+        a, p = key
+        if a < 0:
+            return p in self.moved_hits
+        if p == ABSTRACT_POSITION:
+            return a in self._abstract_set
+        if p < 0:
+            return False
+        d = self.view.doc(a, p)
+        return d in self._doc_set if self._doc_set is not None else self.values[d] > 0.0
+
+    def best(self, count: int, order: Callable[[DocKey], tuple[float, int, int]]) -> list[DocKey]:
+        """The first ``count`` matching documents by ``order`` (best score first): of the
+        messages and of the abstracts only those scored at least as high as the ``count``-th
+        best of their kind are ordered."""
+        values = self.values
+        chosen: list[int]
+        if self.docs is None:
+            if len(values) - values.count(0.0) > count:
+                least = _at_least(count, values)
+                chosen = [d for d, s in enumerate(values) if s >= least]
+            else:
+                chosen = [d for d, s in enumerate(values) if s]
+        elif len(self.docs) > count:
+            least = _at_least(count, [values[d] for d in self.docs])
+            chosen = [d for d in self.docs if values[d] >= least]
+        else:
+            chosen = self.docs
+        abstracts = self.abstract_hits
+        if len(abstracts) > count:
+            scores = self.abstracts
+            least = _at_least(count, [scores[a] for a in abstracts])
+            abstracts = [a for a in abstracts if scores[a] >= least]
+        key = self.view.key
+        keys = [key(d) for d in chosen]
+        keys += [(a, ABSTRACT_POSITION) for a in abstracts]
+        keys += [(-1, m) for m in self.moved_hits]
+        return heapq.nsmallest(count, keys, key=order)
+
+
+def _at_least(count: int, values: list[float]) -> float:
+    """A positive score no higher than the ``count``-th highest of ``values`` (which holds more
+    than ``count`` positive ones): the ``count``-th highest of every fourth one where that is
+    positive (the ``count``-th highest of a part is never higher than of the whole)."""
+    if len(values) >= count * 16:
+        sample = values[::4]
+        least = heapq.nlargest(count, sample)[-1]
+        if least > 0.0:
+            return least
+    return heapq.nlargest(count, values)[-1]
+
+
+def _docs_with(terms: Sequence[str], view: TimelinePostings, hidden: set[int]) -> list[DocKey]:
+    """The visible messages that hold every one of ``terms``, in timeline order."""
     wanted = distinct(terms)
     if not wanted:
         return []
-    found: list[DocKey] = []
-    for a, index in enumerate(indexes):
-        lists = [index.postings.get(t, ()) for t in wanted]
-        if not all(lists):
-            continue
-        lists.sort(key=len)
-        common = {p for p, _ in lists[0]}
-        for other in lists[1:]:
-            common &= {p for p, _ in other}
-        found += [(a, p) for p in sorted(common) if not hidden or index.ids[p] not in hidden]
-    return found
-
-
-def _keyword_scores(
-    terms: Sequence[str],
-    indexes: Sequence[ArchiveIndex],
-    hidden: set[str],
-    moved: Sequence[Mapping[str, int]],
-    abstracts: Sequence[tuple[int, AbstractIndex]] = (),
-) -> tuple[dict[DocKey, float], dict[DocKey, int]]:
-    """BM25 of every document (message, moved item, abstract) holding a query term, and how
-    many distinct terms it holds. The term statistics are the messages' and moved items'
-    (an abstract repeats its archive's words: counted, it would make them look common); an
-    abstract's length is measured against the abstracts' mean."""
-    if not terms:
-        return {}, {}
-    documents = len(moved)
-    total = sum(sum(c.values()) for c in moved)
-    for index in indexes:
-        if hidden:
-            visible = [n for n, i in zip(index.lengths, index.ids, strict=True) if i not in hidden]
-            documents += len(visible)
-            total += sum(visible)
-        else:
-            documents += len(index.lengths)
-            total += sum(index.lengths)
-    average = total / documents if documents else 1.0
-    moved_lengths = [sum(c.values()) for c in moved]
-    k1, b = BM25_K1, BM25_B
-    scale = k1 * b / max(average, 1e-9)
-    abstract_mean = sum(x.length for _, x in abstracts) / len(abstracts) if abstracts else 1.0
-    abstract_scale = k1 * b / max(abstract_mean, 1e-9)
-    base = k1 * (1.0 - b)
-    scores: dict[DocKey, float] = {}
-    matched: dict[DocKey, int] = {}
-    for term in terms:
-        lists: list[tuple[int, ArchiveIndex, tuple[tuple[int, int], ...]]] = []
-        for a, index in enumerate(indexes):
-            found = index.postings.get(term)
-            if found:
-                lists.append((a, index, found))
-        moved_tf = [(m, counts[term]) for m, counts in enumerate(moved) if counts.get(term)]
-        abstract_tf = [(a, x.length, x.counts[term]) for a, x in abstracts if x.counts.get(term)]
-        frequency = sum(len(p) for _, _, p in lists) + len(moved_tf)
-        if hidden:
-            frequency -= sum(
-                1 for _, index, p in lists for position, _ in p if index.ids[position] in hidden
-            )
-        if frequency <= 0 and not abstract_tf:
-            continue
-        weight = idf(documents, max(0, frequency)) * (k1 + 1.0)
-        for a, index, postings in lists:
-            lengths = index.lengths
-            ids = index.ids
-            for position, tf in postings:
-                if hidden and ids[position] in hidden:
-                    continue
-                key = (a, position)
-                part = weight * tf / (tf + base + scale * lengths[position])
-                scores[key] = scores.get(key, 0.0) + part
-                matched[key] = matched.get(key, 0) + 1
-        for m, tf in moved_tf:
-            key = (-1, m)
-            part = weight * tf / (tf + base + scale * moved_lengths[m])
-            scores[key] = scores.get(key, 0.0) + part
-            matched[key] = matched.get(key, 0) + 1
-        for a, length, tf in abstract_tf:
-            key = (a, ABSTRACT_POSITION)
-            part = weight * tf / (tf + base + abstract_scale * length)
-            scores[key] = scores.get(key, 0.0) + part
-            matched[key] = matched.get(key, 0) + 1
-    return scores, matched
+    lists: list[tuple[int, list[int]]] = []
+    for term in wanted:
+        docs, _, _, _, cut = view.term(term)
+        if not cut:
+            return []
+        lists.append((cut, docs))
+    lists.sort(key=lambda x: x[0])
+    common = set(itertools.islice(lists[0][1], lists[0][0]))
+    for cut, docs in lists[1:]:
+        common.intersection_update(itertools.islice(docs, cut))
+    return [view.key(d) for d in sorted(common) if d not in hidden]
 
 
 def _statistics(
-    indexes: Sequence[ArchiveIndex], hidden: set[str], moved: Sequence[Mapping[str, int]]
+    view: TimelinePostings, hidden: set[int], moved: Sequence[Mapping[str, int]]
 ) -> tuple[int, float]:
     """How many documents (visible messages and moved items) and their mean length."""
-    documents = len(moved)
+    lengths = view.merged.lengths
+    documents = len(moved) + view.size - len(hidden)
     total = sum(sum(c.values()) for c in moved)
-    for index in indexes:
-        if hidden:
-            visible = [n for n, i in zip(index.lengths, index.ids, strict=True) if i not in hidden]
-            documents += len(visible)
-            total += sum(visible)
-        else:
-            documents += len(index.lengths)
-            total += sum(index.lengths)
+    total += view.total_length() - sum(lengths[d] for d in hidden)
     return documents, total / documents if documents else 1.0
 
 
-def _question_scores(
+def _hidden_in(docs: list[int], cut: int, hidden: set[int]) -> int:
+    """How many of ``docs[:cut]`` (ascending) are in ``hidden``."""
+    if len(hidden) * 8 < cut:
+        found = 0
+        for d in hidden:
+            at = bisect.bisect_left(docs, d, 0, cut)
+            found += at < cut and docs[at] == d
+        return found
+    return sum(1 for d in itertools.islice(docs, cut) if d in hidden)
+
+
+def _rows(
+    docs: list[int], counts: list[float], plus: list[float], sizes: list[float], cut: int
+) -> Iterable[tuple[int, float, float, float]]:
+    """The first ``cut`` postings (a list may grow meanwhile: never read past ``cut``)."""
+    return itertools.islice(zip(docs, counts, plus, sizes, strict=False), cut)
+
+
+class _Weights:
+    """BM25's constants for one query over one corpus."""
+
+    def __init__(
+        self,
+        view: TimelinePostings,
+        hidden: set[int],
+        moved: Sequence[Mapping[str, int]],
+        abstracts: AbstractTerms,
+    ) -> None:
+        self.documents, average = _statistics(view, hidden, moved)
+        k1, b = BM25_K1, BM25_B
+        self.scale = k1 * b / max(average, 1e-9)
+        self.base = k1 * (1.0 - b)
+        self.moved_lengths = [sum(c.values()) for c in moved]
+        self.abstract_scale = k1 * b / max(abstracts.mean, 1e-9)
+
+    def weight(self, frequency: int) -> float:
+        return idf(self.documents, max(0, frequency)) * (BM25_K1 + 1.0)
+
+
+def _scores(
     terms: Sequence[str],
-    indexes: Sequence[ArchiveIndex],
-    hidden: set[str],
+    view: TimelinePostings,
+    hidden: set[int],
     moved: Sequence[Mapping[str, int]],
-    abstracts: Sequence[tuple[int, AbstractIndex]] = (),
-) -> dict[DocKey, float]:
-    """:func:`_keyword_scores` followed by :func:`_with_context`, in one pass per archive (the
-    same scores: a question reads every posting of its terms, so this is the hot loop of a
-    recall; per-archive position maps keep it off tuple keys until the end)."""
+    abstracts: AbstractTerms,
+    *,
+    question: bool,
+) -> _Scores:
+    """BM25 of every document (message, moved item, abstract) holding a query term. The term
+    statistics are the messages' and moved items' (an abstract repeats its archive's words:
+    counted, it would make them look common); an abstract's length is measured against the
+    abstracts' mean.
+
+    A question (``question``): every document with a term matches, and a message's score is
+    its own plus :data:`CONTEXT_WEIGHT` times each visible neighbour's in its archive (an
+    answer follows its question). Keywords: the documents that hold every term match. A
+    question reads every posting of its terms: this is the hot loop of a recall, on flat
+    per-document lists.
+    """
+    values = [0.0] * view.size
+    summaries = [0.0] * view.count
+    moved_scores: dict[int, float] = {}
     if not terms:
-        return {}
-    documents, average = _statistics(indexes, hidden, moved)
-    k1, b = BM25_K1, BM25_B
-    scale = k1 * b / max(average, 1e-9)
-    base = k1 * (1.0 - b)
-    moved_lengths = [sum(c.values()) for c in moved]
-    abstract_mean = sum(x.length for _, x in abstracts) / len(abstracts) if abstracts else 1.0
-    abstract_scale = k1 * b / max(abstract_mean, 1e-9)
-    per: dict[int, dict[int, float]] = {}
-    extra: dict[DocKey, float] = {}  # moved items and abstracts
+        return _Scores(
+            view, values, summaries, moved_scores, hits=None if question else ([], [], [])
+        )
+    w = _Weights(view, hidden, moved, abstracts)
+    base, scale, abstract_scale = w.base, w.scale, w.abstract_scale
+    touched: list[int] = []  # a question's scored messages, in the order first scored
+    matched: dict[int, int] = {}  # keywords: how many terms each message holds
+    matched_abstracts: dict[int, int] = {}
+    matched_moved: dict[int, int] = {}
     for term in terms:
-        lists = [(a, i, i.postings[term]) for a, i in enumerate(indexes) if term in i.postings]
-        moved_tf = [(m, counts[term]) for m, counts in enumerate(moved) if counts.get(term)]
-        abstract_tf = [(a, x.length, x.counts[term]) for a, x in abstracts if x.counts.get(term)]
-        frequency = sum(len(p) for _, _, p in lists) + len(moved_tf)
-        if hidden:
-            frequency -= sum(
-                1 for _, index, p in lists for position, _ in p if index.ids[position] in hidden
-            )
+        docs, counts, plus, sizes, cut = view.term(term)
+        moved_tf = [(m, c[term]) for m, c in enumerate(moved) if c.get(term)]
+        abstract_tf = abstracts.term(term)
+        frequency = cut + len(moved_tf) - (_hidden_in(docs, cut, hidden) if hidden else 0)
         if frequency <= 0 and not abstract_tf:
             continue
-        weight = idf(documents, max(0, frequency)) * (k1 + 1.0)
-        for a, index, postings in lists:
-            acc = per.get(a)
-            if acc is None:
-                acc = per[a] = {}
-            lengths = index.lengths
-            if hidden:
-                ids = index.ids
-                for position, tf in postings:
-                    if ids[position] not in hidden:
-                        part = weight * tf / (tf + base + scale * lengths[position])
-                        acc[position] = acc.get(position, 0.0) + part
-            else:
-                for position, tf in postings:
-                    part = weight * tf / (tf + base + scale * lengths[position])
-                    acc[position] = acc.get(position, 0.0) + part
+        weight = w.weight(frequency)
+        # (tf + base) + scale * n: the sum BM25's denominator is, with tf + base precomputed
+        rows = _rows(docs, counts, plus, sizes, cut)
+        if question and not touched and not hidden:  # the first term: every message is new
+            touched.extend(itertools.islice(docs, cut))
+            for d, tf, tf_base, n in rows:
+                values[d] = weight * tf / (tf_base + scale * n)  # 0.0 + x is x
+        elif question:
+            for d, tf, tf_base, n in rows:
+                if hidden and d in hidden:
+                    continue
+                score = values[d]
+                if not score:
+                    touched.append(d)
+                values[d] = score + weight * tf / (tf_base + scale * n)
+        else:
+            for d, tf, tf_base, n in rows:
+                if hidden and d in hidden:
+                    continue
+                values[d] += weight * tf / (tf_base + scale * n)
+                matched[d] = matched.get(d, 0) + 1
         for m, tf in moved_tf:
-            part = weight * tf / (tf + base + scale * moved_lengths[m])
-            extra[(-1, m)] = extra.get((-1, m), 0.0) + part
+            part = weight * tf / (tf + base + scale * w.moved_lengths[m])
+            moved_scores[m] = moved_scores.get(m, 0.0) + part
+            matched_moved[m] = matched_moved.get(m, 0) + 1
         for a, length, tf in abstract_tf:
-            part = weight * tf / (tf + base + abstract_scale * length)
-            key = (a, ABSTRACT_POSITION)
-            extra[key] = extra.get(key, 0.0) + part
-    out: dict[DocKey, float] = {}
-    for a, acc in per.items():
-        ids = indexes[a].ids
-        size = len(ids)
-        shown = dict(acc)
-        for position, score in acc.items():
-            share = CONTEXT_WEIGHT * score
-            if hidden:
-                for q in _adjacent(ids, position, hidden):
-                    shown[q] = shown.get(q, 0.0) + share
-                continue
-            if position > 0:
-                shown[position - 1] = shown.get(position - 1, 0.0) + share
-            if position + 1 < size:
-                shown[position + 1] = shown.get(position + 1, 0.0) + share
-        out.update(((a, position), value) for position, value in shown.items())
-    out.update(extra)
-    return out
+            summaries[a] += weight * tf / (tf + base + abstract_scale * length)
+            if not question:
+                matched_abstracts[a] = matched_abstracts.get(a, 0) + 1
+    if question:
+        shown = _with_context(values, touched, view, hidden)
+        return _Scores(view, shown, summaries, moved_scores)
+    need = len(terms)
+    hits = (
+        [d for d, n in matched.items() if n >= need],
+        [a for a, n in matched_abstracts.items() if n >= need],
+        [m for m, n in matched_moved.items() if n >= need],
+    )
+    return _Scores(view, values, summaries, moved_scores, hits=hits)
 
 
 NEIGHBOURS = 2
@@ -595,38 +700,37 @@ CONTEXT_WEIGHT = 0.4
 
 
 def _with_context(
-    scores: Mapping[DocKey, float], indexes: Sequence[ArchiveIndex], hidden: set[str]
-) -> dict[DocKey, float]:
-    """Question scores that count the neighbouring messages: a message's own BM25 plus
-    :data:`CONTEXT_WEIGHT` times each visible neighbour's (an answer follows its question)."""
-    out: dict[DocKey, float] = {}
-    for (a, p), score in scores.items():
-        out[(a, p)] = out.get((a, p), 0.0) + score
-        if a < 0 or p < 0:
-            continue
-        ids = indexes[a].ids
-        share = CONTEXT_WEIGHT * score
-        if hidden:
-            for q in _adjacent(ids, p, hidden):
-                out[(a, q)] = out.get((a, q), 0.0) + share
-            continue
-        if p > 0:
-            out[(a, p - 1)] = out.get((a, p - 1), 0.0) + share
-        if p + 1 < len(ids):
-            out[(a, p + 1)] = out.get((a, p + 1), 0.0) + share
-    return out
-
-
-def _adjacent(ids: Sequence[str], position: int, hidden: set[str]) -> list[int]:
-    """The visible positions right before and after ``position`` in one archive."""
-    found: list[int] = []
-    for step in (-1, 1):
-        q = position + step
-        while 0 <= q < len(ids) and hidden and ids[q] in hidden:
-            q += step
-        if 0 <= q < len(ids):
-            found.append(q)
-    return found
+    own: list[float], touched: Sequence[int], view: TimelinePostings, hidden: set[int]
+) -> list[float]:
+    """Each message's score plus :data:`CONTEXT_WEIGHT` times each visible neighbour's in its
+    archive (``touched``: the scored messages, in the order their shares are added)."""
+    shown = own[:]
+    merged = view.merged
+    if hidden:
+        starts, archive_of = merged.starts, merged.archive_of
+        for d in touched:
+            share = CONTEXT_WEIGHT * own[d]
+            a = archive_of[d]
+            low, high = starts[a], starts[a + 1]
+            q = d - 1
+            while q >= low and q in hidden:
+                q -= 1
+            if q >= low:
+                shown[q] += share
+            q = d + 1
+            while q < high and q in hidden:
+                q += 1
+            if q < high:
+                shown[q] += share
+        return shown
+    before, after, weight = merged.before, merged.after, CONTEXT_WEIGHT
+    for d in touched:
+        share = weight * own[d]
+        if before[d]:
+            shown[d - 1] += share
+        if after[d]:
+            shown[d + 1] += share
+    return shown
 
 
 def _text_of(key: DocKey, corpus: Corpus, indexes: Sequence[ArchiveIndex], texts: _Texts) -> str:
@@ -636,7 +740,7 @@ def _text_of(key: DocKey, corpus: Corpus, indexes: Sequence[ArchiveIndex], texts
         found = corpus.abstracts.get(indexes[key[0]].archive_id)
         return found.text if found is not None else ""
     messages = texts.messages(indexes[key[0]].archive_id)
-    return searchable_text(messages[key[1]]) if key[1] < len(messages) else ""
+    return shown_parts(messages, key[1])[0] if key[1] < len(messages) else ""
 
 
 def _verified(
@@ -665,10 +769,11 @@ def _literal_scan(
     texts.need([index.archive_id for index in indexes])
     for a in range(len(indexes) - 1, -1, -1):
         index = indexes[a]
-        for position, message in enumerate(texts.messages(index.archive_id)):
+        messages = texts.messages(index.archive_id)
+        for position in range(len(messages)):
             if position < len(index.ids) and index.ids[position] in hidden:
                 continue
-            if pattern.search(searchable_text(message)):
+            if pattern.search(shown_parts(messages, position)[0]):
                 found.append((a, position))
     return found
 
@@ -715,11 +820,11 @@ gave 82.4 / 81.5% but let an embedding without meaning outvote clear keyword mat
 
 
 def _weighed(
-    scores: Mapping[DocKey, float],
+    scores: _Scores,
     keyword: Sequence[DocKey],
     semantic: Mapping[DocKey, float],
     *,
-    eligible: set[DocKey],
+    eligible: Callable[[DocKey], bool],
 ) -> dict[DocKey, float]:
     """The keyword pool and the semantic hits, each scored by its keyword score relative to the
     best (only where the query's keyword rules let it match: ``eligible``) plus
@@ -731,7 +836,7 @@ def _weighed(
     for key in [*keyword, *semantic]:
         if key in out:
             continue
-        relative = scores.get(key, 0.0) / best if best > 0 and key in eligible else 0.0
+        relative = scores.get(key, 0.0) / best if best > 0 and eligible(key) else 0.0
         out[key] = relative + SEMANTIC_WEIGHT * semantic.get(key, floor)
     return out
 
@@ -770,7 +875,7 @@ def _finish(
     *,
     limit: int,
     total: int,
-    scores: Mapping[DocKey, float],
+    scores: Mapping[DocKey, float] | _Scores,
 ) -> tuple[list[Hit], bool]:
     chosen = list(ranked[:limit])
     return read_hits(corpus, parsed, texts, chosen, scores), total > limit
@@ -781,7 +886,7 @@ def read_hits(
     parsed: _Query,
     texts: _Texts,
     keys: Sequence[DocKey],
-    scores: Mapping[DocKey, float] | None = None,
+    scores: Mapping[DocKey, float] | _Scores | None = None,
 ) -> list[Hit]:
     """The hits of ``keys``: each message with its neighbours (when ``texts`` reads them), as
     the tools show them, with its score from ``scores``."""
@@ -798,7 +903,8 @@ def read_hits(
                 wanted.append(indexes[a + 1].archive_id)
     texts.need(wanted)
     dates = _session_dates(corpus, texts, keys) if texts.dates else {}
-    scores = scores or {}
+    if scores is None:
+        scores = {}
     hits: list[Hit] = []
     for a, position in keys:
         if a < 0:
@@ -846,15 +952,14 @@ def read_hits(
         number = _number(visible, position)
         if number is None:
             continue
-        message = messages[position]
-        text = searchable_text(message)
+        text, role, message_id = shown_parts(messages, position)
         start, length = _match_span(text, parsed)
         hits.append(
             Hit(
                 archive_id=index.archive_id,
                 number=number + 1,
                 total=len(visible),
-                role=role_label(message),
+                role=role,
                 text=text,
                 start=start,
                 length=length,
@@ -863,7 +968,7 @@ def read_hits(
                 created_at=index.created_at,
                 seq=index.seq,
                 abstract=abstract,
-                message_id=str(message.id or ""),
+                message_id=message_id,
                 score=scores.get((a, position), 0.0),
                 session_date=dates.get((a, position), ""),
             )
@@ -895,20 +1000,22 @@ DATE_LOOKBACK_ARCHIVES = 2
 def _session_dates(corpus: Corpus, texts: _Texts, keys: Sequence[DocKey]) -> dict[DocKey, str]:
     """The session date of each message hit of ``keys``: the newest leading date line at or
     before it (its own archive first, then up to :data:`DATE_LOOKBACK_ARCHIVES` earlier ones,
-    read in one batch per step back)."""
+    read in one batch per step back; an archive's date lines are kept with the timeline's
+    postings once read)."""
     indexes = corpus.indexes
+    view = corpus.postings()
     out: dict[DocKey, str] = {}
     open_keys = [(a, p) for a, p in keys if a >= 0 and p >= 0]
     cursor = {key: (key[0], key[1]) for key in open_keys}  # (archive, last position to read)
     for _ in range(DATE_LOOKBACK_ARCHIVES + 1):
         if not open_keys:
             break
-        texts.need([indexes[cursor[k][0]].archive_id for k in open_keys])
+        unread = [cursor[k][0] for k in open_keys if cursor[k][0] not in view.merged.dates]
+        texts.need([indexes[a].archive_id for a in unread])
         still: list[DocKey] = []
         for key in open_keys:
             a, last = cursor[key]
-            messages = texts.messages(indexes[a].archive_id)
-            found = _newest_date(messages, min(last, len(messages) - 1), corpus.hidden)
+            found = _newest_date(_dates_of(view, a, texts), last, corpus.hidden)
             if found:
                 out[key] = found
             elif a > 0:
@@ -918,11 +1025,16 @@ def _session_dates(corpus: Corpus, texts: _Texts, keys: Sequence[DocKey]) -> dic
     return out
 
 
-def _newest_date(messages: Sequence[BaseMessage], last: int, hidden: set[str]) -> str:
-    """The newest leading date of ``messages[: last + 1]`` as ``8 May 2023`` (``""``: none)."""
-    for position in range(last, -1, -1):
-        if hidden and _id_at(messages, position) in hidden:
-            continue
+def _dates_of(view: TimelinePostings, a: int, texts: _Texts) -> Sequence[tuple[int, str, str]]:
+    """The leading date lines of archive ``a``: ``(position, message id, date)``, oldest
+    first (kept with the merged postings: an archive is immutable)."""
+    kept = view.merged.dates.get(a)
+    if kept is not None:
+        return kept
+    index = view.merged.archives[a]
+    messages = texts.messages(index.archive_id)
+    found: list[tuple[int, str, str]] = []
+    for position in range(len(messages)):
         text = messages.text_start(position) if isinstance(messages, StoredMessages) else None
         if text is None:
             text = searchable_text(messages[position])
@@ -930,7 +1042,19 @@ def _newest_date(messages: Sequence[BaseMessage], last: int, hidden: set[str]) -
             continue
         when, _ = date_line(text)
         if when is not None:
-            return format_date(when)
+            found.append((position, _id_at(messages, position), format_date(when)))
+    dated = tuple(found)
+    if len(messages) == len(index.ids):  # read whole (a record that failed to load is not)
+        view.merged.dates[a] = dated
+    return dated
+
+
+def _newest_date(dates: Sequence[tuple[int, str, str]], last: int, hidden: set[str]) -> str:
+    """The newest of ``dates`` (see :func:`_dates_of`) at or before position ``last`` whose
+    message is not hidden (``""``: none)."""
+    for position, message_id, when in reversed(dates):
+        if position <= last and not (hidden and message_id in hidden):
+            return when
     return ""
 
 
@@ -972,17 +1096,16 @@ def _around(corpus: Corpus, texts: _Texts, a: int, number: int, step: int) -> tu
             if not visible:
                 break
             number = len(visible) - 1 if step < 0 else 0
-        message = messages[visible[number]]
-        text = searchable_text(message)
+        text, role, message_id = shown_parts(messages, visible[number])
         found.append(
             Neighbour(
                 indexes[a].archive_id,
                 number + 1,
                 len(visible),
-                role_label(message),
+                role,
                 text,
                 seq=indexes[a].seq,
-                message_id=str(message.id or ""),
+                message_id=message_id,
             )
         )
     return tuple(reversed(found)) if step < 0 else tuple(found)

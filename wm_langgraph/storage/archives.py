@@ -181,6 +181,15 @@ class StoredMessages(Sequence[BaseMessage]):
         data = raw.get("data") if isinstance(raw, Mapping) else None
         return str(data.get("id") if isinstance(data, Mapping) else None)
 
+    def fields(self, index: int) -> tuple[str, Mapping[str, Any]] | None:
+        """Message ``index``'s stored type and fields as stored, without making the message
+        (``None``: not in the stored form; read the message)."""
+        raw = self._raw[index]
+        if not isinstance(raw, Mapping):
+            return None
+        kind, data = raw.get("type"), raw.get("data")
+        return (kind, data) if isinstance(kind, str) and isinstance(data, Mapping) else None
+
     def text_start(self, index: int) -> str | None:
         """Message ``index``'s content when it is plain text, read without making the message
         (``None``: content blocks; read the message)."""

@@ -38,6 +38,13 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp
 
 from wm_langgraph.document.text.ranking import term_counts
 from wm_langgraph.storage.archives import ArchiveRecord, ArchiveStore, StoredMessages
+from wm_langgraph.storage.timeline_postings import (
+    AbstractPostings,
+    AbstractTerms,
+    MergedPostings,
+    TimelinePostings,
+    merged_view,
+)
 
 __all__ = [
     "ABSTRACT_POSITION",
@@ -50,6 +57,7 @@ __all__ = [
     "has_vector_index",
     "role_label",
     "searchable_text",
+    "shown_parts",
 ]
 
 INDEX_VERSION = 1
@@ -61,6 +69,12 @@ ABSTRACT_POSITION = -1
 the ``position`` of its embedded text, and of its search key."""
 logger = logging.getLogger("wm_langgraph")
 _CACHE_ARCHIVES = 16_384
+_CACHE_DOCUMENTS = 65_536
+"""The merged postings of the cached timelines hold at most about this many messages in all
+(about 1.3 KB each with chat-sized messages: some 85 MB; the newest timeline is kept whatever
+its size). A timeline dropped is merged again from the per-archive cache when searched."""
+_BRANCHES = 4
+"""Merged postings kept per memory: its timeline and up to three forks of it."""
 _ABSTRACT_VERSION = 1
 
 
@@ -72,6 +86,44 @@ def searchable_text(message: BaseMessage) -> str:
             args = json.dumps(call.get("args", {}), ensure_ascii=False, default=str)
             parts.append(f"→ tool call {call['name']}({args})")
     return "\n".join(p for p in parts if p)
+
+
+_ROLES = {"human": "user", "ai": "assistant", "system": "system"}
+
+
+def shown_parts(messages: Sequence[BaseMessage], position: int) -> tuple[str, str, str]:
+    """:func:`searchable_text`, :func:`role_label` and the id (``""`` without one) of
+    ``messages[position]``; a stored message whose content is text and that calls no tool is
+    read from its stored fields (the same values, without making the message)."""
+    if isinstance(messages, StoredMessages):
+        found = messages.fields(position)
+        if found is not None:
+            kind, data = found
+            plain = _plain_parts(kind, data)
+            if plain is not None:
+                return plain
+    message = messages[position]
+    return searchable_text(message), role_label(message), str(message.id or "")
+
+
+def _plain_parts(kind: str, data: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    content = data.get("content")
+    extra = data.get("additional_kwargs")
+    if (
+        not isinstance(content, str)
+        or data.get("tool_calls")
+        or (isinstance(extra, Mapping) and extra.get("tool_calls"))
+    ):
+        return None
+    if kind == "tool":
+        name = data.get("name") or "tool"
+        status = " error" if data.get("status") == "error" else ""
+        role = f"tool result{status} ({name})"
+    elif kind in _ROLES:
+        role = _ROLES[kind]
+    else:
+        return None
+    return content, role, str(data.get("id") or "")
 
 
 def role_label(message: BaseMessage) -> str:
@@ -262,6 +314,79 @@ class _Lru:
                 del self._data[key]
 
 
+class _Timelines:
+    """The merged postings of the memories' timelines (:mod:`.timeline_postings`): a few per
+    memory (its current timeline, forks), least recently used dropped first, bounded by the
+    messages they hold in all; thread-safe."""
+
+    def __init__(self, documents: int, branches: int) -> None:
+        self._documents = documents
+        self._branches = branches
+        self._data: OrderedDict[Any, list[MergedPostings]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def view(
+        self,
+        key: Any,
+        timeline: Sequence[str],
+        read: Callable[[Sequence[str]], list[ArchiveIndex]],
+    ) -> TimelinePostings:
+        """The postings of ``timeline`` (archive ids) of the memory ``key``, reading the
+        indexes it lacks with ``read``: a cached timeline it starts, else one it extends
+        (extended in place), else merged anew and cached. A timeline with an archive that has
+        no index is merged from the indexes found, and not cached."""
+        with self._lock:
+            entries = list(self._data.get(key, ()))
+            if entries:
+                self._data.move_to_end(key)
+        for merged in entries:
+            if merged.starts_with(timeline):
+                return merged.view(len(timeline))
+        for merged in entries:
+            if merged.extend_to(timeline, read):
+                self._evict()
+                return merged.view(len(timeline))
+        indexes = read(timeline)
+        if len(indexes) != len(timeline):
+            return merged_view(indexes)
+        merged = MergedPostings(indexes)
+        with self._lock:
+            branches = [*self._data.get(key, ()), merged][-self._branches :]
+            self._data[key] = branches
+            self._data.move_to_end(key)
+        self._evict()
+        return merged.view(len(indexes))
+
+    def drop_holding(self, key: Any, archive_id: str) -> None:
+        """Drop the memory ``key``'s merged postings that hold ``archive_id`` (its record was
+        written again)."""
+        with self._lock:
+            entries = self._data.get(key)
+            if entries and any(archive_id in m.position for m in entries):
+                kept = [m for m in entries if archive_id not in m.position]
+                if kept:
+                    self._data[key] = kept
+                else:
+                    del self._data[key]
+
+    def entries(self, key: Any) -> list[MergedPostings]:
+        """The merged postings cached for the memory ``key``."""
+        with self._lock:
+            return list(self._data.get(key, ()))
+
+    def _evict(self) -> None:
+        with self._lock:
+            held = sum(m.documents for ms in self._data.values() for m in ms)
+            while held > self._documents and len(self._data) > 1:
+                _, dropped = self._data.popitem(last=False)
+                held -= sum(m.documents for m in dropped)
+
+    def drop(self, predicate: Callable[[Any], bool]) -> None:
+        with self._lock:
+            for key in [k for k in self._data if predicate(k)]:
+                del self._data[key]
+
+
 _STORE_IDS: weakref.WeakKeyDictionary[BaseStore, int] = weakref.WeakKeyDictionary()
 _STORE_LOCK = threading.Lock()
 _NEXT_STORE = [0]
@@ -289,6 +414,7 @@ class SearchIndex:
 
     _indexes = _Lru(_CACHE_ARCHIVES)
     _abstracts = _Lru(_CACHE_ARCHIVES)
+    _timelines = _Timelines(_CACHE_DOCUMENTS, _BRANCHES)
 
     def __init__(self, archives: ArchiveStore) -> None:
         """Index the archives of ``archives``."""
@@ -309,7 +435,9 @@ class SearchIndex:
             index=False,
             ttl=None,
         )
-        self._indexes.put((*self._prefix(key), record.id), index)
+        prefix = self._prefix(key)
+        self._indexes.put((*prefix, record.id), index)
+        self._timelines.drop_holding(prefix, record.id)  # an id written again: merge anew
         store = self._archives.store_for(key)
         if has_vector_index(store):
             self._embed(key, store, record)
@@ -334,6 +462,9 @@ class SearchIndex:
         prefix = self._abstract_prefix(key)
         for record in records:
             self._abstracts.put((*prefix, record.archive_id), record)
+        for merged in self._timelines.entries(self._prefix(key)):
+            with merged.lock:  # the abstracts its searches read are read anew
+                merged.abstract_generation += 1
         store = self._archives.store_for(key)
         if has_vector_index(store):
             texts_ns = self._archives.namespace(key, "texts")
@@ -423,6 +554,15 @@ class SearchIndex:
                     self._indexes.put((*prefix, record.id), found[record.id])
         return [found[a] for a in timeline if a in found]
 
+    def postings(
+        self, key: str, timeline: Sequence[str], *, write: bool = True
+    ) -> TimelinePostings:
+        """The merged postings of ``timeline`` (its archives that exist, in order), from the
+        process cache, extended or merged from :meth:`indexes` where it lacks archives."""
+        return self._timelines.view(
+            self._prefix(key), list(timeline), lambda ids: self.indexes(key, ids, write=write)
+        )
+
     def _abstract_prefix(self, key: str) -> tuple[int, tuple[str, ...]]:
         store = self._archives.store_for(key)
         return (_store_token(store), self._archives.namespace(key, "abstracts"))
@@ -461,6 +601,35 @@ class SearchIndex:
                     self._abstracts.put((*prefix, index.archive_id), _MISSING)
         return found
 
+    def timeline_abstracts(
+        self, key: str, view: TimelinePostings, settled: Collection[str] = ()
+    ) -> AbstractTerms:
+        """:meth:`abstracts` of the archives of ``view``, kept with its merged postings: only
+        the archives whose abstract may still come are looked up again (and, after the
+        memory's abstract records were written, all of them once)."""
+        merged = view.merged
+        with merged.lock:
+            generation = merged.abstract_generation
+            state = merged.abstracts
+            if state is None or state.generation != generation:
+                state = merged.abstracts = AbstractPostings(generation)
+        archives = merged.archives
+        with state.lock:
+            state.pending.update(range(state.known, view.count))
+            state.known = max(state.known, view.count)
+            todo = sorted(a for a in state.pending if a < view.count)
+            if todo:
+                found = self.abstracts(key, [archives[a] for a in todo], settled)
+                for a in todo:
+                    archive_id = archives[a].archive_id
+                    abstract = found.get(archive_id)
+                    if abstract is not None:
+                        state.add(a, abstract)
+                        state.pending.discard(a)
+                    elif archive_id in settled:
+                        state.pending.discard(a)
+        return state.terms(view)
+
     def messages(
         self, key: str, ids: Sequence[str]
     ) -> dict[str, tuple[str, Sequence[BaseMessage]]]:
@@ -487,9 +656,11 @@ class SearchIndex:
             thread = ns[:2]
             self._indexes.drop(lambda k: k[1][:2] == thread)
             self._abstracts.drop(lambda k: k[1][:2] == thread)
+            self._timelines.drop(lambda k: k[1][:2] == thread)
             return
         self._indexes.drop(lambda k: k[1] == ns)
         self._abstracts.drop(lambda k: k[1] == abstracts)
+        self._timelines.drop(lambda k: k[1] == ns)
 
     def embeds(self, key: str) -> bool:
         """Whether ``key``'s store has a vector index (semantic search is on)."""
