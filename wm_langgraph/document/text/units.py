@@ -592,7 +592,7 @@ _TODO_RE = re.compile(
     r"\bTODO\b|\b(?:still|also) (?:need(?:s)?|ha(?:ve|s) to)\b|\bfollow[- ]up\b|\bremind me\b"
     r"|\bdon't forget\b|\b(?:I|we) (?:still )?need (?:a|an|the|some)\b|\bescalated\b"
     r"|\b(?:waiting|wait) (?:for|on)\b|\bawaiting\b|\blet me know (?:when|once) (?!you\b)"
-    r"|\bnext step\b|待办|还需要|别忘了|记得|还没(?:决定|定|确定)|未定"
+    r"|\bnext step\b|\bnot now,? but\b|待办|还需要|别忘了|记得|还没(?:决定|定|确定)|未定"
     r"|\b(?:will|'ll|’ll|to|must|need to|needs to|has to|have to)\s+(?:double-)?"
     r"(?:check|confirm|verify|find out|look into)\b|\bto be (?:confirmed|decided|determined)\b"
     r"|\btb[cd]\b|\bnot sure (?:yet )?(?:whether|if)\b|\bunclear whether\b",
@@ -635,6 +635,9 @@ _PROSE_ERROR_RE = re.compile(
     _I,
 )
 """An error told in words ("the deploy fails with 'exec format error'", "timed out twice")."""
+_ATTRIBUTIVE_FAILURE_RE = re.compile(r"\b(?:failed|failing|broken|crashed)\s+[a-z][a-z-]*s\b", _I)
+"""A failure word naming a kind of thing ("retry failed webhooks", "a queue for failed jobs"):
+in a follow-up it says what to do about such things, not that something failed."""
 _FIX_RE = re.compile(
     r"^\s*(?:fixed|resolved|solved)\b|\b(?:fixed (?:it|this|that|the)|the fix (?:is|was)|"
     r"fixed by|resolved by|solved by|works now|working now|is fixed|was fixed|now works|"
@@ -855,9 +858,13 @@ def _coding_kind(sentence: str, role: str, correction: bool) -> str:
     technical = _TECH_RE.search(sentence) is not None
     if technical and _FIX_RE.search(sentence):
         return "fix"
-    if _ERROR_RE.search(sentence) or (technical and _PROSE_ERROR_RE.search(sentence)):
+    todo = _TODO_RE.search(sentence) is not None
+    prose = _PROSE_ERROR_RE.search(
+        _ATTRIBUTIVE_FAILURE_RE.sub(" ", sentence) if todo else sentence
+    )
+    if _ERROR_RE.search(sentence) or (technical and prose):
         return "error"
-    if _TODO_RE.search(sentence):
+    if todo:
         return "todo"
     if _DECISION_RE.search(sentence):
         return "decision"

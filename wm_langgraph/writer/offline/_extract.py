@@ -439,6 +439,8 @@ def _complete(found: Findings, language: Language, turns: list[Turn]) -> None:
     for unit in found.units:
         if unit.pasted or unit.kind != "error":
             continue
+        if any(_same(unit.text, item) for item in found.open_items):
+            continue  # a follow-up ("… for failed webhooks") is filed in Open Issues
         if not (
             0 <= unit.index < len(turns)
             and sessions_error(unit.text, unit.role, turns[unit.index].text, ran)
@@ -448,6 +450,14 @@ def _complete(found: Findings, language: Language, turns: list[Turn]) -> None:
         item = unit.text
         if fix is not None:
             used.add(id(fix))
+            held = _quoted_error(fix.text, found.errors)
+            if held is not None:
+                # the fix names the failure a run of the round recorded ("Fixed: the failure
+                # was `KeyError: …`"): the same thing, one item — the words join that item
+                said = unit.text.rstrip(" .。")
+                if said.casefold() not in found.errors[held].casefold():
+                    found.errors[held] = f"{found.errors[held].rstrip(' .。')}; {said}"
+                continue
             how = _FIX_LEAD_RE.sub("", fix.text).strip() or fix.text
             item = f"{unit.text.rstrip(' .。')} — {label}{how}"
         if not any(_same(unit.text, old) for old in found.errors):
@@ -465,6 +475,23 @@ def _complete(found: Findings, language: Language, turns: list[Turn]) -> None:
         if any(_same(unit.text, old) for old in [*said, *found.facts]):
             continue
         _add(found.facts, unit.text)
+
+
+_QUOTED_RE = re.compile(r"`([^`\n]{12,})`")
+_FAILURE_RE = re.compile(r"\w(?:Error|Exception)\b|\bFAILED\b|\bfailed\b")
+
+
+def _quoted_error(text: str, errors: list[str]) -> int | None:
+    """The index of the item of ``errors`` holding an error ``text`` quotes in a code span
+    (``the failure was `KeyError: 'tenant_3'` ``), or None."""
+    for span in _QUOTED_RE.findall(text):
+        if not _FAILURE_RE.search(span):
+            continue
+        folded = span.casefold()
+        for index, item in enumerate(errors):
+            if folded in item.casefold():
+                return index
+    return None
 
 
 def _same(item: str, other: str) -> bool:
