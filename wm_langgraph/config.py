@@ -15,6 +15,7 @@ __all__ = [
     "DEFAULT_RESERVE_TOKENS",
     "DEFAULT_WRITER_MAX_TOKENS",
     "MAX_KEEP_RECENT_COUNT",
+    "RECALL_FLOOR_SHARE",
     "RECALL_SHARE",
     "BudgetFraction",
     "WorkingMemoryConfig",
@@ -54,6 +55,12 @@ DEFAULT_RECALL_TOKENS = 2_000
 
 RECALL_SHARE = 0.3
 """The recalled layer is at most this share of the usable budget."""
+
+RECALL_FLOOR_SHARE = 0.15
+"""The recalled layer's guaranteed room, as a share of the usable budget (at most its cap): the
+Working Memory is shown whole first and the recall takes the room it leaves, but a WM that
+would leave the recall less than this is cut (docs/budgets.md, "The split of the budget") —
+the same share as the WM's own guaranteed minimum, so neither crowds the other out."""
 
 DEFAULT_RECALL_MIN_SCORE = 2.0
 """Default lowest search score a recalled hit may have (docs/budgets.md)."""

@@ -88,7 +88,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from wm_langgraph.config import reply_reserve
+from wm_langgraph.config import RECALL_FLOOR_SHARE, reply_reserve
 from wm_langgraph.context.fit import fit_document
 from wm_langgraph.context.live import LiveView
 from wm_langgraph.context.recalled import (
@@ -97,6 +97,7 @@ from wm_langgraph.context.recalled import (
     RecallCandidate,
     Recalled,
     pack_recalled,
+    packed_room,
 )
 from wm_langgraph.document.tokens import longest_fitting
 from wm_langgraph.messages import content_text
@@ -115,6 +116,7 @@ __all__ = [
     "compute_budgets",
     "fill_marker",
     "fit_working_memory",
+    "recall_floor",
 ]
 
 
@@ -487,10 +489,13 @@ def _shrink_tool_outputs(
     return out
 
 
-RECALL_BEFORE_MEMORY = True
-"""The room the recalled layer takes is kept before the Working Memory is shown whole: a WM
-that does not fit beside the recall is cut (down to its share, ``budgets.archive``) rather than
-crowd the recall out (docs/budgets.md, "The split of the budget")."""
+def recall_floor(usable: int, recall_tokens: int) -> int:
+    """The recalled layer's guaranteed room: :data:`~wm_langgraph.config.RECALL_FLOOR_SHARE`
+    of ``usable``, at most the layer's cap ``recall_tokens``. It is kept before the Working
+    Memory (a WM that would leave the recall less is cut, down to its own share); the rest of
+    the layer's room is what the WM shown whole leaves (docs/budgets.md, "The split of the
+    budget")."""
+    return min(recall_tokens, int(RECALL_FLOOR_SHARE * usable))
 
 RecallSource = Callable[[], Sequence[RecallCandidate]]
 """Runs the recall for the user's newest message: the hits best first (assemble calls it only
@@ -587,14 +592,19 @@ def assemble_context(
     floor = min(whole_size, budgets.archive)
     start, kept, kept_size = _kept_turns(body, floor, available, count)
     # The recall runs when every pending and live message is shown and the WM's floor leaves
-    # room under trimming's size; its layer's room is kept from the WM (down to the floor).
+    # room under trimming's size; the recall's own floor (under trimming's size too) is kept
+    # from the WM, down to the WM's floor.
     free = available - kept_size - floor - above_trimming
     candidates, reserve = _recall_reserve(
-        recall if start == 0 else None, min(recall_tokens, free), kept, count
+        recall if start == 0 else None,
+        min(recall_tokens, free),
+        min(recall_floor(budgets.usable, recall_tokens), free),
+        kept,
+        count,
     )
-    # The WM takes what the raw messages (and the recall) leave; it is cut (whole items) only
-    # as far as that needs, and the room a cut frees goes to the recall and the fill.
-    wm_room = available - kept_size - reserve
+    # The WM takes what the raw messages and the recall's floor leave: whole when it fits, else
+    # cut (whole items) only as far as that needs; the recall and the fill take what it leaves.
+    wm_room = available - kept_size - (reserve + above_trimming if reserve else 0)
     summary, omitted, summary_size = _fit_working_memory(working_memory, wm_room, count, whole_size)
     if summary is None and whole_size and system_addition:
         # The addition explains the summary: a Working Memory that found no room takes it
@@ -703,19 +713,22 @@ def _frame(
 
 
 def _recall_reserve(
-    recall: RecallSource | None, room: int, kept: Sequence[BaseMessage], count: MessageCounter
+    recall: RecallSource | None,
+    room: int,
+    floor: int,
+    kept: Sequence[BaseMessage],
+    count: MessageCounter,
 ) -> tuple[Sequence[RecallCandidate], int]:
     """The recall's candidates (the search runs only when the layer has ``room``) and the room
-    its layer takes, kept from the WM when :data:`RECALL_BEFORE_MEMORY` (before the fill and
-    the WM's text leave out theirs)."""
+    kept for its layer before the WM: what its hits take of its ``floor`` (the hits the kept
+    messages show left out; before the fill and the WM's text leave out theirs)."""
     if recall is None or room <= 0:
         return (), 0
     candidates = recall()
-    if not candidates or not RECALL_BEFORE_MEMORY:
+    if not candidates or floor <= 0:
         return candidates, 0
     shown_ids = {m.id for m in kept if m.id is not None}
-    _, _, reserve = pack_recalled(candidates, room, count, shown_ids=shown_ids)
-    return candidates, reserve
+    return candidates, packed_room(candidates, floor, count, shown_ids=shown_ids)
 
 
 def _composed(

@@ -32,6 +32,7 @@ __all__ = [
     "RecallCandidate",
     "Recalled",
     "pack_recalled",
+    "packed_room",
     "quote_lines",
 ]
 
@@ -159,6 +160,14 @@ def _in_memory(candidate: RecallCandidate, shown_wm: str) -> bool:
     return bool(text) and text in shown_wm
 
 
+def _key(candidate: RecallCandidate) -> tuple[str | None, int, str | None, str]:
+    """What tells two hits apart: an archived message's or abstract's place; a moved item's
+    text (moved items have no archive, position or message id)."""
+    record = candidate.record
+    text = candidate.text if candidate.kind == "moved" else ""
+    return (record.archive_id, record.position, record.message_id, text)
+
+
 def pack_recalled(
     candidates: Sequence[RecallCandidate],
     room: int,
@@ -177,20 +186,46 @@ def pack_recalled(
         The message (``None`` when no candidate fits or is left), the records of the hits it
         shows in that order, and its size by ``count``.
     """
+    message, records, size, _ = _pack(candidates, room, count, shown_ids, shown_text)
+    return message, records, size
+
+
+def packed_room(
+    candidates: Sequence[RecallCandidate],
+    room: int,
+    count: Callable[[BaseMessage], int],
+    *,
+    shown_ids: Collection[str] = (),
+) -> int:
+    """The room to keep for the layer :func:`pack_recalled` packs in ``room``: at most
+    ``room``, and enough that a pack in it chooses those hits again (the hits are chosen by
+    their parts' counts, which can be a few tokens over the whole message's)."""
+    _, _, size, needed = _pack(candidates, room, count, shown_ids, "")
+    return min(room, max(size, needed)) if size else 0
+
+
+def _pack(
+    candidates: Sequence[RecallCandidate],
+    room: int,
+    count: Callable[[BaseMessage], int],
+    shown_ids: Collection[str],
+    shown_text: str,
+) -> tuple[HumanMessage | None, tuple[Recalled, ...], int, int]:
+    """:func:`pack_recalled` plus the parts' count of the hits it shows."""
     if room <= 0 or not candidates:
-        return None, (), 0
+        return None, (), 0, 0
     base = count(HumanMessage(content=_NOTE))
     if base >= room:
-        return None, (), 0
+        return None, (), 0, 0
     shown_wm = _squashed(shown_text)
     overhead = count(HumanMessage(content=""))
     chosen: list[RecallCandidate] = []
-    seen: set[tuple[str | None, int, str | None]] = set()
+    seen: set[tuple[str | None, int, str | None, str]] = set()
     used = base
 
     def new(candidate: RecallCandidate) -> bool:
         record = candidate.record
-        if (record.archive_id, record.position, record.message_id) in seen:
+        if _key(candidate) in seen:
             return False
         if record.message_id is not None and record.message_id in shown_ids:
             return False
@@ -212,12 +247,13 @@ def pack_recalled(
             continue  # a shorter hit further down may still fit
         for unit in units:
             chosen.append(unit)
-            seen.add((unit.record.archive_id, unit.record.position, unit.record.message_id))
+            seen.add(_key(unit))
         used += price
     while chosen:
         message = _render(chosen)
         size = count(message)
         if size <= room:
-            return message, tuple(c.record for c in sorted(chosen, key=_order)), size
+            parts = base + sum(cost(c) for c in chosen)
+            return message, tuple(c.record for c in sorted(chosen, key=_order)), size, parts
         chosen.pop()  # the parts' counts and the whole's can differ by a few tokens
-    return None, (), 0
+    return None, (), 0, 0
