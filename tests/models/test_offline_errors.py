@@ -74,7 +74,7 @@ def test_a_failure_told_run_and_fixed_in_one_round_is_one_item(error: str) -> No
 
 
 def test_a_follow_up_about_failed_things_is_open_not_an_error() -> None:
-    """"Not now, but we must add a dead-letter queue for failed webhooks": a follow-up (Open
+    """ "Not now, but we must add a dead-letter queue for failed webhooks": a follow-up (Open
     Issues), not an error report (before: filed in Errors & Corrections, or joined to an
     unrelated fix)."""
     said = "Not now, but we must add a dead-letter queue for failed webhooks before the release."

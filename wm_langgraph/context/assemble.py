@@ -497,6 +497,7 @@ def recall_floor(usable: int, recall_tokens: int) -> int:
     budget")."""
     return min(recall_tokens, int(RECALL_FLOOR_SHARE * usable))
 
+
 RecallSource = Callable[[], Sequence[RecallCandidate]]
 """Runs the recall for the user's newest message: the hits best first (assemble calls it only
 when the layer has room, so a call that shows the whole history or no fill searches nothing)."""

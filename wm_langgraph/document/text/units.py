@@ -859,9 +859,7 @@ def _coding_kind(sentence: str, role: str, correction: bool) -> str:
     if technical and _FIX_RE.search(sentence):
         return "fix"
     todo = _TODO_RE.search(sentence) is not None
-    prose = _PROSE_ERROR_RE.search(
-        _ATTRIBUTIVE_FAILURE_RE.sub(" ", sentence) if todo else sentence
-    )
+    prose = _PROSE_ERROR_RE.search(_ATTRIBUTIVE_FAILURE_RE.sub(" ", sentence) if todo else sentence)
     if _ERROR_RE.search(sentence) or (technical and prose):
         return "error"
     if todo:

@@ -454,9 +454,9 @@ def _complete(found: Findings, language: Language, turns: list[Turn]) -> None:
             if held is not None:
                 # the fix names the failure a run of the round recorded ("Fixed: the failure
                 # was `KeyError: …`"): the same thing, one item — the words join that item
-                said = unit.text.rstrip(" .。")
-                if said.casefold() not in found.errors[held].casefold():
-                    found.errors[held] = f"{found.errors[held].rstrip(' .。')}; {said}"
+                words = unit.text.rstrip(" .。")
+                if words.casefold() not in found.errors[held].casefold():
+                    found.errors[held] = f"{found.errors[held].rstrip(' .。')}; {words}"
                 continue
             how = _FIX_LEAD_RE.sub("", fix.text).strip() or fix.text
             item = f"{unit.text.rstrip(' .。')} — {label}{how}"
