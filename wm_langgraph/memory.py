@@ -49,7 +49,7 @@ from wm_langgraph.integration.binding import (
     internal_callbacks,
     reject_foreign_summaries,
 )
-from wm_langgraph.integration.hooks import NodeHook
+from wm_langgraph.integration.hooks import NodeHook, in_hook_thread
 from wm_langgraph.integration.scoping import MemoryScope, Scoper, check_name
 from wm_langgraph.messages import MessageTokenCache, message_tokens
 from wm_langgraph.phase1.session import RESET_META, Session
@@ -584,7 +584,7 @@ class WorkingMemory:
         pending: list[BaseMessage] = []
         folded = RecentMessages([], [], True)
         whole = not (pending_ids or folded_ids)  # no archive: the history is the live messages
-        hidden: set[str] = set()
+        hidden: set[str] | None = None  # read only where needed: a store round trip
         if room > 0 and (pending_ids or folded_ids):
             # removed after they were archived (RemoveMessage of an archived id)
             hidden = self._archives.hidden_ids(thread_id) | removed
@@ -638,7 +638,7 @@ class WorkingMemory:
         thread_id: str,
         timeline: Sequence[str],
         current: WorkingMemoryVersion | None,
-        hidden: set[str],
+        hidden: set[str] | None,
         removed: set[str] | frozenset[str],
         config: RunnableConfig | None,
     ) -> RecallSource | None:
@@ -649,11 +649,12 @@ class WorkingMemory:
         query = recall_query(view.source)
         if not query or not timeline:
             return lambda: ()
-        if not hidden:
-            hidden = self._archives.hidden_ids(thread_id) | set(removed)
 
         def search() -> list[RecallCandidate]:
-            return self._recall_search(thread_id, timeline, current, hidden, query)
+            # ``hidden`` is None when the build did not read it (no archive was read): the
+            # recall reads it only when assemble runs it
+            seen = hidden if hidden is not None else self._archives.hidden_ids(thread_id)
+            return self._recall_search(thread_id, timeline, current, seen | set(removed), query)
 
         callbacks = internal_callbacks(
             (config or {}).get("callbacks"), thread_id=thread_id, scope=""
@@ -1243,7 +1244,7 @@ class WorkingMemory:
         self, state: Mapping[str, Any], config: RunnableConfig
     ) -> dict[str, Any] | None:
         """Async twin of :meth:`overflow_guard`."""
-        return await asyncio.to_thread(self.overflow_guard, state, config)
+        return await in_hook_thread(self.overflow_guard, state, config)
 
     async def aget_working_memory(self, config: RunnableConfig | None) -> str:
         """Async twin of :meth:`get_working_memory` (safe with async stores on their loop)."""

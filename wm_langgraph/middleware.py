@@ -29,7 +29,6 @@ in the checkpoint but is neither part of the agent's input nor of its output. Th
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, NotRequired, Required, cast
 
@@ -52,6 +51,7 @@ from langgraph.store.base import BaseStore
 from wm_langgraph._compat import building_agent
 from wm_langgraph.config import WorkingMemoryConfig
 from wm_langgraph.errors import ConflictingMiddlewareError
+from wm_langgraph.integration.hooks import in_hook_thread
 from wm_langgraph.memory import WorkingMemory
 from wm_langgraph.state import META_KEY, archive_aware_add_messages
 
@@ -256,7 +256,7 @@ class WorkingMemoryMiddleware(AgentMiddleware[WorkingMemoryAgentState, Any, Any]
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage:
         """Async twin of :meth:`wrap_model_call`."""
-        request = await asyncio.to_thread(self._assembled, request, _config())
+        request = await in_hook_thread(self._assembled, request, _config())
         return await handler(request)
 
     def _assembled(self, request: ModelRequest[Any], config: RunnableConfig) -> ModelRequest[Any]:

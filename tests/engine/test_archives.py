@@ -105,6 +105,50 @@ def test_records_are_immutable():
     assert store.get_archives("t", [one.id])[0].messages[0].text == "1"
 
 
+def test_a_new_archive_in_one_write_batch_indexes_its_messages_and_stays_immutable():
+    """``put_new_archive`` (a commit's write: the message index, the record and what follows,
+    one read and one write batch) gives what ``index_messages`` then ``put_archive`` give; the
+    same record again changes nothing; other content under its id raises and writes nothing."""
+    from langgraph.store.base import PutOp
+
+    store = ArchiveStore(InMemoryStore())
+    messages = [HumanMessage("1", id="m1"), AIMessage("one", id="m2")]
+    record = ArchiveRecord(
+        id="archive_001",
+        seq=1,
+        status="pending",
+        messages=messages,
+        message_count=2,
+        thread_id="t",
+        digest=digest_of(messages),
+    )
+    extra = PutOp(("app", "after"), "k", {"v": 1})
+    store.put_new_archive(record, then=[extra])
+    assert store.get_archives("t", ["archive_001"])[0].messages == messages
+    assert store.archived_signatures("t", ["m1", "m2", "m3"], ["archive_001"]).keys() == {
+        "m1",
+        "m2",
+    }
+    assert store.store.get(("app", "after"), "k").value == {"v": 1}
+    store.put_new_archive(record)  # the very same archive again: nothing changes
+    assert store.get_archives("t", ["archive_001"])[0].messages == messages
+    edited = [HumanMessage("1 (edited)", id="m1"), HumanMessage("new", id="m7")]
+    other = ArchiveRecord(
+        id="archive_001",
+        seq=1,
+        status="pending",
+        messages=edited,
+        message_count=2,
+        thread_id="t",
+        digest=digest_of(edited),
+    )
+    with pytest.raises(ValueError, match="immutable"):
+        store.put_new_archive(other, then=[PutOp(("app", "after"), "k2", {"v": 2})])
+    assert store.get_archives("t", ["archive_001"])[0].messages == messages
+    assert store.archived_signatures("t", ["m7"], ["archive_001"]) == {}  # nothing written
+    assert store.store.get(("app", "after"), "k2") is None
+
+
 def test_current_wm_is_the_newest_version_covering_a_prefix():
     store = ArchiveStore(InMemoryStore())
     assert store.current_wm("t", ["archive_001"]) is None

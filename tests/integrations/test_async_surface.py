@@ -156,3 +156,62 @@ def test_an_async_agent_on_async_postgres_end_to_end():
     assert result["archives"]
     assert all(a.status == "done" for a in result["archives"])
     assert "FACT-2" in result["wm"]
+
+
+def test_the_async_hooks_do_not_wait_for_the_loops_default_executor() -> None:
+    """An app whose own blocking work fills the event loop's default executor (what
+    ``asyncio.to_thread`` uses: 6 threads on two cores) still gets its memory hooks run: they
+    run on their own threads (shown on a StateGraph; the middleware's async hooks use the
+    same). Before, every async hook queued there behind the app's work (and behind each other
+    under 50 concurrent conversations, bench/LOAD.md)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from langchain_core.messages import AIMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.store.memory import InMemoryStore
+
+    from wm_langgraph import WorkingMemory, WorkingMemoryState
+
+    config = WorkingMemoryConfig(
+        token_budget=2_000, commit_token_threshold_ratio=0.0, background=False
+    )
+
+    async def model(state: WorkingMemoryState) -> dict[str, Any]:
+        seen = state["llm_input_messages"]
+        return {"messages": [AIMessage(f"seen {len(seen)} messages")]}
+
+    async def main() -> list[int]:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(1))
+        gate = threading.Event()
+        busy = loop.run_in_executor(None, gate.wait)  # the app's work holds the only thread
+        try:
+            memory = WorkingMemory(wm_model(), config=config, store=InMemoryStore())
+            builder = StateGraph(WorkingMemoryState)
+            builder.add_node("assemble", memory.assemble)
+            builder.add_node("model", model)
+            builder.add_node("after_turn", memory.after_turn)
+            builder.add_edge(START, "assemble")
+            builder.add_edge("assemble", "model")
+            builder.add_edge("model", "after_turn")
+            builder.add_edge("after_turn", END)
+            graph = builder.compile(checkpointer=InMemorySaver())
+            sizes = []
+            for turn in range(3):
+                state = await asyncio.wait_for(
+                    graph.ainvoke(
+                        {"messages": [HumanMessage(f"turn {turn}: FACT-{turn}")]},
+                        thread_config("busy-executor"),
+                    ),
+                    timeout=30,
+                )
+                sizes.append(len(state["messages"]))
+            return sizes
+        finally:
+            gate.set()
+            await busy
+
+    sizes = asyncio.run(main())
+    assert len(sizes) == 3
+    assert all(n >= 2 for n in sizes)

@@ -16,15 +16,42 @@ time travel: a run resumed from any checkpoint sees that checkpoint's own timeli
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar
 
 from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from wm_langgraph.state import WorkingMemoryState
 
-__all__ = ["HookFn", "HookInput", "NodeHook", "to_thread_twin"]
+__all__ = ["HOOK_THREADS", "HookFn", "HookInput", "NodeHook", "in_hook_thread", "to_thread_twin"]
+
+_T = TypeVar("_T")
+
+HOOK_THREADS = 32
+"""Worker threads of the hooks' async twins, shared by every memory of the process. The hooks
+run the sync engine off the event loop; most of a hook's wall time under load is waiting (for
+the store's replies through the loop, for the GIL), not CPU, so the loop's default executor
+(``min(32, CPUs + 4)`` threads: 6 on two cores, shared with everything else that uses
+``asyncio.to_thread``) made 50 concurrent conversations queue for a thread (bench/LOAD.md)."""
+
+
+@functools.cache
+def _hook_executor() -> ThreadPoolExecutor:
+    # threads start as work arrives; a race here at worst makes one pool that never runs
+    return ThreadPoolExecutor(HOOK_THREADS, thread_name_prefix="wm-hook")
+
+
+async def in_hook_thread(func: Callable[..., _T], /, *args: Any) -> _T:
+    """``await asyncio.to_thread(func, *args)`` on the hooks' own threads (:data:`HOOK_THREADS`),
+    context variables copied (the run's config and tracing reach ``func``)."""
+    loop = asyncio.get_running_loop()
+    call = functools.partial(contextvars.copy_context().run, func, *args)
+    return await loop.run_in_executor(_hook_executor(), call)
+
 
 HookFn = Callable[[Mapping[str, Any], RunnableConfig | None], Any]
 
@@ -47,7 +74,7 @@ def to_thread_twin(func: HookFn) -> Callable[..., Any]:
     """An async twin that runs ``func`` in a worker thread (context variables copied)."""
 
     async def twin(state: Mapping[str, Any], config: RunnableConfig | None = None) -> Any:
-        return await asyncio.to_thread(func, state, config)
+        return await in_hook_thread(func, state, config)
 
     return twin
 

@@ -143,9 +143,6 @@ def _new_record(
     count: MessageCounter,
 ) -> ArchiveRecord:
     sizes = [tokens[m.id] if m.id in tokens else count(m) for m in archived]
-    # The index first: an index entry naming an archive that never got written is harmless
-    # (lookups only count archives of the asking timeline), a record missing from it is not.
-    archives.index_messages(thread_id, archive_id, archived)
     stamp = now_iso()
     record = ArchiveRecord(
         id=archive_id,
@@ -162,8 +159,13 @@ def _new_record(
         digest=digest_of(archived),
         message_tokens=sizes,
     )
-    archives.put_archive(record)
-    # Its search index (behaviour §7.6), once: archives are immutable. A crash in between
-    # leaves the archive to be indexed by the first search that needs it.
-    SearchIndex(archives).write(thread_id, record)
+    # The message index first, then the record (an index entry naming an archive that never
+    # got written is harmless: lookups only count archives of the asking timeline; a record
+    # missing from it is not), then its search index (behaviour §7.6), once: archives are
+    # immutable; a crash before it leaves the archive to be indexed by the first search that
+    # needs it. One read and one write batch: the commit waits for each round trip.
+    search = SearchIndex(archives)
+    op, index = search.prepare(thread_id, record)
+    archives.put_new_archive(record, then=[op])
+    search.written(thread_id, record, index)
     return record

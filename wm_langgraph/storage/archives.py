@@ -573,6 +573,38 @@ class ArchiveStore:
             )
         store.put(ns, record.id, value, index=False, ttl=None)
 
+    def put_new_archive(self, record: ArchiveRecord, then: Sequence[PutOp] = ()) -> None:
+        """:meth:`index_messages` then :meth:`put_archive` of ``record``, then the writes
+        ``then``, in two store round trips instead of four: one read (the index entries and the
+        record's id), one write batch in that order (the index entries first: an entry naming
+        an archive that never got written is harmless, a record missing from the index is
+        not). The commit of a turn runs this inline, where every round trip is waited for.
+
+        Raises:
+            ValueError: A record with this id exists and holds other messages (nothing is
+                written then).
+        """
+        thread_id = record.thread_id
+        signatures = {str(m.id): message_signature(m) for m in record.messages if m.id}
+        ids = list(signatures)
+        ids_ns = self.namespace(thread_id, "ids")
+        archives_ns = self.namespace(thread_id, "archives")
+        store = self._io(thread_id)
+        found = store.batch([*(GetOp(ids_ns, i) for i in ids), GetOp(archives_ns, record.id)])
+        existing = found[-1]
+        if isinstance(existing, Item) and not (
+            record.digest and existing.value.get("digest") == record.digest
+        ):
+            raise ValueError(
+                f"archive {record.id} exists with other content; records are immutable"
+            )
+        puts = _index_puts(ids_ns, record.id, ids, signatures, found[:-1])
+        if existing is None:
+            puts.append(PutOp(archives_ns, record.id, record.to_value(), index=False, ttl=None))
+        puts.extend(then)
+        if puts:
+            store.batch(puts)
+
     def get_archives(self, thread_id: str, ids: Sequence[str]) -> list[ArchiveRecord]:
         """The records of ``ids`` in that order (missing ones are skipped)."""
         if not ids:
@@ -663,16 +695,7 @@ class ArchiveStore:
         ns = self.namespace(thread_id, "ids")
         store = self._io(thread_id)
         found = store.batch([GetOp(ns, i) for i in ids])
-        puts: list[PutOp] = []
-        for message_id, item in zip(ids, found, strict=True):
-            value = item.value if isinstance(item, Item) else {}
-            known = [str(a) for a in value.get("archives") or []]
-            signed = dict(value.get("signatures") or {})
-            if archive_id not in known or archive_id not in signed:
-                signed[archive_id] = signatures[message_id]
-                archives = known if archive_id in known else [*known, archive_id]
-                new = {"archives": archives, "signatures": signed}
-                puts.append(PutOp(ns, message_id, new, index=False, ttl=None))
+        puts = _index_puts(ns, archive_id, ids, signatures, found)
         if puts:
             store.batch(puts)
 
@@ -917,3 +940,25 @@ class ArchiveStore:
         if self.timeline(key):
             return True
         return bool(self._io(key).search(self.namespace(key, "archives"), limit=1))
+
+
+def _index_puts(
+    namespace: tuple[str, ...],
+    archive_id: str,
+    ids: Sequence[str],
+    signatures: Mapping[str, str],
+    found: Sequence[Any],
+) -> list[PutOp]:
+    """The message-index writes that add ``archive_id`` to the entries ``found`` of ``ids``
+    (an entry that already names it with a signature is left as it is)."""
+    puts: list[PutOp] = []
+    for message_id, item in zip(ids, found, strict=True):
+        value = item.value if isinstance(item, Item) else {}
+        known = [str(a) for a in value.get("archives") or []]
+        signed = dict(value.get("signatures") or {})
+        if archive_id not in known or archive_id not in signed:
+            signed[archive_id] = signatures[message_id]
+            archives = known if archive_id in known else [*known, archive_id]
+            new = {"archives": archives, "signatures": signed}
+            puts.append(PutOp(namespace, message_id, new, index=False, ttl=None))
+    return puts

@@ -427,14 +427,20 @@ class SearchIndex:
     # -- writing ----------------------------------------------------------------------------
     def write(self, key: str, record: ArchiveRecord) -> ArchiveIndex:
         """Write ``record``'s index record (and its message texts when the store embeds)."""
+        op, index = self.prepare(key, record)
+        self._archives.io(key).batch([op])
+        return self.written(key, record, index)
+
+    def prepare(self, key: str, record: ArchiveRecord) -> tuple[PutOp, ArchiveIndex]:
+        """The write of ``record``'s index record, for a caller that batches it with others;
+        :meth:`written` once it is stored."""
         index = index_of(record)
-        self._archives.io(key).put(
-            self._archives.namespace(key, "search"),
-            record.id,
-            index.to_value(),
-            index=False,
-            ttl=None,
-        )
+        namespace = self._archives.namespace(key, "search")
+        return PutOp(namespace, record.id, index.to_value(), index=False, ttl=None), index
+
+    def written(self, key: str, record: ArchiveRecord, index: ArchiveIndex) -> ArchiveIndex:
+        """Note that ``index`` (:meth:`prepare`) of ``record`` is stored: the process cache
+        holds it, and the message texts are embedded when the store has a vector index."""
         prefix = self._prefix(key)
         self._indexes.put((*prefix, record.id), index)
         self._timelines.drop_holding(prefix, record.id)  # an id written again: merge anew
