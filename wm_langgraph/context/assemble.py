@@ -883,6 +883,11 @@ def _message_layers(
     (the fill), else live. Told by message id (a shown copy keeps its original's id)."""
     pending_ids = {m.id for m in pending if m.id is not None}
     folded_ids = {m.id for m in folded if m.id is not None}
+    if not pending_ids and not folded_ids:
+        # no archived message shown (a history that fits whole, before any commit): the
+        # input is what the agent sends without a memory, so its cost must not grow with it
+        live: Layer = "live messages"
+        return (live,) * len(messages)
 
     def layer(message: BaseMessage) -> Layer:
         if message.id is not None and message.id in pending_ids:
